@@ -1,0 +1,148 @@
+"""The admin agent: a long-lived process in the client namespace that talks Kafka's admin API.
+
+The controller lives in the root namespace, which has no route to the test network on purpose
+(see harness.net). It asks the agent instead, one JSON request per line on the agent's stdin,
+one JSON reply per line on its stdout::
+
+    -> {"cmd": "describe"}
+    <- {"ok": true, "result": {"brokers": [1, 2, 3], "controller": 2, "topics": {...}}}
+    <- {"ok": false, "error": "KafkaException: ..."}
+
+Commands: ``describe`` (brokers, controller id, per-partition leader/replicas/ISR of the
+non-internal topics, or of ``topics`` when given), ``create_topics`` (names, partitions,
+replication factor, configs; waits for the result), ``watermarks`` (high watermarks of keys).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from typing import Any
+
+from harness.net import Host
+
+
+def _describe(admin, topics: list[str] | None, timeout: float) -> dict:
+    md = admin.list_topics(timeout=timeout)
+    out: dict[str, Any] = {"brokers": sorted(md.brokers), "controller": md.controller_id, "topics": {}}
+    for name, tmd in md.topics.items():
+        if topics is not None and name not in topics:
+            continue
+        if topics is None and name.startswith("__"):
+            continue
+        out["topics"][name] = {
+            "error": str(tmd.error) if tmd.error else None,
+            "partitions": {
+                str(p): {"leader": pm.leader, "replicas": list(pm.replicas), "isr": list(pm.isrs)}
+                for p, pm in tmd.partitions.items()
+            },
+        }
+    return out
+
+
+def _create_topics(admin, names: list[str], partitions: int, rf: int, configs: dict, timeout: float) -> dict:
+    from confluent_kafka.admin import NewTopic
+
+    futures = admin.create_topics(
+        [NewTopic(n, num_partitions=partitions, replication_factor=rf, config=configs) for n in names],
+        request_timeout=timeout,
+    )
+    result = {}
+    for name, fut in futures.items():
+        try:
+            fut.result(timeout=timeout)
+            result[name] = "created"
+        except Exception as exc:  # TOPIC_ALREADY_EXISTS is fine for a retried request
+            if "TOPIC_ALREADY_EXISTS" in str(exc):
+                result[name] = "exists"
+            else:
+                raise
+    return result
+
+
+def _watermarks(bootstrap: str, keys: list[str], timeout: float) -> dict:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "eosc-agent",
+                  "enable.auto.commit": False, "isolation.level": "read_committed"})
+    try:
+        out = {}
+        for key in keys:
+            topic, part = key.rsplit("/", 1)
+            lo, hi = c.get_watermark_offsets(TopicPartition(topic, int(part)), timeout=timeout, cached=False)
+            out[key] = [lo, hi]
+        return out
+    finally:
+        c.close()
+
+
+def serve(bootstrap: str) -> None:
+    """Answer requests from stdin until it closes."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000})
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            req = json.loads(line)
+            cmd, timeout = req["cmd"], float(req.get("timeout", 10))
+            if cmd == "describe":
+                res = _describe(admin, req.get("topics"), timeout)
+            elif cmd == "create_topics":
+                res = _create_topics(admin, req["names"], req["partitions"], req["replication_factor"],
+                                     req.get("configs", {}), timeout)
+            elif cmd == "watermarks":
+                res = _watermarks(bootstrap, req["keys"], timeout)
+            else:
+                raise ValueError(f"unknown agent command {cmd!r}")
+            reply = {"ok": True, "result": res}
+        except Exception as exc:
+            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+
+
+class AgentError(RuntimeError):
+    """The agent answered with an error, died, or did not answer in time."""
+
+
+class Agent:
+    """Controller-side handle on an agent process started in ``host``'s namespace."""
+
+    def __init__(self, host: Host, bootstrap: str, log_path):
+        self._log = open(log_path, "ab")
+        self.proc = subprocess.Popen(
+            host.exec_prefix() + [sys.executable, "-m", "harness.agent", bootstrap],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True, bufsize=1,
+            start_new_session=True,
+        )
+        self._lock = threading.Lock()
+
+    def request(self, cmd: str, timeout: float = 10.0, **args) -> Any:
+        """Send one request and wait for its reply. Raises AgentError."""
+        with self._lock:
+            if self.proc.poll() is not None:
+                raise AgentError(f"admin agent exited with code {self.proc.returncode}")
+            self.proc.stdin.write(json.dumps({"cmd": cmd, "timeout": timeout, **args}) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        if not line:
+            raise AgentError("admin agent closed its output (crashed?); see logs/agent.log")
+        reply = json.loads(line)
+        if not reply["ok"]:
+            raise AgentError(reply["error"])
+        return reply["result"]
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=10)
+        except Exception:
+            self.proc.kill()
+        self._log.close()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])

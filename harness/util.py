@@ -1,0 +1,32 @@
+"""Small shared helpers."""
+from __future__ import annotations
+
+import time
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+
+
+class WaitTimeout(TimeoutError):
+    """A condition did not hold in time; the message says which and the last error seen."""
+
+
+def wait_until(condition: Callable[[], T], timeout: float, message: str, interval: float = 0.5) -> T:
+    """Poll ``condition`` until it returns a truthy value and return that value.
+
+    Exceptions raised by ``condition`` count as "not yet" and the last one is quoted in the
+    WaitTimeout raised after ``timeout`` seconds (ducktape ``utils/util.py`` wait_until).
+    """
+    deadline = time.monotonic() + timeout
+    last_exc: Exception | None = None
+    while True:
+        try:
+            value = condition()
+            if value:
+                return value
+        except Exception as exc:  # noqa: BLE001 - quoted in the timeout message below
+            last_exc = exc
+        if time.monotonic() >= deadline:
+            detail = f" (last error: {last_exc})" if last_exc else ""
+            raise WaitTimeout(f"timed out after {timeout:.0f} s waiting for {message}{detail}")
+        time.sleep(interval)
