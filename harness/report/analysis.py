@@ -1,0 +1,413 @@
+"""Pure summaries of a history for the report: op pairs, counts, fault windows, time series.
+
+Nothing here judges correctness; that is the checkers' job. These only describe what happened.
+"""
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+NEMESIS = "nemesis"
+OUTCOMES = ("ok", "fail", "info")
+
+# Which nemesis f opens a fault window, and which f closes it.
+WINDOW_CLOSERS: dict[str, tuple[str, ...]] = {
+    "kill": ("start",),
+    "stop": ("start",),
+    "crash": ("start",),
+    "pause": ("resume",),
+    "partition": ("heal",),
+    "toxic": ("untoxic", "heal"),
+    "clock": ("reset-clock", "heal"),
+    "skew": ("reset-clock", "heal"),
+}
+CLOSER_FS = {c for closers in WINDOW_CLOSERS.values() for c in closers}
+
+
+def is_client(event: dict[str, Any]) -> bool:
+    return event.get("process") != NEMESIS and not str(event.get("process", "")).startswith(NEMESIS)
+
+
+def _time(event: dict[str, Any]) -> int:
+    t = event.get("time")
+    return int(t) if isinstance(t, (int, float)) else 0
+
+
+@dataclass
+class ClientOp:
+    """One client operation: its invoke and (maybe) its completion."""
+
+    process: Any
+    f: str
+    invoke: dict[str, Any] | None
+    completion: dict[str, Any] | None
+
+    @property
+    def outcome(self) -> str:
+        """ok, fail or info; an invoke never completed counts as info (HISTORY.md)."""
+        if self.completion is None:
+            return "info"
+        t = self.completion.get("type")
+        return t if t in OUTCOMES else "info"
+
+    @property
+    def completed(self) -> bool:
+        return self.completion is not None
+
+    @property
+    def latency_ns(self) -> int | None:
+        if self.invoke is None or self.completion is None:
+            return None
+        return max(0, _time(self.completion) - _time(self.invoke))
+
+
+@dataclass
+class Pairing:
+    ops: list[ClientOp]
+    partner: dict[int, int]  # event index -> index of its invoke/completion
+    latency_ns: dict[int, int]  # completion index -> latency
+    pending: list[int]  # invoke indices never completed
+
+    @cached_property
+    def pending_set(self) -> set[int]:
+        return set(self.pending)
+
+
+def pair_ops(events: list[dict[str, Any]]) -> Pairing:
+    """Match each client invoke with the next completion of the same process."""
+    open_by_process: dict[Any, dict[str, Any]] = {}
+    ops: list[ClientOp] = []
+    partner: dict[int, int] = {}
+    latency: dict[int, int] = {}
+    for ev in events:
+        if not is_client(ev):
+            continue
+        proc = _hashable(ev.get("process"))
+        f = str(ev.get("f"))
+        if ev.get("type") == "invoke":
+            prev = open_by_process.pop(proc, None)
+            if prev is not None:  # broken contract: a second invoke; keep the first as unknown
+                ops.append(ClientOp(proc, str(prev.get("f")), prev, None))
+            open_by_process[proc] = ev
+            continue
+        inv = open_by_process.pop(proc, None)
+        op = ClientOp(proc, f if inv is None else str(inv.get("f")), inv, ev)
+        ops.append(op)
+        if inv is not None and isinstance(inv.get("index"), int) and isinstance(ev.get("index"), int):
+            partner[inv["index"]] = ev["index"]
+            partner[ev["index"]] = inv["index"]
+            latency[ev["index"]] = op.latency_ns or 0
+    pending = []
+    for inv in open_by_process.values():
+        ops.append(ClientOp(_hashable(inv.get("process")), str(inv.get("f")), inv, None))
+        if isinstance(inv.get("index"), int):
+            pending.append(inv["index"])
+    return Pairing(ops, partner, latency, sorted(pending))
+
+
+def _hashable(v: Any) -> Any:
+    try:
+        hash(v)
+        return v
+    except TypeError:
+        return json.dumps(v, sort_keys=True)
+
+
+def op_counts(ops: list[ClientOp]) -> list[dict[str, Any]]:
+    """Rows of op counts per f and outcome, plus a total row (f = "all")."""
+    by_f: dict[str, dict[str, int]] = {}
+    for op in ops:
+        row = by_f.setdefault(op.f, {"ok": 0, "fail": 0, "info": 0, "pending": 0})
+        row[op.outcome] += 1
+        if not op.completed:
+            row["pending"] += 1
+    rows = []
+    total = {"ok": 0, "fail": 0, "info": 0, "pending": 0}
+    for f in sorted(by_f):
+        c = by_f[f]
+        n = c["ok"] + c["fail"] + c["info"]
+        rows.append({"f": f, **c, "total": n})
+        for k in total:
+            total[k] += c[k]
+    rows.append({"f": "all", **total, "total": total["ok"] + total["fail"] + total["info"]})
+    return rows
+
+
+def latency_summary(ops: list[ClientOp]) -> list[dict[str, Any]]:
+    """p50/p99/max latency of completed ops per f, in nanoseconds."""
+    by_f: dict[str, list[int]] = {}
+    for op in ops:
+        lat = op.latency_ns
+        if lat is not None:
+            by_f.setdefault(op.f, []).append(lat)
+    rows = []
+    for f in sorted(by_f):
+        arr = np.asarray(by_f[f], dtype=np.float64)
+        rows.append({
+            "f": f, "n": int(arr.size),
+            "p50": float(np.percentile(arr, 50)), "p99": float(np.percentile(arr, 99)),
+            "max": float(arr.max()),
+        })
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# Fault windows
+
+
+@dataclass
+class FaultWindow:
+    f: str
+    label: str
+    start_ns: int
+    end_ns: int | None  # None: never closed, extends to the run's end
+    target: Any
+    detail: list[str] = field(default_factory=list)
+    closed_by: str | None = None
+    instant: bool = False  # a nemesis action with no window (e.g. an unknown f)
+    lane: int = 0
+
+    @property
+    def kind(self) -> str:
+        return self.f
+
+
+def _target(value: Any) -> Any:
+    """What a nemesis action aimed at: a node, nodes, a process, ... or None for 'everything'."""
+    if isinstance(value, dict):
+        for key in ("node", "nodes", "process", "processes", "target", "targets", "proxy", "name"):
+            if key in value and value[key] is not None:
+                v = value[key]
+                return tuple(v) if isinstance(v, list) else v
+        return None
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    if value is None:
+        return None
+    return _hashable(value)
+
+
+def _fmt_target(t: Any) -> str:
+    if t is None:
+        return ""
+    if isinstance(t, tuple):
+        return ",".join(_fmt_target(x) for x in t)
+    if isinstance(t, bool):
+        return str(t)
+    if isinstance(t, int):
+        return f"n{t}"
+    s = str(t)
+    return s if len(s) <= 24 else s[:23] + "…"
+
+
+def _label(f: str, value: Any) -> str:
+    if f == "partition" and isinstance(value, dict):
+        if isinstance(value.get("name"), str):
+            return f"partition {value['name']}"
+        grudge = value.get("grudge")
+        if isinstance(grudge, dict) and grudge:
+            return "partition " + partition_sides(grudge)
+    if f == "toxic" and isinstance(value, dict):
+        kind = value.get("type") or value.get("toxic") or ""
+        tgt = _fmt_target(_target(value))
+        return " ".join(x for x in ("toxic", str(kind), tgt) if x)
+    t = _fmt_target(_target(value))
+    return f"{f} {t}".strip()
+
+
+def partition_sides(grudge: dict[Any, Any]) -> str:
+    """A grudge (node -> nodes it must not reach) as its sides, e.g. "n3 | n1,n2"."""
+    nodes: set[str] = set()
+    blocked: set[tuple[str, str]] = set()
+    for k, vs in grudge.items():
+        nodes.add(str(k))
+        for v in vs if isinstance(vs, list) else [vs]:
+            nodes.add(str(v))
+            blocked.add((str(k), str(v)))
+            blocked.add((str(v), str(k)))
+    sides: list[list[str]] = []
+    seen: set[str] = set()
+    for n in sorted(nodes, key=_node_key):
+        if n in seen:
+            continue
+        comp, todo = [], [n]
+        seen.add(n)
+        while todo:
+            a = todo.pop()
+            comp.append(a)
+            for b in nodes:
+                if b not in seen and (a, b) not in blocked:
+                    seen.add(b)
+                    todo.append(b)
+        sides.append(sorted(comp, key=_node_key))
+    sides.sort(key=lambda c: (len(c), [_node_key(x) for x in c]))
+    fmt = lambda n: f"n{n}" if n.isdigit() else n  # noqa: E731
+    return " | ".join(",".join(fmt(n) for n in side) for side in sides)
+
+
+def _node_key(n: str) -> tuple[int, Any]:
+    return (0, int(n)) if n.isdigit() else (1, n)
+
+
+def _matches(open_w: FaultWindow, closer_target: Any) -> bool:
+    if closer_target is None or open_w.target is None:
+        return True
+    if open_w.target == closer_target:
+        return True
+    a = set(open_w.target) if isinstance(open_w.target, tuple) else {open_w.target}
+    b = set(closer_target) if isinstance(closer_target, tuple) else {closer_target}
+    return bool(a & b)
+
+
+def _detail(ev: dict[str, Any]) -> str:
+    v = ev.get("value")
+    s = json.dumps(v, sort_keys=True, default=str) if v is not None else ""
+    if ev.get("error"):
+        s += " error: " + json.dumps(ev.get("error"), default=str)
+    return s[:300]
+
+
+def fault_windows(events: list[dict[str, Any]]) -> list[FaultWindow]:
+    """Fault windows from nemesis events, robust to missing halves and unknown f.
+
+    Each nemesis action is a pair of info events (start, end) with the same f. A window opens at
+    the end of an opening action (kill, pause, partition, ...) and closes at the end of the next
+    matching closing action (start, resume, heal, ...) for the same target; an action whose end
+    is missing counts from its start. Windows never closed have end_ns None.
+    """
+    actions: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
+    pending: dict[str, dict[str, Any]] = {}
+    for ev in events:
+        if is_client(ev):
+            continue
+        f = str(ev.get("f"))
+        if f in pending:
+            actions.append((f, pending.pop(f), ev))
+        else:
+            pending[f] = ev
+    for f, ev in pending.items():
+        actions.append((f, ev, None))
+    actions.sort(key=lambda a: (_time(a[2] or a[1]), a[1].get("index", 0)))
+
+    windows: list[FaultWindow] = []
+    open_windows: list[FaultWindow] = []
+    for f, begin, end in actions:
+        at = _time(end if end is not None else begin)
+        value = begin.get("value")
+        if end is not None and isinstance(end.get("value"), dict) and isinstance(value, dict):
+            value = {**value, **end["value"]}
+        elif end is not None and value is None:
+            value = end.get("value")
+        detail = [f"{f} began at {fmt_seconds(_time(begin))}: {_detail(begin)}"]
+        if end is not None:
+            detail.append(f"{f} done at {fmt_seconds(_time(end))}: {_detail(end)}")
+        else:
+            detail.append(f"{f} never reported its end")
+        if f in WINDOW_CLOSERS:
+            w = FaultWindow(f, _label(f, value), at, None, _target(value), detail)
+            windows.append(w)
+            open_windows.append(w)
+        elif f in CLOSER_FS:
+            tgt = _target(value)
+            for w in list(open_windows):
+                if f in WINDOW_CLOSERS[w.f] and _matches(w, tgt):
+                    w.end_ns = at
+                    w.closed_by = f
+                    w.detail.extend(detail)
+                    open_windows.remove(w)
+        else:
+            windows.append(FaultWindow(f, _label(f, value), at, at, _target(value), detail,
+                                       instant=True))
+    windows.sort(key=lambda w: w.start_ns)
+    return windows
+
+
+# ---------------------------------------------------------------------------------------------
+# Time series
+
+
+@dataclass
+class Series:
+    bin_ns: int
+    n_bins: int
+    throughput: dict[tuple[str, str], np.ndarray]  # (f, outcome) -> completions per second
+    p50_ns: np.ndarray  # nan where no completion
+    p99_ns: np.ndarray
+
+
+NICE_BINS_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600)
+
+
+def choose_bin_ns(run_end_ns: int, max_bins: int = 600) -> int:
+    for b in NICE_BINS_S:
+        if run_end_ns / (b * 1e9) <= max_bins:
+            return b * 1_000_000_000
+    return int(np.ceil(run_end_ns / max_bins))
+
+
+def time_series(ops: list[ClientOp], run_end_ns: int) -> Series:
+    """Completed ops per second (per f and outcome) and latency percentiles per time window.
+
+    Ops count in the window of their completion; invokes that never completed are not counted.
+    Latency covers every completed op (ok, fail and info alike).
+    """
+    bin_ns = choose_bin_ns(run_end_ns)
+    n_bins = max(1, int(np.ceil(max(run_end_ns, 1) / bin_ns)))
+    per_key: dict[tuple[str, str], list[int]] = {}
+    lat_bins: list[list[int]] = [[] for _ in range(n_bins)]
+    for op in ops:
+        if op.completion is None:
+            continue
+        b = min(n_bins - 1, max(0, _time(op.completion) // bin_ns))
+        per_key.setdefault((op.f, op.outcome), []).append(b)
+        lat = op.latency_ns
+        if lat is not None:
+            lat_bins[b].append(lat)
+    seconds = bin_ns / 1e9
+    throughput = {
+        k: np.bincount(np.asarray(v, dtype=np.int64), minlength=n_bins)[:n_bins] / seconds
+        for k, v in sorted(per_key.items())
+    }
+    p50 = np.full(n_bins, np.nan)
+    p99 = np.full(n_bins, np.nan)
+    for i, lats in enumerate(lat_bins):
+        if lats:
+            arr = np.asarray(lats, dtype=np.float64)
+            p50[i] = np.percentile(arr, 50)
+            p99[i] = np.percentile(arr, 99)
+    return Series(bin_ns, n_bins, throughput, p50, p99)
+
+
+# ---------------------------------------------------------------------------------------------
+# Formatting with units
+
+
+def fmt_seconds(ns: float | int | None) -> str:
+    if ns is None:
+        return "–"
+    s = ns / 1e9
+    if abs(s) >= 100:
+        return f"{s:,.0f} s"
+    if abs(s) >= 10:
+        return f"{s:.1f} s"
+    return f"{s:.2f} s"
+
+
+def fmt_duration(ns: float | int | None) -> str:
+    """A latency or span: µs, ms, s or min, whichever reads best."""
+    if ns is None or (isinstance(ns, float) and np.isnan(ns)):
+        return "–"
+    if ns < 1_000:
+        return f"{ns:.0f} ns"
+    if ns < 1_000_000:
+        return f"{ns / 1e3:.0f} µs"
+    if ns < 1_000_000_000:
+        v = ns / 1e6
+        return f"{v:.1f} ms" if v < 10 else f"{v:.0f} ms"
+    if ns < 120_000_000_000:
+        return f"{ns / 1e9:.2f} s"
+    return f"{ns / 6e10:.1f} min"

@@ -1,0 +1,91 @@
+"""Short definitions of the anomaly names, after /work/shared/design/ANOMALIES.md.
+
+The report shows these next to each anomaly a checker found. The checkers' finder docstrings are
+the authoritative definitions; this table is a copy for people reading a report offline, kept short.
+"""
+from __future__ import annotations
+
+ANOMALY_DEFINITIONS: dict[str, str] = {
+    # Jepsen parity
+    "duplicate": "One value appears at more than one offset of a key.",
+    "inconsistent-offsets": "One offset of a key holds different values in different observations.",
+    "lost-write": (
+        "A write that must have committed is missing from its key's log, although a later "
+        "position of that log was read."
+    ),
+    "unseen": "A committed write that no poll had read by the end of the run, after the final drain.",
+    "G1a": "Aborted read: a poll returned a value whose writing op completed fail (aborted).",
+    "precommitted-read": "One op polled a value that the same op sent, before its own commit.",
+    "int-poll-skip": "Within one poll, the consumer skipped committed positions of the log.",
+    "poll-skip": (
+        "Between a consumer's consecutive polls of a key, with no seek or reassignment between, "
+        "the consumer skipped committed positions of the log."
+    ),
+    "int-nonmonotonic-poll": "Within one poll, the positions read went backwards or repeated.",
+    "nonmonotonic-poll": (
+        "Between a consumer's consecutive polls of a key, with no seek or reassignment between, "
+        "the positions read went backwards or repeated."
+    ),
+    "int-nonmonotonic-send": (
+        "Within one op, a later send to a key landed at an earlier position than an earlier send."
+    ),
+    "nonmonotonic-send": (
+        "A process's later send to a key landed at an earlier position than its earlier send."
+    ),
+    "G0": "Write cycle: a cycle of write-write (log order) edges between ops.",
+    "G1c": "Circular information flow: a cycle of write-write and write-read edges between ops.",
+    # Beyond Jepsen
+    "torn-transaction": (
+        "In the final complete reads, a transaction's writes are partly visible and partly not."
+    ),
+    "zombie-write": (
+        "After init of a transactional.id completed ok for a newer instance, a value that an older "
+        "instance of that id sent becomes visible, or the older instance's commit completes ok."
+    ),
+    "eos-duplicate": (
+        "In a consume-transform-produce pipeline, a committed input record yields more than one "
+        "committed output record."
+    ),
+    "eos-loss": (
+        "In a consume-transform-produce pipeline, a committed input record yields no committed "
+        "output record."
+    ),
+    "offsets-ahead": (
+        "A consumer group's committed offsets point past input whose output is not committed."
+    ),
+    "offsets-behind": (
+        "A consumer group's committed offsets point before input whose output is committed."
+    ),
+    "sink-duplicate": "A Spark sink holds a committed record twice.",
+    "sink-loss": "A Spark sink misses a committed record.",
+    # Liveness and performance
+    "stalled-lso": (
+        "A read_committed consumer cannot advance on a key for longer than the scenario's bound "
+        "while the key has records: a hanging transaction (KAFKA-17754 family)."
+    ),
+    "realtime-lag": "Time from a write's commit to its first observation by each consumer.",
+    "unavailable": "Windows with no successful op of a kind.",
+}
+
+_VARIANTS = {
+    "-realtime": " (with realtime edges: an op that completed before another began precedes it)",
+    "-process": " (with process edges: a process's ops are ordered)",
+}
+
+
+def anomaly_definition(name: str) -> str | None:
+    """The short definition of an anomaly name, tolerant of case and of cycle variants."""
+    if name in ANOMALY_DEFINITIONS:
+        return ANOMALY_DEFINITIONS[name]
+    lowered = {k.lower(): v for k, v in ANOMALY_DEFINITIONS.items()}
+    key = name.strip().lower()
+    if key in lowered:
+        return lowered[key]
+    for suffix, note in _VARIANTS.items():
+        if key.endswith(suffix) and key[: -len(suffix)] in lowered:
+            return lowered[key[: -len(suffix)]].rstrip(".") + note + "."
+    # "G1a (aborted read)" and similar spellings
+    head = key.split(" ")[0].split("(")[0]
+    if head in lowered:
+        return lowered[head]
+    return None

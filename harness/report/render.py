@@ -1,0 +1,367 @@
+"""Assembling the report: gather what the template shows, render it with jinja2 (autoescape on)."""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import yaml
+from markupsafe import Markup, escape
+
+from . import analysis as an
+from .charts import bin_label_of, timeline_svg
+from .definitions import anomaly_definition
+from .loading import read_history, read_json, read_yaml
+
+MAX_FULL_TABLE = 3000  # events; above this the table shows an excerpt
+EDGE_ROWS = 500  # first and last events kept in an excerpt
+MAX_EXAMPLES = 25  # examples shown per anomaly
+MAX_CELL = 240  # characters of a value shown in a table cell
+OP_REF_KEYS = {"ops", "op", "op_index", "op_indices", "index", "indices", "invoke", "completion",
+               "invoke_index", "completion_index"}
+
+_env = jinja2.Environment(
+    loader=jinja2.PackageLoader("harness.report", "templates"),
+    autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def render_report(run_dir: Path) -> Path:
+    """Render run_dir/report.html from the run's history, verdict, scenario and meta files."""
+    run_dir = Path(run_dir)
+    warnings: list[str] = []
+    events, w = read_history(run_dir / "history.jsonl")
+    warnings += w
+    verdict, w = read_json(run_dir / "verdict.json")
+    warnings += w
+    scenario, w = read_yaml(run_dir / "scenario.yaml")
+    warnings += w
+    meta = None
+    if (run_dir / "meta.json").exists():
+        meta, w = read_json(run_dir / "meta.json")
+        warnings += w
+    if verdict is None:
+        verdict = {"valid": "unknown",
+                   "unknown_reasons": ["verdict.json is missing or unreadable: no checker verdict."]}
+    meta = dict(meta or {})
+    meta.setdefault("run_dir", str(run_dir))
+    html = render_report_html(events, verdict, scenario or {}, meta, warnings=warnings)
+    out = run_dir / "report.html"
+    tmp = run_dir / "report.html.tmp"
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(out)
+    return out
+
+
+def render_report_html(history_events: list[dict], verdict: dict, scenario: dict,
+                       meta: dict | None, *, warnings: list[str] | None = None) -> str:
+    """The report as one self-contained HTML document."""
+    events = [e for e in history_events if isinstance(e, dict)]
+    meta = meta or {}
+    verdict = verdict or {}
+    pairing = an.pair_ops(events)
+    run_end = max((e.get("time", 0) for e in events if isinstance(e.get("time"), (int, float))),
+                  default=0)
+    run_end = int(run_end)
+    windows = an.fault_windows(events)
+    series = an.time_series(pairing.ops, run_end)
+    svg, legend = timeline_svg(series, windows, run_end)
+
+    state, banner = _state(verdict.get("valid", "unknown"))
+    anomalies = _anomalies(verdict)
+    referenced = {i for a in anomalies for ex in a["all_examples"] for i in _op_refs(ex)}
+    table = _history_table(events, pairing, referenced)
+    found = [a for a in anomalies if not a["allowed"]]
+    allowed = [a for a in anomalies if a["allowed"]]
+
+    ctx = {
+        "title": _title(scenario, meta),
+        "state": state,
+        "banner": banner,
+        "verdict": verdict,
+        "unknown_reasons": [str(r) for r in (verdict.get("unknown_reasons") or [])],
+        "found": found,
+        "allowed_found": allowed,
+        "allowed_names": [str(x) for x in (verdict.get("allowed") or [])],
+        "scenario_rows": _scenario_rows(scenario, meta),
+        "versions": _versions(scenario, meta),
+        "replay": _replay_command(scenario),
+        "scenario_yaml": yaml.safe_dump(scenario, sort_keys=False, default_flow_style=False,
+                                        allow_unicode=True) if scenario else "",
+        "meta_rows": _flatten(meta),
+        "stats_rows": _flatten(verdict.get("stats") or {}),
+        "counts": an.op_counts(pairing.ops),
+        "latencies": [
+            {**r, "p50": an.fmt_duration(r["p50"]), "p99": an.fmt_duration(r["p99"]),
+             "max": an.fmt_duration(r["max"])} for r in an.latency_summary(pairing.ops)],
+        "svg": svg,
+        "legend": legend,
+        "bin": bin_label_of(series.bin_ns),
+        "windows": [_window_row(w, run_end) for w in windows],
+        "table": table,
+        "n_events": len(events),
+        "n_clients": len({op.process for op in pairing.ops}),
+        "run_end": an.fmt_seconds(run_end),
+        "warnings": list(warnings or []),
+        "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+    }
+    return _env.get_template("report.html.j2").render(**ctx)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _state(valid: Any) -> tuple[str, str]:
+    if valid is True:
+        return "valid", "VALID"
+    if valid is False:
+        return "invalid", "INVALID"
+    return "unknown", "UNKNOWN"
+
+
+def _title(scenario: dict, meta: dict) -> str:
+    name = scenario.get("name") or meta.get("scenario") or "run"
+    run_id = meta.get("run_id") or meta.get("id")
+    return f"{name} · {run_id}" if run_id else str(name)
+
+
+def _anchor(name: str) -> str:
+    return "anomaly-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in name)
+
+
+def _anomalies(verdict: dict) -> list[dict[str, Any]]:
+    examples = verdict.get("anomalies") or {}
+    counts = verdict.get("anomaly_counts") or {}
+    allowed = {str(x) for x in (verdict.get("allowed") or [])}
+    names = list(dict.fromkeys([*examples.keys(), *counts.keys()]))
+    out = []
+    for name in names:
+        exs = examples.get(name) or []
+        if not isinstance(exs, list):
+            exs = [exs]
+        count = counts.get(name, len(exs))
+        if not exs and not count:
+            continue
+        out.append({
+            "name": str(name),
+            "anchor": _anchor(str(name)),
+            "count": count,
+            "allowed": str(name) in allowed,
+            "definition": anomaly_definition(str(name)),
+            "all_examples": exs,
+            "examples": [_example(ex) for ex in exs[:MAX_EXAMPLES]],
+            "more": max(0, len(exs) - MAX_EXAMPLES),
+        })
+    out.sort(key=lambda a: a["allowed"])  # stable: the verdict's order within each group
+    return out
+
+
+def _example(ex: Any) -> dict[str, Any]:
+    if not isinstance(ex, dict):
+        return {"explanation": None, "fields": [("value", escape(_compact(ex)))]}
+    fields = [(str(k), _field_html(str(k), v)) for k, v in ex.items() if k != "explanation"]
+    return {"explanation": ex.get("explanation"), "fields": fields}
+
+
+def _is_op_ref_key(key: str) -> bool:
+    k = key.lower()
+    return k in OP_REF_KEYS or k.endswith("_op") or k.endswith("_ops")
+
+
+def _ints(v: Any) -> list[int] | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return [v]
+    if isinstance(v, list) and v and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        return list(v)
+    return None
+
+
+def _op_refs(ex: Any) -> set[int]:
+    refs: set[int] = set()
+    if isinstance(ex, dict):
+        for k, v in ex.items():
+            if _is_op_ref_key(str(k)):
+                refs.update(_ints(v) or [])
+    return refs
+
+
+def _op_link(i: int) -> Markup:
+    return Markup('<a class="op-link" href="#op-{0}">#{0}</a>').format(i)
+
+
+def _field_html(key: str, v: Any) -> Markup:
+    ints = _ints(v) if _is_op_ref_key(key) else None
+    if ints is not None:
+        return Markup(", ").join(_op_link(i) for i in ints)
+    if isinstance(v, str):
+        return escape(v)
+    return Markup("<code>{}</code>").format(_compact(v, 600))
+
+
+def _compact(v: Any, limit: int | None = None) -> str:
+    s = json.dumps(v, separators=(",", ":"), default=str, ensure_ascii=False)
+    if limit and len(s) > limit:
+        s = s[: limit - 1] + "…"
+    return s
+
+
+def _scenario_rows(scenario: dict, meta: dict) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+
+    def add(label: str, v: Any, unit: str = "") -> None:
+        if v is None or v == "":
+            return
+        text = v if isinstance(v, str) else _compact(v, 300)
+        if unit and isinstance(v, (int, float)) and not isinstance(v, bool):
+            text = f"{v:g} {unit}"
+        rows.append((label, text))
+
+    add("Scenario", scenario.get("name"))
+    add("Scenario file", scenario.get("source"))
+    add("Description", scenario.get("description"))
+    add("Seed", scenario.get("seed"))
+    add("Duration", scenario.get("duration"), "s")
+    add("Kafka version", scenario.get("kafka_version"))
+    add("Workload", scenario.get("workload"))
+    add("Faults", scenario.get("faults") or scenario.get("nemesis"))
+    add("Expected anomalies", scenario.get("expected") or scenario.get("expect"))
+    add("Allowed anomalies", scenario.get("allowed") or scenario.get("allow"))
+    add("Run id", meta.get("run_id"))
+    add("Run directory", meta.get("run_dir"))
+    add("Started", meta.get("started_at") or meta.get("start_time"))
+    return rows
+
+
+def _versions(scenario: dict, meta: dict) -> list[tuple[str, str]]:
+    found: dict[str, str] = {}
+    if scenario.get("kafka_version") is not None:
+        found["kafka"] = str(scenario["kafka_version"])
+    for src in (scenario.get("versions"), meta.get("versions")):
+        if isinstance(src, dict):
+            for k, v in src.items():
+                found.setdefault(str(k), v if isinstance(v, str) else _compact(v))
+    for k, v in meta.items():
+        if k.endswith("_version") and isinstance(v, (str, int, float)):
+            found.setdefault(k[: -len("_version")], str(v))
+    return sorted(found.items())
+
+
+def _replay_command(scenario: dict) -> str:
+    target = scenario.get("source") or scenario.get("name") or "<scenario>"
+    parts = ["eos-chaos", "run", str(target)]
+    for flag, key in (("--seed", "seed"), ("--duration", "duration"),
+                      ("--kafka-version", "kafka_version")):
+        if scenario.get(key) is not None:
+            parts += [flag, str(scenario[key])]
+    return " ".join(p if p == "<scenario>" else shlex.quote(p) for p in parts)
+
+
+def _flatten(d: Any, prefix: str = "", depth: int = 0) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    if isinstance(d, dict) and depth < 3:
+        for k, v in d.items():
+            key = f"{prefix}.{k}" if prefix else str(k)
+            if isinstance(v, dict) and v and depth < 2:
+                rows += _flatten(v, key, depth + 1)
+            else:
+                rows.append((key, _fmt_stat(key, v)))
+    elif prefix:
+        rows.append((prefix, _fmt_stat(prefix, d)))
+    return rows
+
+
+def _fmt_stat(key: str, v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, bool) or v is None:
+        return _compact(v)
+    if isinstance(v, (int, float)):
+        k = key.lower()
+        if k.endswith("_ns"):
+            return an.fmt_duration(v)
+        if k.endswith("_ms"):
+            return an.fmt_duration(v * 1e6)
+        if k.endswith("_s") or k.endswith("seconds"):
+            return f"{v:,g} s"
+        return f"{v:,}" if isinstance(v, int) else f"{v:,.4g}"
+    return _compact(v, 400)
+
+
+def _window_row(w: an.FaultWindow, run_end: int) -> dict[str, Any]:
+    end = w.end_ns if w.end_ns is not None else run_end
+    return {
+        "label": w.label,
+        "f": w.f,
+        "start": an.fmt_seconds(w.start_ns),
+        "end": "–" if w.instant else (an.fmt_seconds(w.end_ns) if w.end_ns is not None
+                                      else f"end of run ({an.fmt_seconds(run_end)})"),
+        "duration": "instant" if w.instant else an.fmt_duration(end - w.start_ns),
+        "closed_by": w.closed_by or ("" if w.instant else "never closed"),
+        "detail": "\n".join(w.detail),
+    }
+
+
+def _history_table(events: list[dict], pairing: an.Pairing, referenced: set[int]
+                   ) -> dict[str, Any]:
+    n = len(events)
+    if n <= MAX_FULL_TABLE:
+        keep = list(range(n))
+        excerpt = False
+    else:
+        by_index = {e.get("index"): pos for pos, e in enumerate(events)}
+        wanted = set(range(EDGE_ROWS)) | set(range(n - EDGE_ROWS, n))
+        refs = set(referenced) | {pairing.partner[i] for i in referenced if i in pairing.partner}
+        wanted |= {by_index[i] for i in refs if i in by_index}
+        nemesis = [pos for pos, e in enumerate(events) if not an.is_client(e)][:EDGE_ROWS]
+        wanted |= set(nemesis)
+        keep = sorted(wanted)
+        excerpt = True
+    rows: list[dict[str, Any]] = []
+    prev = -1
+    for pos in keep:
+        if pos != prev + 1:
+            rows.append({"gap": pos - prev - 1})
+        prev = pos
+        rows.append(_row(events[pos], pairing, referenced))
+    if excerpt and prev != n - 1:
+        rows.append({"gap": n - 1 - prev})
+    shown = sum(1 for r in rows if "gap" not in r)
+    return {"rows": rows, "excerpt": excerpt, "shown": shown, "total": n,
+            "edge": EDGE_ROWS, "limit": MAX_FULL_TABLE}
+
+
+def _row(e: dict, pairing: an.Pairing, referenced: set[int]) -> dict[str, Any]:
+    idx = e.get("index")
+    t = e.get("time")
+    value = e.get("value")
+    full = _compact(value) if value is not None else ""
+    partner = pairing.partner.get(idx) if isinstance(idx, int) else None
+    lat = pairing.latency_ns.get(idx) if isinstance(idx, int) else None
+    typ = str(e.get("type", ""))
+    pending = isinstance(idx, int) and idx in pairing.pending_set
+    return {
+        "index": idx,
+        "anchor": f"op-{idx}",
+        "time": f"{t / 1e9:.3f}" if isinstance(t, (int, float)) else "",
+        "process": e.get("process", ""),
+        "type": typ,
+        "f": e.get("f", ""),
+        "value": full if len(full) <= MAX_CELL else full[: MAX_CELL - 1] + "…",
+        "value_full": full[:5000] if len(full) > MAX_CELL else "",
+        "error": _compact(e["error"], 300) if e.get("error") else "",
+        "meta": _compact(e["meta"], 200) if e.get("meta") else "",
+        "partner": partner,
+        "latency": an.fmt_duration(lat) if lat is not None else "",
+        "pending": pending,
+        "nemesis": not an.is_client(e),
+        "referenced": isinstance(idx, int) and idx in referenced,
+    }
+
