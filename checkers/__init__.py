@@ -1,1 +1,25 @@
+"""kafka-eos-chaos checkers: pure functions of a history (and run metadata) -> verdict.
 
+Never imports harness or nemesis (ARCHITECTURE.md). Public API:
+
+* :func:`check` - run all finders, return the verdict dict (see ``checkers.verdict``).
+* :func:`load_history` - tolerant history.jsonl reader -> :class:`History`.
+* one finder per anomaly, ``<anomaly>_cases(h) -> list[dict]`` (ANOMALIES.md).
+"""
+
+from .duplicate import duplicate_cases
+from .g1a import g1a_cases
+from .history import History, load_history
+from .inconsistent_offsets import inconsistent_offsets_cases
+from .lost_write import lost_write_cases
+from .nonmonotonic_poll import nonmonotonic_poll_cases
+from .poll_skip import poll_skip_cases
+from .realtime_lag import realtime_lag_cases
+from .unseen import unseen_cases
+from .verdict import LIVENESS, check
+
+__all__ = [
+    "History", "LIVENESS", "check", "load_history",
+    "duplicate_cases", "g1a_cases", "inconsistent_offsets_cases", "lost_write_cases",
+    "nonmonotonic_poll_cases", "poll_skip_cases", "realtime_lag_cases", "unseen_cases",
+]

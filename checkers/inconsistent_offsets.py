@@ -1,0 +1,57 @@
+"""inconsistent-offsets: one offset of a key holds different values in different observations."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .duplicate import observations
+from .history import History
+
+
+def inconsistent_offsets_cases(h: History) -> list[dict]:
+    """inconsistent-offsets: one offset of a key holds different values in different
+    observations (Jepsen ``kafka.clj``).
+
+    Observations are sends with a known offset (any outcome) and poll records. Two values at
+    one offset mean replicas diverged (e.g. a truncated leader whose log was rewritten) or a
+    client misreported an offset.
+
+    Example: {"anomaly": "inconsistent-offsets", "key", "offset", "values": [...],
+    "observed_by": {value: [{"op": invoke index, "source": "send"|"poll"}]}, "explanation"}.
+    """
+    obs = observations(h)
+    bad = (
+        obs.group_by("key", "offset")
+        .agg(pl.col("value").unique().sort().alias("values"))
+        .filter(pl.col("values").list.len() > 1)
+        .sort("key", "offset")
+    )
+    if bad.is_empty():
+        return []
+    detail = (
+        obs.join(bad.select("key", "offset"), on=["key", "offset"], how="semi")
+        .join(h.ops.select("op", "invoke_index", "process"), on="op")
+        .sort("invoke_index")
+    )
+    by: dict = {}
+    for k, o, v, src, idx, proc in detail.select(
+            "key", "offset", "value", "source", "invoke_index", "process").iter_rows():
+        lst = by.setdefault((k, o), {}).setdefault(str(v), [])
+        if len(lst) < 5:
+            lst.append({"op": idx, "process": proc, "source": src})
+    out = []
+    for k, o, values in bad.iter_rows():
+        key = h.keys[k]
+        ob = by.get((k, o), {})
+        parts = "; ".join(
+            f"value {v} by " + ", ".join(f"{x['source']} op {x['op']} of process {x['process']}" for x in xs)
+            for v, xs in ob.items())
+        out.append({
+            "anomaly": "inconsistent-offsets",
+            "key": key,
+            "offset": o,
+            "values": values,
+            "observed_by": ob,
+            "explanation": f"offset {o} of key {key} holds {len(values)} different values: {parts}",
+        })
+    return out

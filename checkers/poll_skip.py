@@ -1,0 +1,52 @@
+"""int-poll-skip / poll-skip: a consumer skipped committed positions of a key's log."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .history import History
+from .log import describe_op, log_slice
+from .polls import read_steps
+
+
+def poll_skip_cases(h: History) -> list[dict]:
+    """int-poll-skip / poll-skip: within one poll (int-), or between a consumer's
+    consecutive polls of a key with no seek or reassignment between, the consumer skipped
+    committed positions of the log (Jepsen ``kafka.clj``).
+
+    Positions are those of the committed log (``checkers.log``): a jump over offsets that
+    hold control records or aborted data is not a skip; a jump over a value that must have
+    committed (or that another consumer read) is.
+
+    Example: {"anomaly": "int-poll-skip" | "poll-skip", "key", "process", "op", "prev_op"
+    (op refs), "from": {"offset", "pos", "value"}, "to": {...}, "skipped": [{"offset",
+    "pos", "value"}, ...] (first 10), "skipped_count", "explanation"}.
+    """
+    bad = read_steps(h).filter(pl.col("pos") > pl.col("prev_pos") + 1).sort("process", "op")
+    out = []
+    for row in bad.iter_rows(named=True):
+        key = h.keys[row["key"]]
+        name = "int-poll-skip" if row["internal"] else "poll-skip"
+        skipped = log_slice(h, row["key"], row["prev_pos"] + 1, row["pos"])
+        n = row["pos"] - row["prev_pos"] - 1
+        where = ("in the same poll" if row["internal"]
+                 else f"in its previous read, {describe_op(h, row['prev_op'])}")
+        out.append({
+            "anomaly": name,
+            "key": key,
+            "process": row["process"],
+            "op": h.op_ref(row["op"]),
+            "prev_op": h.op_ref(row["prev_op"]),
+            "from": {"offset": row["prev_offset"], "pos": row["prev_pos"], "value": row["prev_value"]},
+            "to": {"offset": row["offset"], "pos": row["pos"], "value": row["value"]},
+            "skipped": skipped,
+            "skipped_count": n,
+            "explanation": (
+                f"{describe_op(h, row['op'])} read key {key} at offset {row['offset']} "
+                f"(position {row['pos']}, value {row['value']}) right after offset "
+                f"{row['prev_offset']} (position {row['prev_pos']}) {where}, skipping {n} "
+                f"committed value(s): " + ", ".join(
+                    f"{s['value']}@{s['offset']}" for s in skipped)
+            ),
+        })
+    return out

@@ -1,0 +1,77 @@
+"""realtime-lag: time from a write's commit to its first observation by each consumer."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .history import History
+from .log import reads, writes
+
+
+def lags(h: History) -> pl.DataFrame:
+    """One row per (committed write, consumer process that read it): key, value, writer op,
+    reader process, reader op (first read), lag_ns = completion time of that first poll minus
+    completion time of the writing op (can be negative when a poll overlapped a slow ack).
+
+    Only ``ok`` writes (their commit time is known) and non-final polls (a final drain reads
+    everything late by design) take part.
+    """
+    def build(h: History):
+        w = writes(h).filter((pl.col("type") == "ok") & pl.col("complete_time").is_not_null()).select(
+            "key", "value", writer="op", commit_time="complete_time")
+        r = reads(h).filter(~pl.col("final") & pl.col("complete_time").is_not_null()).select(
+            "key", "value", "process", "op", read_time="complete_time")
+        first = r.sort("read_time").group_by("key", "value", "process").agg(pl.all().first())
+        return (
+            first.join(w, on=["key", "value"], how="inner")
+            .with_columns(lag_ns=pl.col("read_time") - pl.col("commit_time"))
+            .select("key", "value", "writer", "process", "op", "lag_ns")
+        )
+    return h.cached("lags", build)
+
+
+def lag_quantiles_ms(h: History) -> dict | None:
+    """{"n", "p50", "p90", "p99", "max"} in milliseconds, or None when nothing was read."""
+    lg = lags(h)
+    if lg.is_empty():
+        return None
+    s = lg["lag_ns"].cast(pl.Float64) / 1e6
+    return {
+        "n": lg.height,
+        "p50": float(s.quantile(0.5, "linear")),
+        "p90": float(s.quantile(0.9, "linear")),
+        "p99": float(s.quantile(0.99, "linear")),
+        "max": float(s.max()),
+    }
+
+
+def realtime_lag_cases(h: History, bound_s: float | None = None) -> list[dict]:
+    """realtime-lag: time from a write's commit to its first observation by each consumer
+    (ANOMALIES.md, liveness). A liveness report: a case is a (write, consumer) pair whose lag
+    exceeded ``bound_s`` seconds (``meta["realtime_lag_bound_s"]``); with no bound there are
+    no cases, only the quantiles in ``stats.realtime_lag_ms``.
+
+    Example: {"anomaly": "realtime-lag", "key", "value", "lag_ms", "writer": op ref,
+    "reader": op ref, "explanation"}.
+    """
+    if bound_s is None:
+        return []
+    bad = lags(h).filter(pl.col("lag_ns") > int(bound_s * 1e9)).sort("lag_ns", descending=True)
+    out = []
+    for row in bad.iter_rows(named=True):
+        key = h.keys[row["key"]]
+        ms = row["lag_ns"] / 1e6
+        out.append({
+            "anomaly": "realtime-lag",
+            "key": key,
+            "value": row["value"],
+            "lag_ms": ms,
+            "writer": h.op_ref(row["writer"]),
+            "reader": h.op_ref(row["op"]),
+            "explanation": (
+                f"value {row['value']} of key {key} was first read by process {row['process']} "
+                f"{ms:.1f} ms after op {h.ops['invoke_index'][row['writer']]} committed it "
+                f"(bound {bound_s} s)"
+            ),
+        })
+    return out

@@ -1,0 +1,143 @@
+"""``check``: run every finder on a history and fold the results into a verdict.
+
+Verdict shape (JSON-serialisable)::
+
+    {"valid": True | False | "unknown",
+     "anomalies": {name: [example, ...]},      # only names found; at most max_examples each
+     "anomaly_counts": {name: int},            # all cases, not only the listed examples
+     "allowed": [name, ...],
+     "unknown_reasons": [str, ...],
+     "stats": {...}}
+
+``valid`` is False iff some found anomaly is neither allowed nor a liveness report (liveness
+names fail only when listed in ``meta["fail_on"]``); otherwise "unknown" when the history
+is too incomplete to judge or a finder crashed; otherwise True (ANOMALIES.md "Verdicts").
+"""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import polars as pl
+
+from .history import History, as_history
+from .log import final_keys, log
+from .realtime_lag import lag_quantiles_ms
+
+LIVENESS = frozenset({"stalled-lso", "realtime-lag", "unavailable"})
+
+
+def _finders() -> list[tuple[str, Callable[[History, dict], list[dict]]]]:
+    """(finder name, call) in report order. Imported lazily so a broken finder module
+    becomes an unknown reason, not an ImportError of the whole package."""
+    import importlib
+
+    spec = [
+        ("duplicate_cases", "duplicate", None),
+        ("inconsistent_offsets_cases", "inconsistent_offsets", None),
+        ("lost_write_cases", "lost_write", None),
+        ("unseen_cases", "unseen", None),
+        ("g1a_cases", "g1a", None),
+        ("poll_skip_cases", "poll_skip", None),
+        ("nonmonotonic_poll_cases", "nonmonotonic_poll", None),
+        ("realtime_lag_cases", "realtime_lag",
+         lambda m: {"bound_s": m.get("realtime_lag_bound_s")}),
+    ]
+    out = []
+    for fname, module, kw in spec:
+        def call(h, meta, fname=fname, module=module, kw=kw):
+            fn = getattr(importlib.import_module(f"checkers.{module}"), fname)
+            return fn(h, **(kw(meta) if kw else {}))
+        out.append((fname, call))
+    return out
+
+
+def check(
+    history: History | str | Path | Iterable[dict],
+    meta: dict | None = None,
+    allowed: Iterable[str] = (),
+    max_examples: int = 10,
+) -> dict:
+    """Judge a history. ``history`` is a History, a history.jsonl path or a list of event
+    dicts; ``meta`` is the run metadata (keys documented in docs/checkers.md: fail_on,
+    realtime_lag_bound_s, stalled_lso_bound_s, pipeline, sink); ``allowed`` names anomalies
+    the scenario expects. Never raises on content: a crashing finder becomes an
+    ``unknown_reasons`` entry. Returns the verdict dict described in the module docstring.
+    """
+    meta = dict(meta or {})
+    allowed_l = sorted(set(allowed))
+    fail_on = set(meta.get("fail_on") or ())
+    unknown: list[str] = []
+    try:
+        h = as_history(history)
+    except Exception as e:  # noqa: BLE001 - the verdict must name the failure, not raise
+        return {"valid": "unknown", "anomalies": {}, "anomaly_counts": {}, "allowed": allowed_l,
+                "unknown_reasons": [f"could not read history: {type(e).__name__}: {e}"],
+                "stats": {}}
+
+    if h.ops.is_empty():
+        unknown.append("history has no client operations")
+    if h.garbled_lines:
+        unknown.append(f"{h.garbled_lines} garbled line(s) mid-file were skipped: "
+                       "ops may be mis-paired or observations missing")
+
+    found: dict[str, list[dict]] = {}
+    for fname, call in _finders():
+        try:
+            cases = call(h, meta)
+        except Exception as e:  # noqa: BLE001
+            tb = traceback.extract_tb(e.__traceback__)[-1]
+            unknown.append(f"finder {fname} crashed: {type(e).__name__}: {e} "
+                           f"({Path(tb.filename).name}:{tb.lineno})")
+            continue
+        for c in cases:
+            found.setdefault(c["anomaly"], []).append(c)
+
+    counts = {name: len(cs) for name, cs in sorted(found.items())}
+    anomalies = {name: cs[:max_examples] for name, cs in sorted(found.items())}
+    failing = [n for n in counts
+               if n not in allowed_l and (n not in LIVENESS or n in fail_on)]
+    if failing:
+        valid: Any = False
+    elif unknown:
+        valid = "unknown"
+    else:
+        valid = True
+    try:
+        stats = _stats(h)
+    except Exception as e:  # noqa: BLE001
+        stats = {"error": f"{type(e).__name__}: {e}"}
+    return {
+        "valid": valid,
+        "anomalies": anomalies,
+        "anomaly_counts": counts,
+        "allowed": allowed_l,
+        "failing": sorted(failing),
+        "unknown_reasons": unknown,
+        "stats": stats,
+    }
+
+
+def _stats(h: History) -> dict:
+    by = {}
+    for f, t, n in h.ops.group_by("f", "type").len().sort("f", "type").iter_rows():
+        by.setdefault(f, {})[t] = n
+    lens = log(h).group_by("key").len().sort("key")
+    notes = []
+    if not final_keys(h):
+        notes.append("unseen not judged: no final drain (no poll with meta.final = true)")
+    return {
+        "events": h.n_events,
+        "ops": h.ops.height,
+        "micro_ops": h.mops.height,
+        "ops_by_f": by,
+        "nemesis_events": len(h.nemesis),
+        "log_lengths": {h.keys[k]: n for k, n in lens.iter_rows()},
+        "realtime_lag_ms": lag_quantiles_ms(h),
+        "problems": h.problems,
+        "problem_count": h.n_problems,
+        "truncated": h.truncated,
+        "notes": notes,
+    }
