@@ -34,6 +34,7 @@ THR_H = 230
 LAT_H = 190
 GAP = 46
 CHAR_W = 6.6
+MAX_MARKERS = 80
 
 
 def f_color(f: str, known: list[str]) -> str:
@@ -101,18 +102,24 @@ def timeline_svg(series: Series, windows: list[FaultWindow], run_end_ns: int
     def x_of(ns: float) -> float:
         return LEFT + plot_w * min(max(ns, 0), run_end_ns) / run_end_ns
 
-    # lanes wide enough for each label
-    lane_min = {id(w): int((len(w.label) * CHAR_W + 14) * ns_per_px) for w in windows}
-    lane_ends: list[int] = []
+    # lanes: each window occupies its bar and its label (right-aligned near the plot's end)
+    occupied: list[tuple[float, float, FaultWindow]] = []
     for w in windows:
-        end = max(w.end_ns if w.end_ns is not None else run_end_ns, w.start_ns + lane_min[id(w)])
+        x0 = x_of(w.start_ns)
+        x1 = x_of(w.end_ns if w.end_ns is not None else run_end_ns)
+        text_w = len(_lane_label(w)) * CHAR_W + 8
+        lo, hi = (x0, max(x1, x0 + text_w)) if x0 + text_w <= WIDTH - 4 else \
+            (min(x0, WIDTH - 4 - text_w), WIDTH - 4)
+        occupied.append((lo, hi, w))
+    lane_ends: list[float] = []
+    for lo, hi, w in sorted(occupied, key=lambda o: o[0]):
         for i, le in enumerate(lane_ends):
-            if le <= w.start_ns:
-                w.lane, lane_ends[i] = i, end
+            if le + 6 <= lo:
+                w.lane, lane_ends[i] = i, hi
                 break
         else:
             w.lane = len(lane_ends)
-            lane_ends.append(end)
+            lane_ends.append(hi)
     n_lanes = max(1, len(lane_ends))
 
     lanes_top = 26
@@ -151,8 +158,13 @@ def timeline_svg(series: Series, windows: list[FaultWindow], run_end_ns: int
         bar_w = max(x1 - x0, 3)
         out.append(f'<rect x="{x0:.1f}" y="{ly}" width="{bar_w:.1f}" height="{LANE_H - 4}" rx="3" '
                    f'fill="{color}" fill-opacity="{0.9 if w.instant else 0.3}" stroke="{color}"/>')
-        label = w.label + ("" if w.end_ns is not None or w.instant else " (never healed)")
-        out.append(f'<text x="{x0 + 4:.1f}" y="{ly + LANE_H - 8}" fill="#222" '
+        label = _lane_label(w)
+        text_w = len(label) * CHAR_W
+        if x0 + text_w + 8 > WIDTH - 4:  # near the right edge: right-align inside the plot
+            tx, anchor = WIDTH - 4, "end"
+        else:
+            tx, anchor = x0 + 4, "start"
+        out.append(f'<text x="{tx:.1f}" y="{ly + LANE_H - 8}" fill="#222" text-anchor="{anchor}" '
                    f'class="fault-label">{escape(label)}</text></g>')
 
     legend: list[LegendEntry] = []
@@ -177,9 +189,10 @@ def timeline_svg(series: Series, windows: list[FaultWindow], run_end_ns: int
             ys = np.where(arr > 0, ys, np.nan)
             out.append(f'<g>{title}<path d="{_path(xs, ys)}" fill="none" stroke="{color}" '
                        f'stroke-width="1.3" stroke-dasharray="{dash}"/>')
-            for x, y in zip(xs, ys):
-                if not np.isnan(y):
-                    out.append(_marker(outcome, x, y, color))
+            if int((arr > 0).sum()) <= MAX_MARKERS:  # markers only while they stay readable
+                for x, y in zip(xs, ys):
+                    if not np.isnan(y):
+                        out.append(_marker(outcome, x, y, color))
             out.append("</g>")
         legend.append(LegendEntry(f"{f} {outcome}", color, dash, outcome))
     if not series.throughput:
@@ -195,7 +208,7 @@ def timeline_svg(series: Series, windows: list[FaultWindow], run_end_ns: int
     finite = finite[finite > 0]
     if finite.size:
         lo = math.floor(math.log10(float(finite.min())))
-        hi = max(lo + 1, math.ceil(math.log10(float(finite.max()))))
+        hi = max(lo + 1, math.ceil(math.log10(float(finite.max()) * 1.1)))
 
         def y_lat(arr: np.ndarray) -> np.ndarray:
             safe = np.where(np.isnan(arr), np.nan, np.log10(np.maximum(arr, 10.0 ** lo)))
@@ -231,6 +244,10 @@ def bin_label_of(bin_ns: int) -> str:
     if s == int(s):
         return f"{int(s)} s" if s < 120 else f"{s / 60:g} min"
     return fmt_duration(bin_ns)
+
+
+def _lane_label(w: FaultWindow) -> str:
+    return w.label + ("" if w.end_ns is not None or w.instant else " (never healed)")
 
 
 def _marker(outcome: str, x: float, y: float, color: str) -> str:

@@ -18,7 +18,8 @@ from .loading import read_history, read_json, read_yaml
 
 MAX_FULL_TABLE = 3000  # events; above this the table shows an excerpt
 EDGE_ROWS = 500  # first and last events kept in an excerpt
-MAX_EXAMPLES = 25  # examples shown per anomaly
+MAX_EXAMPLES = 50  # examples rendered per anomaly
+OPEN_EXAMPLES = 5  # of which shown unfolded
 MAX_CELL = 240  # characters of a value shown in a table cell
 OP_REF_KEYS = {"ops", "op", "op_index", "op_indices", "index", "indices", "invoke", "completion",
                "invoke_index", "completion_index"}
@@ -75,7 +76,9 @@ def render_report_html(history_events: list[dict], verdict: dict, scenario: dict
 
     state, banner = _state(verdict.get("valid", "unknown"))
     anomalies = _anomalies(verdict)
-    referenced = {i for a in anomalies for ex in a["all_examples"] for i in _op_refs(ex)}
+    # ops the shown examples link to (not all examples: a verdict may hold thousands)
+    referenced = {i for a in anomalies for ex in a["all_examples"][:MAX_EXAMPLES]
+                  for i in _op_refs(ex)}
     table = _history_table(events, pairing, referenced)
     found = [a for a in anomalies if not a["allowed"]]
     allowed = [a for a in anomalies if a["allowed"]]
@@ -87,6 +90,7 @@ def render_report_html(history_events: list[dict], verdict: dict, scenario: dict
         "verdict": verdict,
         "unknown_reasons": [str(r) for r in (verdict.get("unknown_reasons") or [])],
         "found": found,
+        "open_examples": OPEN_EXAMPLES,
         "allowed_found": allowed,
         "allowed_names": [str(x) for x in (verdict.get("allowed") or [])],
         "scenario_rows": _scenario_rows(scenario, meta),
