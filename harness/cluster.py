@@ -69,7 +69,10 @@ class ClusterError(RuntimeError):
 
 def random_cluster_id() -> str:
     """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (as `random-uuid`)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if cid[0].isalnum():  # the storage tool's argument parser reads "-..." as an option
+            return cid
 
 
 @dataclass
@@ -130,13 +133,10 @@ class KafkaNode:
             "-cp", self.dist.classpath, main, *args,
         ]
 
-    def format(self, cluster_id: str) -> None:
-        """Format the log dir for KRaft (``kafka-storage format``). Raises ClusterError."""
-        cmd = self._java("kafka.tools.StorageTool", "format", "-t", cluster_id,
-                         "-c", str(self.config_path))
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise ClusterError(f"formatting node {self.node_id} failed:\n{(proc.stdout + proc.stderr)[-2000:]}")
+    def format_cmd(self, cluster_id: str) -> list[str]:
+        """The ``kafka-storage format`` command that prepares this node's KRaft log dir."""
+        return self._java("kafka.tools.StorageTool", "format", "-t", cluster_id,
+                          "-c", str(self.config_path))
 
     def start(self) -> int:
         """Start the JVM in the node's namespace; return its pid. A running node is left alone."""
@@ -235,9 +235,7 @@ class Cluster:
         # formatting is a JVM start each: do it in parallel, 2 cores or not, it overlaps I/O
         procs = []
         for node in self.nodes.values():
-            cmd = node._java("kafka.tools.StorageTool", "format", "-t", self.cluster_id,
-                             "-c", str(node.config_path))
-            procs.append((node, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
+            procs.append((node, subprocess.Popen(node.format_cmd(self.cluster_id), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
         for node, proc in procs:
             out, _ = proc.communicate()
             if proc.returncode != 0:

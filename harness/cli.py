@@ -1,0 +1,205 @@
+"""``eos-chaos``: run scenarios, re-check histories, set up and clean up.
+
+Exit codes: 0 valid, 1 invalid, 2 unknown or error (a bad scenario, an unreachable cluster,
+a missing prerequisite): the message says what to fix.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Jepsen-style fault injection and checking for Kafka's exactly-once guarantees.")
+console = Console(stderr=True)
+out = Console()
+
+EXIT = {True: 0, False: 1, "unknown": 2}
+
+
+def _require_root() -> None:
+    if os.geteuid() != 0:
+        console.print("[red]eos-chaos needs root[/]: it creates network namespaces and iptables rules. "
+                      "Run it with sudo.")
+        raise typer.Exit(2)
+
+
+def _summary(verdict: dict) -> str:
+    valid = verdict.get("valid")
+    label = {True: "[green]VALID[/]", False: "[red]INVALID[/]"}.get(valid, "[yellow]UNKNOWN[/]")
+    counts = verdict.get("anomaly_counts") or {k: len(v) for k, v in verdict.get("anomalies", {}).items()}
+    parts = [f"{k}: {n}" for k, n in sorted(counts.items())]
+    text = f"verdict: {label}" + (f"  anomalies: {', '.join(parts)}" if parts else "")
+    for reason in verdict.get("unknown_reasons") or []:
+        text += f"\n  unknown: {reason}"
+    return text
+
+
+def _progress_text(p) -> Text:
+    ops = p.ops()
+    return Text(f"phase {p.phase:<9} elapsed {p.elapsed:6.1f} s   ops ok {ops['ok']} fail {ops['fail']} "
+                f"info {ops['info']}   faults {p.faults}")
+
+
+@app.command()
+def run(
+    scenario: Path = typer.Argument(..., help="scenario YAML file"),
+    seed: Optional[int] = typer.Option(None, help="seed of the workload and the fault schedule"),
+    duration: Optional[float] = typer.Option(None, help="seconds of load and faults"),
+    kafka_version: Optional[str] = typer.Option(None, help="Apache Kafka version, e.g. 4.3.1 or 3.9.1"),
+    results: Path = typer.Option(Path("results"), help="results root folder"),
+) -> None:
+    """Run SCENARIO on a fresh cluster; print the verdict and the report's path."""
+    from harness.runner import Progress, run_scenario
+    from harness.scenario import ScenarioError, load_scenario
+
+    try:
+        scn = load_scenario(scenario)
+    except ScenarioError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
+    _require_root()
+    update: dict = {}
+    if seed is not None:
+        update["seed"] = seed
+    if duration is not None:
+        update["duration"] = duration
+    if kafka_version is not None:
+        update["cluster"] = scn.cluster.model_copy(update={"kafka_version": kafka_version})
+    scn = scn.model_copy(update=update)
+
+    stop = threading.Event()
+    # Ctrl-C or SIGTERM ends the load early; heal, drain, check and teardown still run
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    progress = Progress()
+    result_box: dict = {}
+
+    def work() -> None:
+        try:
+            result_box["result"] = run_scenario(scn, results, source=str(scenario), progress=progress, stop=stop)
+        except BaseException as exc:  # shown below, with the exit code for errors
+            result_box["error"] = exc
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    if console.is_terminal:
+        with Live(_progress_text(progress), console=console, refresh_per_second=4) as live:
+            while worker.is_alive():
+                worker.join(0.25)
+                live.update(_progress_text(progress))
+    else:
+        while worker.is_alive():
+            worker.join(10)
+            console.print(_progress_text(progress))
+    if "error" in result_box:
+        exc = result_box["error"]
+        console.print(f"[red]error:[/] {type(exc).__name__}: {exc}")
+        raise typer.Exit(2)
+    res = result_box["result"]
+    for problem in res.problems:
+        console.print(f"[yellow]note:[/] {problem}")
+    out.print(_summary(res.verdict))
+    out.print(f"history: {res.run_dir / 'history.jsonl'}")
+    out.print(f"report:  {res.report if res.report else '(none: see notes above)'}")
+    raise typer.Exit(EXIT.get(res.verdict.get("valid"), 2))
+
+
+@app.command()
+def check(
+    history: Path = typer.Argument(..., help="history.jsonl of a run"),
+    as_json: bool = typer.Option(False, "--json", help="print the verdict as JSON"),
+    max_examples: int = typer.Option(10, help="examples kept per anomaly"),
+) -> None:
+    """Re-check a history (meta.json and scenario.yaml beside it are used when present)."""
+    import yaml
+
+    import checkers
+
+    if not history.is_file():
+        console.print(f"[red]error:[/] {history} does not exist")
+        raise typer.Exit(2)
+    meta_path = history.parent / "meta.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else None
+    scn_path = history.parent / "scenario.yaml"
+    allowed = (yaml.safe_load(scn_path.read_text()) or {}).get("expected", []) if scn_path.is_file() else []
+    verdict = checkers.check(history, meta=meta, allowed=allowed, max_examples=max_examples)
+    if as_json:
+        out.print_json(json.dumps(verdict, default=str))
+    else:
+        out.print(_summary(verdict))
+        for name, examples in verdict.get("anomalies", {}).items():
+            for ex in examples[:3]:
+                out.print(f"  {name}: {ex.get('explanation', ex)}")
+    raise typer.Exit(EXIT.get(verdict.get("valid"), 2))
+
+
+@app.command()
+def setup(kafka_version: list[str] = typer.Option(None, help="versions to fetch (default: 4.3.1)")) -> None:
+    """Fetch and cache Kafka jars and the toxiproxy server; check system tools."""
+    from harness.artifacts import DEFAULT_KAFKA_VERSION, ArtifactError, ensure_system_tools, kafka_dist, toxiproxy_server
+
+    try:
+        for v in kafka_version or [DEFAULT_KAFKA_VERSION]:
+            dist = kafka_dist(v)
+            out.print(f"kafka {v}: {dist.libs}")
+        out.print(f"toxiproxy: {toxiproxy_server()}")
+    except ArtifactError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
+    missing = ensure_system_tools()
+    if missing:
+        console.print(f"[red]error:[/] missing system tools: {', '.join(missing)} "
+                      "(Debian: apt-get install -y iproute2 iptables openjdk-17-jre-headless)")
+        raise typer.Exit(2)
+
+
+@app.command()
+def cleanup() -> None:
+    """Remove everything the harness ever makes: processes in its namespaces, namespaces, links."""
+    from harness import net
+
+    _require_root()
+    problems = net.cleanup()
+    for p in problems:
+        console.print(f"[red]could not undo:[/] {p}")
+    out.print("cleanup: nothing left" if not problems else f"cleanup: {len(problems)} problems")
+    raise typer.Exit(2 if problems else 0)
+
+
+bench_app = typer.Typer(help="Benchmarks (not tests): speed and memory of the checker.")
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.command("checker")
+def bench_checker(ops: int = typer.Option(100_000, help="ops in the synthetic history"),
+                  seed: int = typer.Option(0), as_json: bool = typer.Option(False, "--json")) -> None:
+    """Check a synthetic history of N ops from a simulated correct Kafka; print ops/s and peak RSS."""
+    from checkers.bench import run_bench
+
+    res = run_bench(ops, seed=seed)
+    if as_json:
+        out.print_json(json.dumps(res))
+    else:
+        for k, v in res.items():
+            out.print(f"{k}: {v}")
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""Controller side of the client workers: start them, route their events into the history.
+
+Each worker is an OS process in the client namespace (harness.workers). A reader thread per
+worker turns its stdout lines into history events, mapping the worker's local instance number
+(``proc``) to a history process number that is never reused: a replaced client instance, or a
+restarted worker, is a new process (HISTORY.md).
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from harness.history import HistoryWriter
+from harness.net import Host
+
+
+class ProcessNumbers:
+    """Hands out history process numbers 0, 1, 2, ... to (worker, local instance) pairs."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._map: dict[tuple[str, int], int] = {}
+        self._next = itertools.count()
+
+    def get(self, worker: str, local: int) -> int:
+        with self._lock:
+            key = (worker, local)
+            if key not in self._map:
+                self._map[key] = next(self._next)
+            return self._map[key]
+
+
+class WorkerHandle:
+    """One worker process; ``control`` collects its control messages in arrival order."""
+
+    def __init__(self, name: str, role: str, cfg: dict[str, Any], host: Host, history: HistoryWriter,
+                 numbers: ProcessNumbers, logdir: Path):
+        self.name, self.role, self.cfg = name, role, cfg
+        self.history, self.numbers = history, numbers
+        self.control: list[dict] = []
+        self.bad_lines = 0
+        self._log = open(logdir / f"{name}.log", "ab")
+        self.proc = subprocess.Popen(
+            host.exec_prefix() + [sys.executable, "-m", "harness.workers", role, json.dumps(cfg)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+            start_new_session=True,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        )
+        self._reader = threading.Thread(target=self._read, name=f"read-{name}", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for raw in self.proc.stdout:
+            try:
+                msg = json.loads(raw)
+            except ValueError:
+                self.bad_lines += 1  # a torn line from a SIGKILLed worker
+                continue
+            if "ctl" in msg:
+                self.control.append(msg["ctl"])
+                continue
+            local = msg.pop("proc", 0)
+            msg["process"] = self.numbers.get(self.name, local)
+            meta = msg.setdefault("meta", {})
+            meta.setdefault("worker", self.name)
+            self.history.append(msg)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def request_stop(self) -> None:
+        """Ask the worker to finish its current op and exit."""
+        try:
+            self.proc.stdin.write(b"stop\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+
+    def wait(self, timeout: float) -> bool:
+        """Wait for exit and for the reader to drain stdout. False on timeout."""
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        self._reader.join(timeout=10)
+        return True
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(timeout=10)
+        self._reader.join(timeout=10)
+
+    def close(self) -> None:
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except Exception:
+                pass
+        self._log.close()
+
+
+class Pool:
+    """All workers of a run."""
+
+    def __init__(self, host: Host, history: HistoryWriter, logdir: Path):
+        self.host, self.history, self.logdir = host, history, logdir
+        self.numbers = ProcessNumbers()
+        self.workers: dict[str, WorkerHandle] = {}
+
+    def spawn(self, name: str, role: str, cfg: dict[str, Any]) -> WorkerHandle:
+        cfg = dict(cfg, start_ns=self.history.start_ns)
+        handle = WorkerHandle(name, role, cfg, self.host, self.history, self.numbers, self.logdir)
+        self.workers[name] = handle
+        return handle
+
+    def stop(self, names: list[str], timeout: float = 60.0) -> list[str]:
+        """Stop the named workers gracefully, SIGKILL what does not exit; return problems."""
+        problems = []
+        for n in names:
+            self.workers[n].request_stop()
+        for n in names:
+            w = self.workers[n]
+            if not w.wait(timeout):
+                problems.append(f"worker {n} did not stop within {timeout:.0f} s; killed")
+                w.kill()
+        return problems
+
+    def shutdown(self) -> list[str]:
+        problems = self.stop([n for n, w in self.workers.items() if w.alive()], timeout=30)
+        for w in self.workers.values():
+            w.close()
+        return problems

@@ -1,0 +1,111 @@
+"""Scenario files: a workload plus a fault package, chosen by name (Jepsen ``nemesis/combined.clj``).
+
+A scenario is YAML validated by pydantic; unknown fields are errors, so a typo never silently
+falls back to a default. Example (scenarios/smoke.yaml)::
+
+    name: smoke
+    duration: 60            # seconds of faults and load, before heal and final reads
+    workload: {name: txn-queue, producers: 4, consumers: 2}
+    cluster: {nodes: 3, kafka_version: 4.3.1}
+    nemesis: {faults: [kill, pause], interval_s: [10, 15], fault_duration_s: [5, 10]}
+    expected: []            # anomalies this scenario allows (ANOMALIES.md names)
+
+``load_scenario`` raises ScenarioError with every problem and the fields' paths.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from harness.artifacts import DEFAULT_KAFKA_VERSION
+
+
+class ScenarioError(ValueError):
+    """The scenario file is missing, not YAML, or not a valid scenario; says what to fix."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WorkloadSpec(Strict):
+    name: Literal["txn-queue"] = "txn-queue"
+    producers: int = Field(4, ge=1, le=64)
+    consumers: int = Field(2, ge=0, le=64)
+    topics: int = Field(2, ge=1, le=32)
+    partitions: int = Field(4, ge=1, le=64)
+    max_sends_per_txn: int = Field(4, ge=1)
+    abort_probability: float = Field(0.1, ge=0.0, le=1.0)
+    #: read_committed is what the workload tests; read_uncommitted is the negative control.
+    isolation_level: Literal["read_committed", "read_uncommitted"] = "read_committed"
+    producer: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka producer settings")
+    consumer: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka consumer settings")
+
+    def topic_names(self) -> list[str]:
+        return [f"t{i}" for i in range(self.topics)]
+
+    def keys(self) -> list[str]:
+        return [f"{t}/{p}" for t in self.topic_names() for p in range(self.partitions)]
+
+
+class ClusterSpec(Strict):
+    nodes: int = Field(3, ge=1, le=9)
+    kafka_version: str = DEFAULT_KAFKA_VERSION
+    heap_mb: int = Field(512, ge=128)
+    broker: dict[str, str] = Field(default_factory=dict, description="extra server.properties settings")
+
+
+class NemesisSpec(Strict):
+    faults: list[Literal["kill", "pause"]] = Field(default_factory=lambda: ["kill", "pause"])
+    interval_s: tuple[float, float] = (10.0, 15.0)
+    fault_duration_s: tuple[float, float] = (5.0, 10.0)
+    #: seconds of calm load before the first fault
+    first_fault_s: float = Field(5.0, ge=0)
+
+    @field_validator("interval_s", "fault_duration_s")
+    @classmethod
+    def _ordered(cls, v: tuple[float, float]) -> tuple[float, float]:
+        if not 0 <= v[0] <= v[1]:
+            raise ValueError(f"expected [low, high] with 0 <= low <= high, got {list(v)}")
+        return v
+
+
+class Scenario(Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    duration: float = Field(60.0, gt=0, description="seconds of load and faults")
+    seed: int | None = None
+    workload: WorkloadSpec = Field(default_factory=WorkloadSpec)
+    cluster: ClusterSpec = Field(default_factory=ClusterSpec)
+    nemesis: NemesisSpec = Field(default_factory=NemesisSpec)
+    expected: list[str] = Field(default_factory=list, description="anomalies this scenario allows")
+    #: liveness anomalies (stalled-lso, unavailable, realtime-lag) that fail this run when found
+    fail_on: list[str] = Field(default_factory=list)
+    stalled_lso_bound_s: float = 30.0
+
+    @model_validator(mode="after")
+    def _sane(self) -> "Scenario":
+        if self.nemesis.faults and self.cluster.nodes < 3 and "kill" in self.nemesis.faults:
+            raise ValueError("killing a node needs at least 3 nodes (RF 3, min.insync.replicas 2)")
+        return self
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file. Raises ScenarioError saying what to fix."""
+    p = Path(path)
+    if not p.is_file():
+        raise ScenarioError(f"scenario file {p} does not exist")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{p} is not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{p} must be a YAML mapping with at least a `name`")
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        lines = [f"  {'.'.join(str(x) for x in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors()]
+        raise ScenarioError(f"{p} is not a valid scenario:\n" + "\n".join(lines)) from exc

@@ -1,0 +1,126 @@
+"""Consumer workers: continuous pollers and the final drain.
+
+Config keys: ``bootstrap``, ``keys``, ``group_id``, ``isolation_level`` (``read_committed`` by
+default; ``read_uncommitted`` is the negative control), ``consumer`` (extra librdkafka settings).
+
+Both assign every key from the beginning (an ``assign`` op) and never commit offsets. Each
+non-empty ``consume()`` call is one ``poll`` op whose completion lists, per key, the
+``[offset, value]`` pairs in the order librdkafka returned them. Empty polls are not recorded:
+they carry no information for the checkers and would dominate the history.
+
+The drain (``DrainWorker``) runs after the faults are healed and the producers stopped: it reads
+each key until its position reaches the key's high watermark taken at its start (with
+read_committed, librdkafka moves the position past control records and aborted data), marks
+its ops ``meta.final``, and reports per-key positions in a ``drained`` control message.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from harness.workers.base import Worker
+
+
+def _tp(key: str, offset: int = OFFSET_BEGINNING) -> TopicPartition:
+    topic, part = key.rsplit("/", 1)
+    return TopicPartition(topic, int(part), offset)
+
+
+class ConsumerWorker(Worker):
+    final = False
+
+    def consumer(self) -> Consumer:
+        return Consumer({
+            "bootstrap.servers": self.cfg["bootstrap"],
+            "group.id": self.cfg.get("group_id", "eosc-readers"),
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": self.cfg.get("isolation_level", "read_committed"),
+            "enable.partition.eof": False,
+            "fetch.wait.max.ms": 100,
+            "socket.timeout.ms": 10000,
+            **self.cfg.get("consumer", {}),
+        })
+
+    def meta(self) -> dict | None:
+        meta = {"isolation_level": self.cfg.get("isolation_level", "read_committed")}
+        if self.final:
+            meta["final"] = True
+        return meta
+
+    def assign(self, c: Consumer) -> None:
+        keys = self.cfg["keys"]
+        meta = dict(self.meta() or {}, **{"from": "beginning"})
+        self.emit("invoke", "assign", keys, meta=meta)
+        c.assign([_tp(k) for k in keys])
+        self.emit("ok", "assign", keys, meta=meta)
+
+    def poll_once(self, c: Consumer, timeout: float = 0.25) -> dict[str, list]:
+        """One consume() call; records it as a poll op when it returned records."""
+        t0 = self.now()
+        msgs = c.consume(num_messages=500, timeout=timeout)
+        by_key: dict[str, list] = {}
+        for m in msgs:
+            if m.error() is not None:
+                self.log(f"consumer error: {m.error()}")
+                continue
+            try:
+                value = int(m.value())
+            except (TypeError, ValueError):
+                self.log(f"foreign record at {m.topic()}/{m.partition()}@{m.offset()}: {m.value()!r}")
+                continue
+            by_key.setdefault(f"{m.topic()}/{m.partition()}", []).append([m.offset(), value])
+        if by_key:
+            self.emit("invoke", "poll", [["poll"]], time_ns=t0, meta=self.meta())
+            self.emit("ok", "poll", [["poll", by_key]], meta=self.meta())
+        return by_key
+
+    def run(self) -> None:
+        c = self.consumer()
+        try:
+            self.assign(c)
+            while not self.stopping.is_set():
+                self.poll_once(c)
+        finally:
+            c.close()
+        self.control(done=True)
+
+
+class DrainWorker(ConsumerWorker):
+    """Reads every key from the beginning to its end offset; see the module docstring."""
+
+    final = True
+
+    def run(self) -> None:
+        c = self.consumer()
+        keys = self.cfg["keys"]
+        deadline = time.monotonic() + float(self.cfg.get("drain_timeout_s", 120))
+        high: dict[str, int] = {}
+        low: dict[str, int] = {}
+        for key in keys:
+            while key not in high:
+                try:
+                    low[key], high[key] = c.get_watermark_offsets(_tp(key), timeout=5, cached=False)
+                except Exception as exc:  # a broker still recovering: retry until the deadline
+                    if time.monotonic() > deadline:
+                        raise
+                    self.log(f"watermarks of {key}: {exc}")
+        self.assign(c)
+        positions: dict[str, int] = {}
+
+        def done(k: str) -> bool:  # an empty log has no position to reach
+            return high[k] <= low[k] or positions.get(k, -1) >= high[k]
+
+        try:
+            while time.monotonic() < deadline and not self.stopping.is_set():
+                self.poll_once(c, timeout=0.5)
+                pos = c.position([_tp(k) for k in keys])
+                positions = {f"{tp.topic}/{tp.partition}": tp.offset for tp in pos}
+                if all(done(k) for k in keys):
+                    break
+        finally:
+            c.close()
+        complete = all(done(k) for k in keys)
+        self.control(drained=True, complete=complete, high=high, positions=positions)

@@ -1,0 +1,178 @@
+"""Transactional producer worker (Jepsen's queue workload, transactional).
+
+Config keys: ``bootstrap``, ``transactional_id``, ``keys`` (list of "topic/partition"),
+``seed``, ``value_base`` (first value; values are unique per run because every worker spawn
+gets its own base), ``max_sends`` (1..max_sends per transaction), ``abort_probability``,
+``producer`` (extra librdkafka settings), ``timeout_s`` (per API call).
+
+Each transaction is one ``txn`` op: invoke with its sends, completion ``ok`` after
+commit_transaction returned, ``fail`` after a clean abort (chosen or forced), ``info`` when
+the outcome is unknown. The offsets that delivery reports gave are in the completion, also
+for aborted transactions, whose records still occupy offsets.
+"""
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from confluent_kafka import KafkaException, Producer
+
+from harness.errors import Action, classify, error_pair
+from harness.workers.base import Worker
+
+
+class TxnOutcome(Exception):
+    def __init__(self, type_: str, error: list[str] | None, replace: bool):
+        super().__init__(type_)
+        self.type, self.error, self.replace = type_, error, replace
+
+
+class TxnProducerWorker(Worker):
+    def __init__(self, cfg: dict[str, Any]):
+        super().__init__(cfg)
+        self.rng = random.Random(cfg["seed"])
+        self.next_value = cfg["value_base"]
+        self.tid = cfg["transactional_id"]
+        self.timeout = float(cfg.get("timeout_s", 10))
+        self.producer: Producer | None = None
+
+    def conf(self) -> dict:
+        return {
+            "bootstrap.servers": self.cfg["bootstrap"],
+            "transactional.id": self.tid,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            "transaction.timeout.ms": 30000,
+            "message.timeout.ms": 20000,
+            "socket.timeout.ms": 10000,
+            **self.cfg.get("producer", {}),
+        }
+
+    # -- instances -----------------------------------------------------------------------
+    def init(self) -> bool:
+        """Create a producer instance and register it (``init`` op). True when it completed ok."""
+        self.producer = Producer(self.conf())
+        meta = {"transactional_id": self.tid}
+        self.emit("invoke", "init", None, meta=meta)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.producer.init_transactions(self.timeout)
+                self.emit("ok", "init", None, meta=meta)
+                return True
+            except KafkaException as exc:
+                d = classify(exc, "init")
+                if d.action == Action.RETRY and time.monotonic() < deadline and not self.stopping.is_set():
+                    continue
+                self.emit("fail" if d.action == Action.FAIL else "info", "init", None,
+                          error=error_pair(exc), meta=meta)
+                self.replace()
+                return False
+
+    def replace(self) -> None:
+        """Abandon the current instance; the next one is a new logical process."""
+        self.producer = None  # librdkafka destroys it; its epoch is fenced by the next init
+        self.new_instance()
+
+    # -- one transaction -----------------------------------------------------------------
+    def choose_sends(self) -> list[tuple[str, int]]:
+        keys = self.cfg["keys"]
+        n = self.rng.randint(1, min(self.cfg.get("max_sends", 4), len(keys)))
+        sends = []
+        for key in self.rng.sample(keys, n):
+            sends.append((key, self.next_value))
+            self.next_value += 1
+        return sends
+
+    def txn(self) -> None:
+        sends = self.choose_sends()
+        abort_on_purpose = self.rng.random() < self.cfg.get("abort_probability", 0.1)
+        offsets: dict[int, int | None] = {}
+        meta = {"transactional_id": self.tid}
+        self.emit("invoke", "txn", [["send", k, v] for k, v in sends], meta=meta)
+
+        def completed() -> list:
+            return [["send", k, [offsets.get(v), v]] for k, v in sends]
+
+        try:
+            self._run_txn(sends, offsets, abort_on_purpose)
+            self.emit("ok", "txn", completed(), meta=meta)
+        except TxnOutcome as out:
+            m = dict(meta, abort="chosen") if out.error is None and out.type == "fail" else meta
+            self.emit(out.type, "txn", completed(), error=out.error, meta=m)
+            if out.replace:
+                self.replace()
+
+    def _run_txn(self, sends, offsets, abort_on_purpose: bool) -> None:
+        p = self.producer
+        delivery_errors: list = []
+
+        def on_delivery(err, msg):
+            if err is not None:
+                delivery_errors.append(err)
+            else:
+                offsets[int(msg.value())] = msg.offset()
+
+        try:
+            p.begin_transaction()
+            for key, value in sends:
+                topic, part = key.rsplit("/", 1)
+                p.produce(topic, value=str(value).encode(), partition=int(part), on_delivery=on_delivery)
+            remaining = p.flush(self.timeout)
+            if delivery_errors:
+                raise KafkaException(delivery_errors[0])
+            if remaining:
+                # records still queued: the transaction cannot be committed on time; abort it
+                raise TxnOutcome(*self._abort(["_FLUSH_TIMEOUT", f"{remaining} records undelivered"], False))
+        except KafkaException as exc:
+            d = classify(exc, "send")
+            if d.action == Action.FAIL:
+                raise TxnOutcome("fail", error_pair(exc), d.replace)
+            raise TxnOutcome(*self._abort(error_pair(exc), False))
+        except BufferError as exc:
+            raise TxnOutcome(*self._abort(["_QUEUE_FULL", str(exc)], False))
+
+        if abort_on_purpose:
+            type_, err, replace = self._abort(None, False)
+            raise TxnOutcome(type_, err, replace)
+        self._commit()
+
+    def _commit(self) -> None:
+        deadline = time.monotonic() + 4 * self.timeout
+        while True:
+            try:
+                self.producer.commit_transaction(self.timeout)
+                return
+            except KafkaException as exc:
+                d = classify(exc, "commit")
+                if d.action == Action.RETRY and time.monotonic() < deadline:
+                    continue
+                if d.action == Action.ABORT:
+                    raise TxnOutcome(*self._abort(error_pair(exc), True))
+                raise TxnOutcome("info", error_pair(exc), True)
+
+    def _abort(self, error: list[str] | None, commit_requested: bool) -> tuple[str, list | None, bool]:
+        """abort_transaction with retries; returns (type, error, replace) for the op."""
+        deadline = time.monotonic() + 4 * self.timeout
+        while True:
+            try:
+                self.producer.abort_transaction(self.timeout)
+                return "fail", error, False
+            except KafkaException as exc:
+                d = classify(exc, "abort", commit_requested=commit_requested)
+                if d.action == Action.RETRY and time.monotonic() < deadline:
+                    continue
+                action = d.action
+                if action == Action.RETRY:  # retries ran out: unknown only if commit was requested
+                    action = Action.INFO if commit_requested else Action.FAIL
+                return action.value, error or error_pair(exc), True
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            if self.producer is None and not self.init():
+                time.sleep(0.5)  # an init that failed: the cluster needs a moment, not a spin
+                continue
+            self.txn()
+        self.control(done=True, next_value=self.next_value)
