@@ -50,9 +50,8 @@ def render_report(run_dir: Path) -> Path:
     if verdict is None:
         verdict = {"valid": "unknown",
                    "unknown_reasons": ["verdict.json is missing or unreadable: no checker verdict."]}
-    meta = dict(meta or {})
-    meta.setdefault("run_dir", str(run_dir))
-    html = render_report_html(events, verdict, scenario or {}, meta, warnings=warnings)
+    html = render_report_html(events, verdict, scenario or {}, meta, warnings=warnings,
+                              run_dir=run_dir)
     out = run_dir / "report.html"
     tmp = run_dir / "report.html.tmp"
     tmp.write_text(html, encoding="utf-8")
@@ -61,8 +60,13 @@ def render_report(run_dir: Path) -> Path:
 
 
 def render_report_html(history_events: list[dict], verdict: dict, scenario: dict,
-                       meta: dict | None, *, warnings: list[str] | None = None) -> str:
-    """The report as one self-contained HTML document."""
+                       meta: dict | None, *, warnings: list[str] | None = None,
+                       run_dir: Path | None = None) -> str:
+    """The report as one self-contained HTML document.
+
+    warnings: problems met while reading the run's files, shown at the top.
+    run_dir: where the run's files are, shown with the run's details.
+    """
     events = [e for e in history_events if isinstance(e, dict)]
     meta = meta or {}
     verdict = verdict or {}
@@ -93,7 +97,8 @@ def render_report_html(history_events: list[dict], verdict: dict, scenario: dict
         "open_examples": OPEN_EXAMPLES,
         "allowed_found": allowed,
         "allowed_names": [str(x) for x in (verdict.get("allowed") or [])],
-        "scenario_rows": _scenario_rows(scenario, meta),
+        "scenario_rows": _scenario_rows(scenario, {"run_dir": str(run_dir) if run_dir else None,
+                                                   **meta}),
         "versions": _versions(scenario, meta),
         "replay": _replay_command(scenario),
         "scenario_yaml": yaml.safe_dump(scenario, sort_keys=False, default_flow_style=False,
@@ -179,12 +184,21 @@ def _is_op_ref_key(key: str) -> bool:
 
 
 def _ints(v: Any) -> list[int] | None:
+    """Op indices in a field value: an int, an op dict with an int index, or a list of those."""
     if isinstance(v, bool):
         return None
     if isinstance(v, int):
         return [v]
-    if isinstance(v, list) and v and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
-        return list(v)
+    if isinstance(v, dict) and isinstance(v.get("index"), int) and not isinstance(v["index"], bool):
+        return [v["index"]]
+    if isinstance(v, list) and v:
+        out: list[int] = []
+        for x in v:
+            got = _ints(x) if not isinstance(x, list) else None
+            if got is None:
+                return None
+            out += got
+        return out
     return None
 
 

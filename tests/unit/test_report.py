@@ -191,3 +191,13 @@ def test_replay_command_uses_scenario_fields():
     assert _replay_command(SCENARIO) == (
         "eos-chaos run scenarios/txn-kill.yaml --seed 42 --duration 60 --kafka-version 4.3.1")
     assert _replay_command({"name": "x y", "seed": 1}) == "eos-chaos run 'x y' --seed 1"
+
+
+def test_op_fields_given_as_op_dicts_become_links():
+    verdict = {"valid": False, "anomalies": {"zombie-write": [
+        {"ops": [{"index": 7, "type": "fail"}, {"index": 13}], "op": 1,
+         "explanation": "An old instance's value became visible."}]}}
+    html = render_report_html(small_history(), verdict, SCENARIO, None)
+    for i in (7, 13, 1):
+        assert f'href="#op-{i}"' in html
+    assert 'id="anomaly-zombie-write"' in html and "transactional.id" in html
