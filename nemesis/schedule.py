@@ -27,7 +27,7 @@ def node_fault_schedule(seed: int, faults: list[str], nodes: list[int], duration
                         first_fault_s: float = 5.0) -> list[Step]:
     """Faults on one random node at a time: a fault starts every ``interval_s`` (uniform, s),
     lasts ``fault_duration_s`` (uniform, s, cut so it ends before the next starts and before
-    ``duration``), and is healed by its end op. Returns steps sorted by time.
+    ``duration``; none starts that could not last its minimum), and is healed by its end op. Returns steps sorted by time.
 
     Raises ValueError for an unknown fault name. Same arguments, same schedule.
     """
@@ -37,7 +37,8 @@ def node_fault_schedule(seed: int, faults: list[str], nodes: list[int], duration
     rng = random.Random(seed)
     steps: list[Step] = []
     t = first_fault_s
-    while faults and t < duration:
+    # a fault that could not last its minimum before the end of the load is not started
+    while faults and t + fault_duration_s[0] <= duration:
         fault = rng.choice(faults)
         node = rng.choice(nodes)
         gap = rng.uniform(*interval_s)

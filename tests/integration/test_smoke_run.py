@@ -1,0 +1,71 @@
+"""The main job on the real cluster, and its negative control (issue 2)."""
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from harness.runner import run_scenario
+from harness.scenario import load_scenario
+from nemesis.schedule import node_fault_schedule
+
+pytestmark = pytest.mark.integration
+
+SMOKE = Path(__file__).resolve().parents[2] / "scenarios" / "smoke.yaml"
+SEED = 3  # its schedule has kills and pauses (asserted below)
+
+
+def _events(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+
+
+def _scenario(**workload):
+    scn = load_scenario(SMOKE)
+    scn = scn.model_copy(update={"seed": SEED, "duration": 60.0})
+    if workload:
+        scn = scn.model_copy(update={"workload": scn.workload.model_copy(update=workload)})
+    steps = node_fault_schedule(SEED, scn.nemesis.faults, [1, 2, 3], scn.duration,
+                                scn.nemesis.interval_s, scn.nemesis.fault_duration_s, scn.nemesis.first_fault_s)
+    assert {"kill", "pause"} <= {s.f for s in steps}, "pick a seed whose schedule kills and pauses"
+    return scn
+
+
+@pytest.fixture(scope="module")
+def smoke_run(results_root):
+    return run_scenario(_scenario(), results_root, source=str(SMOKE))
+
+
+def test_smoke_run_is_valid_under_kills_and_pauses(smoke_run):
+    res = smoke_run
+    assert res.verdict["valid"] is True, json.dumps(res.verdict.get("anomalies"), indent=1)[:3000]
+    events = _events(res.run_dir)
+    outcomes = Counter((e["f"], e["type"]) for e in events)
+    assert outcomes[("txn", "ok")] >= 300, outcomes
+    assert outcomes[("txn", "fail")] > 0, "no aborted transaction: the workload must abort some"
+    nemesis = Counter(e["f"] for e in events if e["process"] == "nemesis")
+    assert nemesis["kill"] >= 2 and nemesis["pause"] >= 2, nemesis  # invoke + completion each
+    last_time = max(e["time"] for e in events)
+    assert last_time >= 60e9, "the run lasted at least 60 s of load"
+    meta = json.loads((res.run_dir / "meta.json").read_text())
+    assert meta["final_reads_complete"] is True, meta.get("drain")
+    assert meta["teardown_problems"] == [], meta["teardown_problems"]
+
+
+def test_smoke_run_leaves_artifacts_and_report(smoke_run):
+    d = smoke_run.run_dir
+    for name in ("scenario.yaml", "history.jsonl", "verdict.json", "meta.json", "schedule.json"):
+        assert (d / name).is_file(), name
+    assert smoke_run.report == d / "report.html"
+    html = smoke_run.report.read_text()
+    assert "VALID" in html and "<svg" in html
+    assert (d / "logs" / "n1.log").stat().st_size > 0
+
+
+def test_read_uncommitted_consumers_are_caught_reading_aborted_writes(results_root):
+    """Negative control: the same run with read_uncommitted consumers must show G1a."""
+    res = run_scenario(_scenario(isolation_level="read_uncommitted"), results_root, source=str(SMOKE))
+    assert res.verdict["valid"] is False
+    g1a = res.verdict["anomalies"].get("G1a")
+    assert g1a, sorted(res.verdict["anomalies"])
+    ex = g1a[0]
+    assert "explanation" in ex and "abort" in ex["explanation"]

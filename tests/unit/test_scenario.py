@@ -1,0 +1,33 @@
+from pathlib import Path
+
+import pytest
+
+from harness.scenario import ScenarioError, load_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_shipped_scenario_loads():
+    files = sorted((ROOT / "scenarios").glob("*.yaml"))
+    assert files
+    for f in files:
+        if "suite" not in f.read_text()[:200]:
+            assert load_scenario(f).name
+
+
+def test_typo_and_bad_values_are_named(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text("name: x\nworkload: {producer: 3, abort_probability: 2}\n")
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(p)
+    msg = str(e.value)
+    assert "workload.abort_probability" in msg and "workload.producer" in msg
+
+
+def test_missing_and_non_yaml_files(tmp_path):
+    with pytest.raises(ScenarioError, match="does not exist"):
+        load_scenario(tmp_path / "nope.yaml")
+    p = tmp_path / "bad.yaml"
+    p.write_text("name: [unclosed")
+    with pytest.raises(ScenarioError, match="not valid YAML"):
+        load_scenario(p)
