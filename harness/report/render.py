@@ -237,7 +237,10 @@ def _scenario_rows(scenario: dict, meta: dict) -> list[tuple[str, str]]:
     def add(label: str, v: Any, unit: str = "") -> None:
         if v is None or v == "":
             return
-        text = v if isinstance(v, str) else _compact(v, 300)
+        if isinstance(v, list) and all(isinstance(x, (str, int, float)) for x in v):
+            text = ", ".join(str(x) for x in v) or "none"
+        else:
+            text = v if isinstance(v, str) else _compact(v, 300)
         if unit and isinstance(v, (int, float)) and not isinstance(v, bool):
             text = f"{v:g} {unit}"
         rows.append((label, text))
@@ -248,14 +251,29 @@ def _scenario_rows(scenario: dict, meta: dict) -> list[tuple[str, str]]:
     add("Seed", scenario.get("seed"))
     add("Duration", scenario.get("duration"), "s")
     add("Kafka version", scenario.get("kafka_version"))
-    add("Workload", scenario.get("workload"))
-    add("Faults", scenario.get("faults") or scenario.get("nemesis"))
+    add("Workload", _summary(scenario.get("workload")))
+    add("Cluster", _summary(scenario.get("cluster")))
+    nemesis = scenario.get("nemesis")
+    add("Faults", scenario.get("faults") or (nemesis.get("faults") if isinstance(nemesis, dict)
+                                             else nemesis))
     add("Expected anomalies", scenario.get("expected") or scenario.get("expect"))
     add("Allowed anomalies", scenario.get("allowed") or scenario.get("allow"))
     add("Run id", meta.get("run_id"))
     add("Run directory", meta.get("run_dir"))
     add("Started", meta.get("started_at") or meta.get("start_time"))
     return rows
+
+
+def _summary(v: Any) -> Any:
+    """A scenario section in one line: its name, then its scalar settings as k=v."""
+    if not isinstance(v, dict):
+        return v
+    name = v.get("name")
+    settings = ", ".join(f"{k}={x}" for k, x in v.items()
+                         if k != "name" and isinstance(x, (str, int, float, bool)))
+    if name and settings:
+        return f"{name} ({settings})"
+    return str(name or settings or _compact(v, 300))
 
 
 def _versions(scenario: dict, meta: dict) -> list[tuple[str, str]]:
@@ -302,7 +320,9 @@ def _fmt_stat(key: str, v: Any) -> str:
     if isinstance(v, bool) or v is None:
         return _compact(v)
     if isinstance(v, (int, float)):
-        k = key.lower()
+        # the unit comes from the innermost key part that names one: realtime_lag_ms.p99 is in ms
+        parts = [p for p in key.lower().split(".") if p.endswith(("_ns", "_ms", "_s", "seconds"))]
+        k = parts[-1] if parts else key.lower()
         if k.endswith("_ns"):
             return an.fmt_duration(v)
         if k.endswith("_ms"):
