@@ -321,6 +321,9 @@ def _fmt_stat(key: str, v: Any) -> str:
         return _compact(v)
     if isinstance(v, (int, float)):
         # the unit comes from the innermost key part that names one: realtime_lag_ms.p99 is in ms
+        leaf = key.lower().split(".")[-1]
+        if leaf in ("n", "count", "events", "ops") or leaf.endswith(("_count", "_n")):
+            return f"{v:,}" if isinstance(v, int) else f"{v:,.4g}"  # a count, whatever its parent
         parts = [p for p in key.lower().split(".") if p.endswith(("_ns", "_ms", "_s", "seconds"))]
         k = parts[-1] if parts else key.lower()
         if k.endswith("_ns"):

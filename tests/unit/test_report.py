@@ -206,7 +206,7 @@ def test_op_fields_given_as_op_dicts_become_links():
 def test_nested_scenario_sections_and_stat_units():
     scenario = {**SCENARIO, "workload": {"name": "txn-queue", "producers": 4, "producer": {}},
                 "nemesis": {"faults": ["kill", "pause"], "interval_s": [10.0, 15.0]}}
-    verdict = {"valid": True, "stats": {"realtime_lag_ms": {"p99": 947.7}, "ops": 276}}
+    verdict = {"valid": True, "stats": {"realtime_lag_ms": {"p99": 947.7, "n": 836}, "ops": 276}}
     html = render_report_html(small_history(), verdict, scenario, {"timings": {"load_s": 30.01}})
     assert "txn-queue (producers=4)" in html and "kill, pause" in html
-    assert "948 ms" in html and "30.01 s" in html
+    assert "948 ms" in html and "30.01 s" in html and "836 ms" not in html
