@@ -42,8 +42,19 @@ def _finders() -> list[tuple[str, Callable[[History, dict], list[dict]]]]:
         ("g1a_cases", "g1a", None),
         ("poll_skip_cases", "poll_skip", None),
         ("nonmonotonic_poll_cases", "nonmonotonic_poll", None),
+        ("precommitted_read_cases", "precommitted_read", None),
+        ("nonmonotonic_send_cases", "nonmonotonic_send", None),
+        ("cycle_cases", "cycles", None),
+        ("torn_transaction_cases", "torn_transaction", None),
+        ("zombie_write_cases", "zombie_write", None),
+        ("pipeline_cases", "pipeline", lambda m: {"pipeline": m.get("pipeline")}),
+        ("sink_cases", "sink", lambda m: {"sink": m.get("sink")}),
+        ("stalled_lso_cases", "stalled_lso",
+         lambda m: {"bound_s": m.get("stalled_lso_bound_s")}),
         ("realtime_lag_cases", "realtime_lag",
          lambda m: {"bound_s": m.get("realtime_lag_bound_s")}),
+        ("unavailable_cases", "unavailable",
+         lambda m: {"bound_s": m.get("unavailable_bound_s"), "fs": m.get("unavailable_fs")}),
     ]
     out = []
     for fname, module, kw in spec:

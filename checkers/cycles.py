@@ -1,0 +1,291 @@
+"""G0 / G1c (and -process / -realtime variants): cycles in the dependency graph.
+
+Nodes are ops that wrote or read. Edges (Adya; Elle ``list_append.clj``, Jepsen ``kafka.clj``):
+
+* ``ww`` (write-write): in a key's committed log, the writer of the value at position p
+  precedes the writer of the value at position p+1 (first occurrence of each value only, so
+  duplicates do not make cycles of their own; aborted writes are never in the log).
+* ``wr`` (write-read): the writer of a value precedes every op that polled it (aborted
+  writers are left out: reading them is G1a).
+* ``process``: consecutive ops of one process (none out of an ``info`` op, whose effect may
+  come later).
+* ``realtime``: op A completed ok before op B was invoked. Built in O(n) through a chain of
+  *time nodes*, one per ok completion in time order: A -> T(A), T_j -> T_j+1, and T_j -> B
+  for the last completion before B's invoke; paths through time nodes are exactly the
+  realtime order, without the O(n^2) edges of its transitive closure.
+
+A cycle of only ww edges is G0; ww+wr with a wr edge is G1c; a cycle that needs process
+(realtime) edges is G0-process / G1c-process (G0-realtime / G1c-realtime). Strongly
+connected components come from ``scipy.sparse.csgraph.connected_components``; in each
+non-trivial component one shortest cycle (fewest ops, 0-1 BFS) through an edge of the kind
+the variant needs is reported, with each edge explained.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+import polars as pl
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
+
+from .history import History
+from .log import describe_op, log, reads, writes
+
+KINDS = ("ww", "wr", "process", "realtime")
+WW, WR, PROC, RT = range(4)
+# (name, edge kinds allowed, kind a reported cycle must use or None)
+VARIANTS = [
+    ("G0", (WW,), None),
+    ("G1c", (WW, WR), WR),
+    ("G0-process", (WW, PROC), PROC),
+    ("G1c-process", (WW, WR, PROC), PROC),
+    ("G0-realtime", (WW, RT), RT),
+    ("G1c-realtime", (WW, WR, RT), RT),
+]
+MAX_TRIES = 16  # candidate edges tried per component when looking for a shortest cycle
+
+
+def graph(h: History) -> dict:
+    """The dependency graph: {"n_ops", "n_nodes", "edges": DataFrame(src, dst, kind, eid),
+    "ww": DataFrame of ww details, "wr": DataFrame of wr details, "time": array of the ok
+    completion times behind the time nodes}."""
+    return h.cached("graph", _graph)
+
+
+def _graph(h: History) -> dict:
+    n = h.ops.height
+    w = writes(h).filter(pl.col("type") != "fail")
+    writer = w.group_by("key", "value").agg(writer=pl.col("op").first())
+    lg = (
+        log(h).join(writer, on=["key", "value"], how="inner")
+        .sort("key", "pos")
+        .unique(["key", "value"], keep="first", maintain_order=True)
+    )
+    ww = (
+        lg.with_columns(
+            dst=pl.col("writer").shift(-1).over("key"),
+            next_value=pl.col("value").shift(-1).over("key"),
+            next_offset=pl.col("offset").shift(-1).over("key"),
+            next_pos=pl.col("pos").shift(-1).over("key"))
+        .drop_nulls("dst")
+        .filter(pl.col("writer") != pl.col("dst"))
+        .rename({"writer": "src"})
+        .unique(["src", "dst"], keep="first", maintain_order=True)
+    )
+    wr = (
+        reads(h).select("key", "value", "offset", dst="op")
+        .join(writer.rename({"writer": "src"}), on=["key", "value"], how="inner")
+        .filter(pl.col("src") != pl.col("dst"))
+        .unique(["src", "dst"], keep="first", maintain_order=True)
+    )
+    bulk = h.ops.filter(pl.col("f").is_in(["txn", "send", "poll"]))
+    proc = (
+        bulk.sort("process", "op")
+        .with_columns(dst=pl.col("op").shift(-1).over("process"))
+        .drop_nulls("dst")
+        .filter(pl.col("type") != "info")
+        .select(src="op", dst="dst")
+    )
+    # realtime through time nodes
+    ok = bulk.filter((pl.col("type") == "ok") & pl.col("complete_time").is_not_null()).sort("complete_time")
+    times = ok["complete_time"].to_numpy()
+    m = len(times)
+    tnode = np.arange(n, n + m, dtype=np.int64)
+    rt_src = [ok["op"].to_numpy().astype(np.int64), tnode[:-1]]
+    rt_dst = [tnode, tnode[1:]]
+    inv = bulk.filter(pl.col("invoke_time").is_not_null())
+    j = np.searchsorted(times, inv["invoke_time"].to_numpy(), side="left")  # completions < invoke
+    has = j > 0
+    rt_src.append(tnode[j[has] - 1])
+    rt_dst.append(inv["op"].to_numpy().astype(np.int64)[has])
+    rt_s = np.concatenate(rt_src) if m else np.zeros(0, np.int64)
+    rt_d = np.concatenate(rt_dst) if m else np.zeros(0, np.int64)
+
+    def part(src, dst, kind):
+        src = np.asarray(src, dtype=np.int64)
+        return pl.DataFrame({"src": src, "dst": np.asarray(dst, dtype=np.int64),
+                             "kind": np.full(len(src), kind, np.int8),
+                             "eid": np.arange(len(src), dtype=np.int64)})
+
+    edges = pl.concat([
+        part(ww["src"].to_numpy(), ww["dst"].to_numpy(), WW),
+        part(wr["src"].to_numpy(), wr["dst"].to_numpy(), WR),
+        part(proc["src"].to_numpy(), proc["dst"].to_numpy(), PROC),
+        part(rt_s, rt_d, RT),
+    ])
+    return {"n_ops": n, "n_nodes": n + m, "edges": edges, "ww": ww, "wr": wr, "time": times}
+
+
+def _sccs(n_nodes: int, edges: pl.DataFrame) -> list[np.ndarray]:
+    """Node arrays of the non-trivial strongly connected components."""
+    if edges.is_empty():
+        return []
+    src, dst = edges["src"].to_numpy(), edges["dst"].to_numpy()
+    mat = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(n_nodes, n_nodes))
+    _, labels = connected_components(mat, directed=True, connection="strong")
+    counts = np.bincount(labels)
+    big = np.flatnonzero(counts > 1)
+    if not len(big):
+        return []
+    order = np.argsort(labels, kind="stable")
+    sl = labels[order]
+    return [order[np.searchsorted(sl, c, "left"):np.searchsorted(sl, c, "right")] for c in big]
+
+
+def _within(edges: pl.DataFrame, n_nodes: int, nodes: np.ndarray) -> pl.DataFrame:
+    """Edges whose both ends are in ``nodes``."""
+    mask = np.zeros(n_nodes, dtype=bool)
+    mask[nodes] = True
+    keep = mask[edges["src"].to_numpy()] & mask[edges["dst"].to_numpy()]
+    return edges.filter(pl.Series(keep))
+
+
+def _shortest_cycle(n_ops: int, edges: pl.DataFrame, need: int | None):
+    """Fewest-op cycle in a strongly connected edge set, through an edge of kind ``need``
+    (any edge if None). Returns a list of (src, dst, kind, eid) or None."""
+    adj: dict[int, list] = {}
+    for s, d, k, e in edges.iter_rows():
+        adj.setdefault(s, []).append((d, k, e))
+    cands = edges if need is None else edges.filter(pl.col("kind") == need)
+    if need == RT:  # a realtime step ends on an op
+        cands = cands.filter(pl.col("dst") < n_ops)
+    rows = cands.rows()
+    if len(rows) > MAX_TRIES:
+        rows = [rows[i] for i in np.linspace(0, len(rows) - 1, MAX_TRIES).astype(int)]
+    best = None
+    for s, d, k, e in rows:
+        # 0-1 BFS from d back to s; entering an op costs 1, a time node 0
+        dist = {d: 0}
+        parent: dict[int, tuple] = {}
+        dq = deque([d])
+        while dq:
+            x = dq.popleft()
+            if x == s:
+                break
+            for y, ky, ey in adj.get(x, ()):
+                c = dist[x] + (1 if y < n_ops else 0)
+                if c < dist.get(y, 1 << 60):
+                    dist[y] = c
+                    parent[y] = (x, ky, ey)
+                    (dq.append if y < n_ops else dq.appendleft)(y)
+        if s not in dist:
+            continue
+        path = []
+        x = s
+        while x != d:
+            px, kx, ex = parent[x]
+            path.append((px, x, kx, ex))
+            x = px
+        cyc = [(s, d, k, e)] + path[::-1]
+        if best is None or dist[s] < best[0]:
+            best = (dist[s], cyc)
+    return None if best is None else best[1]
+
+
+def _steps(h: History, g: dict, cyc: list) -> list[dict]:
+    """Collapse time-node runs and explain each op-to-op edge."""
+    n = g["n_ops"]
+    steps, i = [], 0
+    # rotate so the cycle starts at an op
+    while cyc[0][0] >= n:
+        cyc = cyc[1:] + cyc[:1]
+    src = None
+    for s, d, k, e in cyc:
+        if s < n:
+            src = s
+        if d >= n:
+            continue
+        steps.append(_explain(h, g, src, d, k, e))
+    return steps
+
+
+def _explain(h: History, g: dict, a: int, b: int, kind: int, eid: int) -> dict:
+    ia, ib = h.ops["invoke_index"][a], h.ops["invoke_index"][b]
+    base = {"from": ia, "to": ib, "kind": KINDS[kind]}
+    if kind == WW:
+        r = g["ww"].row(eid, named=True)
+        key = h.keys[r["key"]]
+        base.update(key=key, value=r["value"], next_value=r["next_value"])
+        base["explanation"] = (
+            f"op {ia} wrote {r['value']} to {key} at offset {r['offset']} (position {r['pos']}), "
+            f"just before op {ib}'s {r['next_value']} at offset {r['next_offset']}")
+    elif kind == WR:
+        r = g["wr"].row(eid, named=True)
+        key = h.keys[r["key"]]
+        base.update(key=key, value=r["value"])
+        base["explanation"] = f"op {ib} polled {r['value']} of {key}, which op {ia} wrote"
+    elif kind == PROC:
+        base["explanation"] = f"process {h.ops['process'][a]} ran op {ib} after op {ia}"
+    else:
+        ta, tb = h.ops["complete_time"][a], h.ops["invoke_time"][b]
+        base["explanation"] = (f"op {ia} completed at {ta / 1e6:.3f} ms, before op {ib} was "
+                               f"invoked at {tb / 1e6:.3f} ms")
+    return base
+
+
+def _name(kinds: set[int]) -> str:
+    base = "G1c" if WR in kinds else "G0"
+    if RT in kinds:
+        return base + "-realtime"
+    if PROC in kinds:
+        return base + "-process"
+    return base
+
+
+def cycle_cases(h: History) -> list[dict]:
+    """G0, G1c, G0-process, G1c-process, G0-realtime, G1c-realtime: see the module
+    docstring for the graph.
+
+    * G0 (write cycle): a cycle of write-write edges: two ops' writes interleave in
+      different orders on different keys (Adya G0).
+    * G1c (circular information flow): a cycle of ww and wr edges with a wr edge (Adya G1c).
+    * -process / -realtime: the same, closed by process order / realtime order (Elle).
+
+    Example: {"anomaly": name, "ops": [op refs in cycle order], "steps": [{"from", "to",
+    "kind", "key"?, "value"?, "explanation"}], "explanation"}.
+    """
+    g = graph(h)
+    edges = g["edges"]
+    union = _sccs(g["n_nodes"], edges)
+    if not union:
+        return []
+    sub = _within(edges, g["n_nodes"], np.concatenate(union))
+    out, seen = [], set()
+    for name, kinds, need in VARIANTS:
+        e = sub.filter(pl.col("kind").is_in(list(kinds)))
+        for comp in _sccs(g["n_nodes"], e):
+            ce = _within(e, g["n_nodes"], comp)
+            cyc = _shortest_cycle(g["n_ops"], ce, need)
+            if cyc is None:
+                continue
+            ops = [s for s, _, _, _ in cyc if s < g["n_ops"]]
+            found = _name({k for _, _, k, _ in cyc})
+            sig = (found, frozenset(ops))
+            if sig in seen:
+                continue
+            seen.add(sig)
+            steps = _steps(h, g, cyc)
+            out.append({
+                "anomaly": found,
+                "ops": [h.op_ref(o) for o in ops],
+                "steps": steps,
+                "component_size": int(sum(1 for x in comp if x < g["n_ops"])),
+                "explanation": f"{found} cycle of {len(steps)} ops: "
+                               + "; ".join(s["explanation"] for s in steps),
+            })
+    return out
+
+
+def g0_cases(h: History) -> list[dict]:
+    """G0 (write cycle): a cycle of write-write (log order) edges between ops: two ops'
+    writes land in one order on one key and the opposite order on another (Adya). Returns
+    G0, G0-process and G0-realtime cases."""
+    return [c for c in cycle_cases(h) if c["anomaly"].startswith("G0")]
+
+
+def g1c_cases(h: History) -> list[dict]:
+    """G1c (circular information flow): a cycle of write-write and write-read edges with at
+    least one write-read edge (Adya). Returns G1c, G1c-process and G1c-realtime cases."""
+    return [c for c in cycle_cases(h) if c["anomaly"].startswith("G1c")]

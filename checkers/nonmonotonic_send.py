@@ -1,0 +1,56 @@
+"""int-nonmonotonic-send / nonmonotonic-send: a process's later send landed earlier."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .history import History
+from .log import describe_op, writes
+
+
+def nonmonotonic_send_cases(h: History) -> list[dict]:
+    """int-nonmonotonic-send / nonmonotonic-send: a process's later send to a key landed
+    at an earlier position than its earlier send, within one op (int-) or across the
+    process's ops (Jepsen ``kafka.clj``).
+
+    Offsets learned by sends are compared (any outcome: aborted batches still take offsets
+    in send order); offset order is log order, so no position mapping is needed. An
+    idempotent producer (KIP-98, max.in.flight <= 5) must never reorder one partition's
+    records; a non-idempotent one with retries may, so such scenarios allow this.
+
+    Example: {"anomaly": "int-nonmonotonic-send" | "nonmonotonic-send", "key", "process",
+    "op", "prev_op" (op refs), "from": {"offset", "value"}, "to": {"offset", "value"},
+    "explanation"}.
+    """
+    w = writes(h).filter(pl.col("offset").is_not_null()).sort("process", "op", "seq")
+    if w.is_empty():
+        return []
+    grp = ["process", "key"]
+    bad = (
+        w.with_columns(
+            prev_op=pl.col("op").shift(1).over(grp),
+            prev_offset=pl.col("offset").shift(1).over(grp),
+            prev_value=pl.col("value").shift(1).over(grp),
+        )
+        .filter(pl.col("offset") <= pl.col("prev_offset"))
+    )
+    out = []
+    for row in bad.iter_rows(named=True):
+        key = h.keys[row["key"]]
+        internal = row["op"] == row["prev_op"]
+        where = "earlier in the same op" if internal else f"in {describe_op(h, row['prev_op'])}"
+        out.append({
+            "anomaly": "int-nonmonotonic-send" if internal else "nonmonotonic-send",
+            "key": key,
+            "process": row["process"],
+            "op": h.op_ref(row["op"]),
+            "prev_op": h.op_ref(row["prev_op"]),
+            "from": {"offset": row["prev_offset"], "value": row["prev_value"]},
+            "to": {"offset": row["offset"], "value": row["value"]},
+            "explanation": (
+                f"{describe_op(h, row['op'])} sent value {row['value']} of key {key}, which "
+                f"landed at offset {row['offset']}, not after offset {row['prev_offset']} "
+                f"where value {row['prev_value']}, sent {where}, landed"
+            ),
+        })
+    return out

@@ -1,0 +1,118 @@
+"""eos-duplicate / eos-loss / offsets-ahead / offsets-behind for consume-transform-produce.
+
+Run metadata (``meta["pipeline"]``)::
+
+    {"keys": {"in/0": "out/0", ...},          # input key -> the output key it feeds
+     "group_id": "eosc-proc",                  # optional, for explanations
+     "committed_offsets": {"in/0": 1234, ...}} # optional: the group's committed offsets
+                                               # (next offset to consume) after the run
+
+The processor writes each input value unchanged to the mapped output key (identity
+transform; with fan-in, writers must keep values unique across the input keys). When
+``committed_offsets`` is absent, the last ok op with ``f == "committed-offsets"`` (value
+{key: offset}) is used, if any.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .history import History
+from .log import describe_op, log, writes
+
+
+def _occurrences(h: History) -> pl.DataFrame:
+    """Committed records per (key, value): distinct offsets in the committed log, plus one
+    per committed write whose offset is unknown and not otherwise placed. Columns: key,
+    value, n, offsets, writers (ops)."""
+    lg = log(h).select("key", "value", "offset")
+    cw = writes(h).filter(pl.col("committed"))
+    placed = cw.filter(pl.col("offset").is_null()).join(lg, on=["key", "value"], how="anti").select(
+        "key", "value", offset=pl.lit(None, pl.Int64))
+    occ = pl.concat([lg, placed]).group_by("key", "value").agg(
+        n=pl.len(), offsets=pl.col("offset").sort())
+    wr = cw.group_by("key", "value").agg(writers=pl.col("op").unique().sort())
+    return occ.join(wr, on=["key", "value"], how="left")
+
+
+def _committed_offsets(h: History, spec: dict) -> dict[str, int]:
+    co = spec.get("committed_offsets")
+    if isinstance(co, dict):
+        return {k: int(v) for k, v in co.items() if isinstance(v, int)}
+    best: dict = {}
+    for op, ex in sorted(h.extras.items()):
+        if h.ops["f"][op] == "committed-offsets" and h.ops["type"][op] == "ok":
+            val = ex.get("completion_value") or ex.get("value")
+            if isinstance(val, dict):
+                best = {k: int(v) for k, v in val.items() if isinstance(v, int)}
+    return best
+
+
+def pipeline_cases(h: History, pipeline: dict | None = None) -> list[dict]:
+    """eos-duplicate / eos-loss / offsets-ahead / offsets-behind (ANOMALIES.md; KIP-98
+    ``send_offsets_to_transaction``, KIP-447):
+
+    * eos-duplicate: a committed input record yields more than one committed output record
+      (more than one offset of the output key, or more than one committed writer op).
+    * eos-loss: a committed input record yields no committed output record, although an
+      input record at a later position of the same input key did.
+    * offsets-ahead: the group's committed offset of an input key points past an input
+      record whose output is not committed (that input will never be processed: loss).
+    * offsets-behind: the committed offset points at or before an input record whose output
+      is committed (a restart reprocesses it: duplicate).
+
+    Committed input records are the input keys' committed log (``checkers.log``). Without
+    ``pipeline`` there are no cases. Example: {"anomaly", "input": {"key", "value",
+    "offset", "pos"}, "output_key", "outputs": {"offsets", "writers"}, "explanation"}.
+    """
+    if not pipeline or not isinstance(pipeline.get("keys"), dict):
+        return []
+    kid = {k: i for i, k in enumerate(h.keys)}
+    mapping = {kid[i]: kid.get(o) for i, o in pipeline["keys"].items() if i in kid}
+    if not mapping:
+        return []
+    m = pl.DataFrame({"key": list(mapping), "out_key": [mapping[k] for k in mapping]},
+                     schema={"key": pl.UInt32, "out_key": pl.UInt32})
+    inp = log(h).join(m, on="key", how="inner")
+    occ = _occurrences(h).rename({"key": "out_key"})
+    j = inp.join(occ, on=["out_key", "value"], how="left").with_columns(pl.col("n").fill_null(0))
+    j = j.with_columns(has_out=pl.col("n") > 0)
+    j = j.with_columns(
+        last_out=pl.when(pl.col("has_out")).then(pl.col("pos")).otherwise(None).max().over("key"))
+    cos = _committed_offsets(h, pipeline)
+    j = j.with_columns(committed_offset=pl.col("key").replace_strict(
+        {kid[k]: v for k, v in cos.items() if k in kid}, default=None, return_dtype=pl.Int64))
+    group = pipeline.get("group_id") or "the group"
+    out = []
+
+    def case(name, row, why):
+        ik, ok_ = h.keys[row["key"]], (h.keys[row["out_key"]] if row["out_key"] is not None else None)
+        writers = row["writers"] or []
+        out.append({
+            "anomaly": name,
+            "input": {"key": ik, "value": row["value"], "offset": row["offset"], "pos": row["pos"]},
+            "output_key": ok_,
+            "outputs": {"offsets": row["offsets"] or [],
+                        "writers": [h.op_ref(w) for w in writers[:5]]},
+            "committed_offset": row["committed_offset"],
+            "explanation": f"input value {row['value']} at offset {row['offset']} of {ik} {why}",
+        })
+
+    dup = j.filter((pl.col("n") > 1) | (pl.col("writers").list.len() > 1)).sort("key", "pos")
+    for row in dup.iter_rows(named=True):
+        ws = ", ".join(describe_op(h, w) for w in (row["writers"] or [])[:3])
+        case("eos-duplicate", row, f"yields {max(row['n'], len(row['writers'] or []))} committed "
+             f"records on {h.keys[row['out_key']]} (offsets {row['offsets']}; written by {ws})")
+    loss = j.filter(~pl.col("has_out") & (pl.col("pos") < pl.col("last_out"))).sort("key", "pos")
+    for row in loss.iter_rows(named=True):
+        case("eos-loss", row, f"yields no committed record on {h.keys[row['out_key']]}, although "
+             f"input position {row['last_out']} of the same key did")
+    ahead = j.filter(~pl.col("has_out") & (pl.col("offset") < pl.col("committed_offset"))).sort("key", "pos")
+    for row in ahead.iter_rows(named=True):
+        case("offsets-ahead", row, f"has no committed output, yet {group}'s committed offset "
+             f"{row['committed_offset']} is past it")
+    behind = j.filter(pl.col("has_out") & (pl.col("offset") >= pl.col("committed_offset"))).sort("key", "pos")
+    for row in behind.iter_rows(named=True):
+        case("offsets-behind", row, f"has committed output, yet {group}'s committed offset "
+             f"{row['committed_offset']} is not past it")
+    return out

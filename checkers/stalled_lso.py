@@ -1,0 +1,103 @@
+"""stalled-lso: a read_committed consumer cannot advance on a key for too long."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .history import History
+from .log import log, reads, reads_with_pos, writes
+
+
+def availability(h: History) -> pl.DataFrame:
+    """Per committed-log position, when it was certainly readable: the earlier of its
+    writer's ok completion and its first read. Columns: key, pos, avail (ns)."""
+    def build(h: History):
+        w = writes(h).filter(pl.col("type") == "ok").select("key", "offset", t="complete_time")
+        r = reads(h).select("key", "offset", t="complete_time")
+        t = pl.concat([w, r]).drop_nulls().group_by("key", "offset").agg(avail=pl.col("t").min())
+        return log(h).join(t, on=["key", "offset"], how="inner").select("key", "pos", "avail")
+    return h.cached("availability", build)
+
+
+def _end_times(h: History) -> dict[int, int]:
+    """When each process stopped: its last event if it crashed (an info op or ``crash``),
+    else the end of the history (empty polls are not recorded, so a live consumer's last
+    event says nothing about when it stopped polling)."""
+    times = [t for t in (h.ops["complete_time"].max(), h.ops["invoke_time"].max()) if t is not None]
+    times += [e.get("time") for e in h.nemesis if isinstance(e.get("time"), int)]
+    end = max(times) if times else 0
+    last = h.ops.group_by("process").agg(
+        t=pl.max_horizontal(pl.col("complete_time").max(), pl.col("invoke_time").max()),
+        dead=((pl.col("type") == "info") | (pl.col("f") == "crash")).any())
+    return {p: (t if dead else end) for p, t, dead in last.iter_rows()}
+
+
+def stalled_lso_cases(h: History, bound_s: float | None = None) -> list[dict]:
+    """stalled-lso: a read_committed consumer cannot advance on a key for longer than the
+    scenario's bound (``meta["stalled_lso_bound_s"]``) while the key has records: a hanging
+    transaction holds the last stable offset back (KIP-98; KAFKA-17754 family). A liveness
+    report: it fails a run only when listed in ``meta["fail_on"]``; with no bound, no cases.
+
+    For each consumer and key, after each read at position p (or from its assign op, at
+    position -1 when assigned from the beginning), the wait is the time until its next read
+    of the key, minus the time position p+1 became available (its writer's ok completion or
+    anyone's first read of it). A consumer that never read p+1 waits until it crashed or the
+    history ended. One case per (consumer, key): the longest wait over the bound.
+
+    Example: {"anomaly": "stalled-lso", "key", "process", "stuck_at": {"pos", "offset"},
+    "next": {"pos", "value", "available_ns"}, "stalled_ms", "explanation"}.
+    """
+    if bound_s is None:
+        return []
+    r = reads_with_pos(h).filter(pl.col("pos").is_not_null()).select(
+        "process", "key", "op", "pos", t="complete_time")
+    starts = []
+    for op, ex in h.extras.items():
+        row = h.ops.row(op, named=True)
+        if row["f"] != "assign" or row["type"] != "ok" or not isinstance(ex.get("value"), list):
+            continue
+        meta = ex.get("meta") or {}
+        for k in ex["value"]:
+            if k in h.keys and meta.get("from") == "beginning":
+                starts.append((row["process"], h.keys.index(k), op, -1, row["complete_time"]))
+    if starts:
+        r = pl.concat([r, pl.DataFrame(starts, schema=r.schema, orient="row")])
+    if r.is_empty():
+        return []
+    ends = _end_times(h)
+    av = availability(h)
+    steps = (
+        r.sort("process", "key", "t", "pos")
+        .with_columns(next_t=pl.col("t").shift(-1).over("process", "key"))
+        .with_columns(npos=pl.col("pos") + 1)
+        .join(av.rename({"pos": "npos"}), on=["key", "npos"], how="inner")
+        .with_columns(end=pl.col("process").replace_strict(ends, default=None, return_dtype=pl.Int64))
+        .with_columns(wait=pl.coalesce("next_t", "end") - pl.max_horizontal("t", "avail"))
+        .filter(pl.col("wait") > int(bound_s * 1e9))
+        .sort("wait", descending=True)
+        .group_by("process", "key", maintain_order=True).first()
+        .sort("process", "key")
+    )
+    lg = log(h)
+    out = []
+    for row in steps.iter_rows(named=True):
+        key = h.keys[row["key"]]
+        nxt = lg.filter((pl.col("key") == row["key"]) & (pl.col("pos") == row["npos"]))
+        noff, nval = (nxt["offset"][0], nxt["value"][0]) if nxt.height else (None, None)
+        cur = lg.filter((pl.col("key") == row["key"]) & (pl.col("pos") == row["pos"]))
+        ms = row["wait"] / 1e6
+        out.append({
+            "anomaly": "stalled-lso",
+            "key": key,
+            "process": row["process"],
+            "stuck_at": {"pos": row["pos"], "offset": cur["offset"][0] if cur.height else None},
+            "next": {"pos": row["npos"], "offset": noff, "value": nval,
+                     "available_ns": row["avail"]},
+            "stalled_ms": ms,
+            "explanation": (
+                f"process {row['process']} did not read position {row['npos']} of key {key} "
+                f"(value {nval}, offset {noff}) for {ms:.0f} ms after it was committed "
+                f"(bound {bound_s} s)" + (" and never read it" if row["next_t"] is None else "")
+            ),
+        })
+    return out

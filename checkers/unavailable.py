@@ -1,0 +1,64 @@
+"""unavailable: windows with no successful op of a kind."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .history import History
+
+DEFAULT_FS = ("txn", "send")
+DEFAULT_BOUND_S = 10.0
+
+
+def gaps(h: History, fs=DEFAULT_FS) -> pl.DataFrame:
+    """Per f: the windows between consecutive ok completions (plus from the f's first
+    invoke and up to the history's end). Columns: f, start, end (ns), gap_ns."""
+    def build(h: History):
+        ops = h.ops.filter(pl.col("f").is_in(list(fs)))
+        if ops.is_empty():
+            return pl.DataFrame(schema={"f": pl.Utf8, "start": pl.Int64, "end": pl.Int64,
+                                        "gap_ns": pl.Int64})
+        end = max(t for t in (h.ops["complete_time"].max(), h.ops["invoke_time"].max()) if t is not None)
+        first = ops.group_by("f").agg(t=pl.col("invoke_time").min())
+        oks = ops.filter(pl.col("type") == "ok").select("f", t="complete_time")
+        tail = first.select("f", t=pl.lit(end, dtype=pl.Int64))
+        pts = pl.concat([first, oks.drop_nulls(), tail]).sort("f", "t")
+        return (
+            pts.with_columns(start=pl.col("t").shift(1).over("f"))
+            .drop_nulls("start")
+            .select("f", "start", end="t", gap_ns=pl.col("t") - pl.col("start"))
+        )
+    return h.cached(("gaps", tuple(fs)), build)
+
+
+def unavailable_cases(h: History, bound_s: float | None = None, fs=None) -> list[dict]:
+    """unavailable: windows with no successful op of a kind (ANOMALIES.md, liveness).
+
+    For each f in ``fs`` (``meta["unavailable_fs"]``, default txn and send: empty polls are
+    not recorded, so poll gaps only mean nothing was written), a window longer than
+    ``bound_s`` (``meta["unavailable_bound_s"]``, default 10 s) with no ok completion,
+    counted from the f's first invoke to the history's end. Fails a run only when listed in
+    ``meta["fail_on"]``.
+
+    Example: {"anomaly": "unavailable", "f", "start_ns", "end_ns", "seconds",
+    "nemesis": [nemesis events in the window, first 5], "explanation"}.
+    """
+    bound = DEFAULT_BOUND_S if bound_s is None else bound_s
+    g = gaps(h, tuple(fs or DEFAULT_FS)).filter(pl.col("gap_ns") > int(bound * 1e9)).sort("f", "start")
+    out = []
+    for f, start, end, gap in g.iter_rows():
+        nem = [e for e in h.nemesis if isinstance(e.get("time"), int) and start <= e["time"] <= end]
+        out.append({
+            "anomaly": "unavailable",
+            "f": f,
+            "start_ns": start,
+            "end_ns": end,
+            "seconds": gap / 1e9,
+            "nemesis": [{"index": e.get("index"), "f": e.get("f"), "value": e.get("value")}
+                        for e in nem[:5]],
+            "explanation": (
+                f"no {f} op completed ok for {gap / 1e9:.1f} s "
+                f"({start / 1e9:.1f} s to {end / 1e9:.1f} s into the run; bound {bound} s)"
+            ),
+        })
+    return out

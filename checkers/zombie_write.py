@@ -1,0 +1,126 @@
+"""zombie-write: an older instance of a transactional.id writes or commits after fencing."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .history import History
+from .log import describe_op, log, writes
+
+
+def _fences(h: History) -> pl.DataFrame:
+    """Per (transactional_id, process p): the earliest time an instance newer than p
+    completed ``init`` ok, and that init op. Instances are ordered by their first op."""
+    ops = h.ops.filter(pl.col("transactional_id").is_not_null())
+    inst = ops.group_by("transactional_id", "process").agg(first=pl.col("op").min())
+    inits = (
+        ops.filter((pl.col("f") == "init") & (pl.col("type") == "ok")
+                   & pl.col("complete_time").is_not_null())
+        .select("transactional_id", new_process="process", fence_time="complete_time",
+                fence_op="op")
+        .join(inst.rename({"process": "new_process", "first": "new_first"}),
+              on=["transactional_id", "new_process"])
+    )
+    return (
+        inst.join(inits, on="transactional_id")
+        .filter(pl.col("new_first") > pl.col("first"))
+        .sort("fence_time")
+        .group_by("transactional_id", "process")
+        .agg(pl.col("fence_time").first(), pl.col("fence_op").first(),
+             pl.col("new_process").first())
+    )
+
+
+def zombie_write_cases(h: History) -> list[dict]:
+    """zombie-write: after ``init`` of a transactional.id completed ok for a newer
+    instance, a value that an older instance of that id sent becomes visible, or the older
+    instance's commit completes ok (KIP-98 zombie fencing by producer epoch).
+
+    Instances of an id are its processes, ordered by their first op. Evidence, per op X of
+    an older instance, against the earliest ok init of a newer instance (the *fence*):
+
+    * ``write-after-fence``: X was invoked after the fence and completed ok or had a value
+      read;
+    * ``commit-after-fence``: X was invoked before the fence and completed ok after it
+      (the old epoch's transaction should have been aborted by the fence);
+    * ``visible-after-newer``: a value of X was read at a position of a key's committed
+      log after a value the newer instance wrote.
+
+    Fenced errors (``_FENCED``, ``PRODUCER_FENCED``, ``INVALID_PRODUCER_EPOCH``) on the old
+    instance are the expected outcome and are counted in each example.
+
+    Example: {"anomaly": "zombie-write", "evidence", "transactional_id", "op": op ref,
+    "fence": op ref of the newer init, "values": [{"key", "value", "offset"}], "explanation"}.
+    """
+    fences = _fences(h)
+    if fences.is_empty():
+        return []
+    w = writes(h).filter(pl.col("transactional_id").is_not_null())
+    opsx = (
+        h.ops.filter(pl.col("f").is_in(["txn", "send"]))
+        .join(fences, on=["transactional_id", "process"], how="inner")
+    )
+    read_ops = w.filter(pl.col("read")).select("op").unique().with_columns(any_read=pl.lit(True))
+    opsx = opsx.join(read_ops, on="op", how="left").with_columns(pl.col("any_read").fill_null(False))
+    after = opsx.filter((pl.col("invoke_time") > pl.col("fence_time"))
+                        & ((pl.col("type") == "ok") | pl.col("any_read")))
+    commit = opsx.filter((pl.col("invoke_time") <= pl.col("fence_time")) & (pl.col("type") == "ok")
+                         & (pl.col("complete_time") > pl.col("fence_time")))
+    # visible-after-newer: an old value read above the newer instance's first position
+    wp = w.join(log(h).select("key", "offset", "pos"), on=["key", "offset"], how="inner")
+    firstpos = wp.group_by("transactional_id", "process", "key").agg(newpos=pl.col("pos").min())
+    inst = h.ops.filter(pl.col("transactional_id").is_not_null()).group_by(
+        "transactional_id", "process").agg(first=pl.col("op").min())
+    newer_first = (
+        inst.join(inst.rename({"process": "np", "first": "nfirst"}), on="transactional_id")
+        .filter(pl.col("nfirst") > pl.col("first"))
+        .join(firstpos.rename({"process": "np"}), on=["transactional_id", "np"])
+        .group_by("transactional_id", "process", "key").agg(pl.col("newpos").min())
+    )
+    vis_ops = (
+        wp.filter(pl.col("read"))
+        .join(newer_first, on=["transactional_id", "process", "key"], how="inner")
+        .filter(pl.col("pos") > pl.col("newpos"))["op"].unique().to_list()
+    )
+    evidence: dict[int, str] = {}
+    for op in after["op"].to_list():
+        evidence.setdefault(op, "write-after-fence")
+    for op in commit["op"].to_list():
+        evidence.setdefault(op, "commit-after-fence")
+    for op in vis_ops:
+        evidence.setdefault(op, "visible-after-newer")
+    if not evidence:
+        return []
+    fence_of = {r["op"]: r for r in opsx.select("op", "fence_op", "fence_time").iter_rows(named=True)}
+    fenced = h.ops.filter(pl.col("error").str.contains("FENCED|INVALID_PRODUCER_EPOCH"))
+    fenced_n = dict(fenced.group_by("transactional_id").len().iter_rows())
+    out = []
+    for op in sorted(evidence):
+        ref = h.op_ref(op)
+        tid = ref["transactional_id"]
+        ev = evidence[op]
+        fr = fence_of.get(op)
+        fence = h.op_ref(fr["fence_op"]) if fr else None
+        vals = [{"key": h.keys[k], "value": v, "offset": o, "read": r} for k, v, o, r in
+                w.filter(pl.col("op") == op).select("key", "value", "offset", "read").iter_rows()]
+        fdesc = describe_op(h, fr["fence_op"]) if fr else "a newer init"
+        what = {
+            "write-after-fence": "was invoked after the fence and "
+                                 + ("committed" if ref["type"] == "ok" else "had a value read"),
+            "commit-after-fence": "began before the fence but its commit completed ok after it",
+            "visible-after-newer": "has a value read above a value of the newer instance",
+        }[ev]
+        out.append({
+            "anomaly": "zombie-write",
+            "evidence": ev,
+            "transactional_id": tid,
+            "op": ref,
+            "fence": fence,
+            "values": vals[:20],
+            "fenced_errors_for_id": fenced_n.get(tid, 0),
+            "explanation": (
+                f"{describe_op(h, op)} is an older instance of transactional.id {tid} fenced "
+                f"by {fdesc}, yet it {what}"
+            ),
+        })
+    return out

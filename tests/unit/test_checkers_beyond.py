@@ -1,0 +1,309 @@
+"""Priority-2 finders: precommitted-read, nonmonotonic-send, G0/G1c, torn-transaction,
+zombie-write, pipeline, sink, liveness. Empty, minimal positive, near miss for each."""
+
+import pytest
+
+from checkers import (
+    check,
+    cycle_cases,
+    load_history,
+    nonmonotonic_send_cases,
+    pipeline_cases,
+    precommitted_read_cases,
+    sink_cases,
+    stalled_lso_cases,
+    torn_transaction_cases,
+    unavailable_cases,
+    zombie_write_cases,
+)
+from checkers.build import HistoryBuilder
+
+
+def H(b):
+    return load_history(b.events)
+
+
+EMPTY = load_history([])
+
+
+@pytest.mark.parametrize("call", [
+    precommitted_read_cases, nonmonotonic_send_cases, cycle_cases, torn_transaction_cases,
+    zombie_write_cases, lambda h: pipeline_cases(h, {"keys": {"in/0": "out/0"}}),
+    lambda h: sink_cases(h, {"records": []}), lambda h: stalled_lso_cases(h, 1.0),
+    lambda h: unavailable_cases(h, 1.0),
+])
+def test_empty_history_has_no_cases(call):
+    assert call(EMPTY) == []
+
+
+# -- precommitted-read ---------------------------------------------------------------
+def test_precommitted_read():
+    b = HistoryBuilder()
+    b.assign(1, ["out/0"])
+    b.txn(1, [("out/0", 5, 0)], tid="p", polls={"out/0": [(0, 5)]})
+    cs = precommitted_read_cases(H(b))
+    assert [(c["key"], c["value"], c["op"]["invoke_index"]) for c in cs] == [("out/0", 5, 2)]
+
+
+def test_reading_another_ops_write_is_not_precommitted():
+    b = HistoryBuilder()
+    b.txn(0, [("out/0", 5, 0)], tid="a")
+    b.assign(1, ["out/0"])
+    b.txn(1, [("out/0", 6, 2)], tid="p", polls={"out/0": [(0, 5)]})
+    assert precommitted_read_cases(H(b)) == []
+
+
+# -- nonmonotonic-send ---------------------------------------------------------------
+def test_nonmonotonic_send_across_ops():
+    b = HistoryBuilder()
+    b.send(0, [("t/0", 1, 5)])
+    b.send(0, [("t/0", 2, 3)])
+    cs = nonmonotonic_send_cases(H(b))
+    assert [(c["anomaly"], c["from"]["offset"], c["to"]["offset"]) for c in cs] == [
+        ("nonmonotonic-send", 5, 3)]
+
+
+def test_int_nonmonotonic_send_within_op():
+    b = HistoryBuilder()
+    b.txn(0, [("t/0", 1, 5), ("t/0", 2, 4)], tid="x")
+    assert [c["anomaly"] for c in nonmonotonic_send_cases(H(b))] == ["int-nonmonotonic-send"]
+
+
+def test_sends_of_different_processes_or_keys_may_interleave():
+    b = HistoryBuilder()
+    b.send(0, [("t/0", 1, 5), ("t/1", 2, 9)])
+    b.send(1, [("t/0", 3, 2)])
+    b.send(0, [("t/1", 4, 10), ("t/0", 6, 7)])
+    assert nonmonotonic_send_cases(H(b)) == []
+
+
+# -- G0 / G1c ------------------------------------------------------------------------
+def _g0() -> HistoryBuilder:
+    """T1 and T2 write x and y in opposite orders."""
+    b = HistoryBuilder()
+    b.invoke(0, "txn", [["send", "x/0", 1], ["send", "y/0", 1]])
+    b.invoke(1, "txn", [["send", "x/0", 2], ["send", "y/0", 2]])
+    b.complete(0, "ok", [["send", "x/0", [0, 1]], ["send", "y/0", [1, 1]]])
+    b.complete(1, "ok", [["send", "x/0", [1, 2]], ["send", "y/0", [0, 2]]])
+    return b
+
+
+def test_g0_write_cycle():
+    cs = cycle_cases(H(_g0()))
+    assert [c["anomaly"] for c in cs] == ["G0"]
+    c = cs[0]
+    assert sorted(o["invoke_index"] for o in c["ops"]) == [0, 1]
+    assert {s["kind"] for s in c["steps"]} == {"ww"}
+    assert {s["key"] for s in c["steps"]} == {"x/0", "y/0"}
+    v = check(H(_g0()))
+    assert v["valid"] is False and "G0" in v["anomalies"]
+
+
+def test_g1c_circular_information_flow():
+    b = HistoryBuilder()
+    b.assign(0, ["y/0"])
+    b.assign(1, ["x/0"])
+    b.invoke(0, "txn", [["poll"], ["send", "x/0", 1]])
+    b.invoke(1, "txn", [["poll"], ["send", "y/0", 2]])
+    # each polls the other's write: information flows in a circle
+    b.complete(0, "ok", [["poll", {"y/0": [[0, 2]]}], ["send", "x/0", [0, 1]]])
+    b.complete(1, "ok", [["poll", {"x/0": [[0, 1]]}], ["send", "y/0", [0, 2]]])
+    cs = cycle_cases(H(b))
+    assert [c["anomaly"] for c in cs] == ["G1c"]
+    assert {s["kind"] for s in cs[0]["steps"]} == {"wr"}
+
+
+def test_g0_realtime():
+    b = HistoryBuilder()
+    b.send(0, [("x/0", 1, 1)])  # completes first ...
+    b.send(1, [("x/0", 2, 0)])  # ... yet this later send landed before it
+    cs = cycle_cases(H(b))
+    assert [c["anomaly"] for c in cs] == ["G0-realtime"]
+    assert {s["kind"] for s in cs[0]["steps"]} == {"ww", "realtime"}
+
+
+def test_g1c_realtime_read_from_the_future():
+    b = HistoryBuilder()
+    b.assign(1, ["x/0"])
+    b.poll(1, {"x/0": [(0, 7)]})  # completes before the write is even invoked
+    b.send(0, [("x/0", 7, 0)])
+    cs = cycle_cases(H(b))
+    assert [c["anomaly"] for c in cs] == ["G1c-realtime"]
+
+
+def test_g0_process():
+    b = HistoryBuilder()
+    b.invoke(0, "send", [["send", "x/0", 1]])
+    b.invoke(1, "send", [["send", "x/0", 3]])
+    b.complete(0, "ok", [["send", "x/0", [2, 1]]])
+    b.invoke(0, "send", [["send", "x/0", 2]])
+    b.complete(1, "ok", [["send", "x/0", [1, 3]]])
+    b.complete(0, "ok", [["send", "x/0", [0, 2]]])
+    names = [c["anomaly"] for c in cycle_cases(H(b))]
+    assert "G0-process" in names or "G0-realtime" in names
+
+
+def test_concurrent_txns_in_one_order_everywhere_have_no_cycle():
+    b = HistoryBuilder()
+    b.invoke(0, "txn", [["send", "x/0", 1], ["send", "y/0", 1]])
+    b.invoke(1, "txn", [["send", "x/0", 2], ["send", "y/0", 2]])
+    b.complete(1, "ok", [["send", "x/0", [1, 2]], ["send", "y/0", [1, 2]]])
+    b.complete(0, "ok", [["send", "x/0", [0, 1]], ["send", "y/0", [0, 1]]])
+    b.assign(2, ["x/0", "y/0"])
+    b.poll(2, {"x/0": [(0, 1), (1, 2)], "y/0": [(0, 1), (1, 2)]})
+    assert cycle_cases(H(b)) == []
+    # a duplicate of 1 after 2 is a duplicate, not a write cycle
+    b.poll(2, {"x/0": [(2, 1)]})
+    assert cycle_cases(H(b)) == []
+
+
+# -- torn-transaction ----------------------------------------------------------------
+def test_torn_transaction_in_final_reads():
+    b = HistoryBuilder()
+    b.txn(0, [("x/0", 1, 0), ("y/0", 2, 0)], tid="t")
+    b.assign(1, ["x/0", "y/0"])
+    b.poll(1, {"x/0": [(0, 1)]}, final=True)
+    cs = torn_transaction_cases(H(b))
+    assert len(cs) == 1
+    assert cs[0]["visible"] == [{"key": "x/0", "value": 1}]
+    assert cs[0]["missing"] == [{"key": "y/0", "value": 2, "offset": 0}]
+
+
+def test_fully_invisible_aborted_txn_is_not_torn():
+    b = HistoryBuilder()
+    b.txn(0, [("x/0", 1, 0), ("y/0", 2, 0)], "fail", tid="t")
+    b.txn(0, [("x/0", 3, 2)], tid="t")
+    b.assign(1, ["x/0", "y/0"])
+    b.poll(1, {"x/0": [(2, 3)]}, final=True)
+    assert torn_transaction_cases(H(b)) == []
+
+
+# -- zombie-write --------------------------------------------------------------------
+def _zombie(old_outcome: str) -> HistoryBuilder:
+    b = HistoryBuilder()
+    b.init(0, "eosc-txn-1")
+    b.txn(0, [("x/0", 1, 0)], tid="eosc-txn-1")
+    b.invoke(0, "txn", [["send", "x/0", 2]], {"transactional_id": "eosc-txn-1"})  # paused
+    b.init(1, "eosc-txn-1")  # replacement fences process 0
+    b.txn(1, [("x/0", 3, 2)], tid="eosc-txn-1")
+    err = ["_FENCED", "producer fenced"] if old_outcome != "ok" else None
+    b.complete(0, old_outcome, [["send", "x/0", [4, 2]]], error=err)
+    b.assign(2, ["x/0"])
+    b.poll(2, {"x/0": [(0, 1), (2, 3)] + ([(4, 2)] if old_outcome == "ok" else [])}, final=True)
+    return b
+
+
+def test_zombie_commit_after_fence():
+    cs = zombie_write_cases(H(_zombie("ok")))
+    assert len(cs) == 1
+    c = cs[0]
+    assert c["evidence"] == "commit-after-fence"
+    assert c["transactional_id"] == "eosc-txn-1"
+    assert c["op"]["process"] == 0 and c["fence"]["process"] == 1
+    assert "commit completed ok after it" in c["explanation"]
+
+
+def test_fenced_zombie_is_not_a_zombie_write():
+    h = H(_zombie("fail"))
+    assert zombie_write_cases(h) == []
+    assert check(h)["valid"] is True
+
+
+def test_zombie_write_visible_after_newer_instance():
+    b = HistoryBuilder()
+    b.init(0, "z")
+    b.invoke(0, "txn", [["send", "x/0", 1]], {"transactional_id": "z"})
+    b.init(1, "z")
+    b.txn(1, [("x/0", 2, 0)], tid="z")
+    b.complete(0, "info", [["send", "x/0", [2, 1]]])  # outcome unknown, yet it shows up
+    b.assign(2, ["x/0"])
+    b.poll(2, {"x/0": [(0, 2), (2, 1)]})
+    cs = zombie_write_cases(H(b))
+    assert [c["evidence"] for c in cs] == ["visible-after-newer"]
+
+
+# -- pipeline ------------------------------------------------------------------------
+def _pipeline(outputs: list[tuple[int, int]], committed=None) -> tuple:
+    """Input values 1..4 at offsets 0..3; outputs: (value, offset) committed on out/0."""
+    b = HistoryBuilder()
+    b.send(0, [("in/0", v, v - 1) for v in (1, 2, 3, 4)])
+    b.assign(1, ["in/0"])
+    b.txn(1, [("out/0", v, o) for v, o in outputs], tid="proc",
+          polls={"in/0": [(v - 1, v) for v in (1, 2, 3, 4)]})
+    meta = {"keys": {"in/0": "out/0"}, "group_id": "g"}
+    if committed is not None:
+        meta["committed_offsets"] = {"in/0": committed}
+    return H(b), meta
+
+
+def test_pipeline_exactly_once_is_clean():
+    h, meta = _pipeline([(1, 0), (2, 1), (3, 2), (4, 3)], committed=4)
+    assert pipeline_cases(h, meta) == []
+    assert pipeline_cases(h, None) == []
+
+
+def test_eos_duplicate_and_loss():
+    h, meta = _pipeline([(1, 0), (1, 1), (3, 2), (4, 3)])
+    names = sorted((c["anomaly"], c["input"]["value"]) for c in pipeline_cases(h, meta))
+    assert names == [("eos-duplicate", 1), ("eos-loss", 2)]
+    v = check(h, meta={"pipeline": meta})
+    assert {"eos-duplicate", "eos-loss", "duplicate"} <= set(v["anomalies"])
+
+
+def test_offsets_ahead_and_behind():
+    h, meta = _pipeline([(1, 0), (2, 1)], committed=3)  # 3 consumed, no output: ahead
+    assert [(c["anomaly"], c["input"]["value"]) for c in pipeline_cases(h, meta)] == [
+        ("offsets-ahead", 3)]
+    h, meta = _pipeline([(1, 0), (2, 1), (3, 2), (4, 3)], committed=2)  # 3, 4 again: behind
+    assert [(c["anomaly"], c["input"]["value"]) for c in pipeline_cases(h, meta)] == [
+        ("offsets-behind", 3), ("offsets-behind", 4)]
+
+
+# -- sink ----------------------------------------------------------------------------
+def test_sink_duplicate_and_loss():
+    b = HistoryBuilder()
+    b.txn(0, [("in/0", 1, 0), ("in/0", 2, 1)], tid="t")
+    b.txn(0, [("in/0", 3, 3)], "fail", tid="t")
+    h = H(b)
+    assert sink_cases(h, {"records": [["in/0", 1], ["in/0", 2]]}) == []
+    cs = sink_cases(h, {"records": {"in/0": [1, 1]}})
+    assert sorted((c["anomaly"], c["value"]) for c in cs) == [("sink-duplicate", 1), ("sink-loss", 2)]
+    assert sink_cases(h, {"records": [["in/0", 1]], "end_offsets": {"in/0": 1}}) == []
+
+
+# -- liveness ------------------------------------------------------------------------
+def test_stalled_lso_consumer_never_advances():
+    b = HistoryBuilder(step_ns=1_000_000_000)
+    b.assign(1, ["x/0"])
+    b.txn(0, [("x/0", 1, 0)], tid="t")
+    b.invoke(2, "txn", [["send", "x/0", 2]], {"transactional_id": "h"})  # hangs open
+    b.txn(0, [("x/0", 3, 2)], tid="t")
+    b.poll(1, {"x/0": [(0, 1)]})
+    b.nemesis("pause", ["n1"])
+    for _ in range(10):
+        b.nemesis("noop")
+    b.assign(3, ["x/0"])
+    b.poll(3, {"x/0": [(0, 1), (2, 3)]}, final=True)
+    h = H(b)
+    cs = stalled_lso_cases(h, bound_s=5.0)
+    assert [(c["process"], c["key"], c["stuck_at"]["pos"]) for c in cs] == [(1, "x/0", 0)]
+    assert cs[0]["stalled_ms"] > 5000
+    assert stalled_lso_cases(h, bound_s=60.0) == []
+    v = check(h, meta={"stalled_lso_bound_s": 5.0})
+    assert "stalled-lso" in v["anomalies"] and v["valid"] is not False
+    assert check(h, meta={"stalled_lso_bound_s": 5.0, "fail_on": ["stalled-lso"]})["valid"] is False
+
+
+def test_unavailable_window():
+    b = HistoryBuilder(step_ns=1_000_000_000)
+    b.send(0, [("x/0", 1, 0)])
+    b.send(0, [("x/0", 2, None)], "info")
+    for _ in range(5):
+        b.nemesis("partition")
+    b.send(1, [("x/0", 3, 2)])
+    h = H(b)
+    cs = unavailable_cases(h, bound_s=4.0)
+    assert [c["f"] for c in cs] == ["send"]
+    assert cs[0]["seconds"] == pytest.approx(9.0)  # ok at 2 s, next ok at 11 s
+    assert len(cs[0]["nemesis"]) == 5
+    assert unavailable_cases(h, bound_s=9.5) == []
