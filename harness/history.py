@@ -28,7 +28,7 @@ class HistoryWriter:
     """Thread-safe appender of history events.
 
     ``append(event)`` fills ``index`` (and ``time`` when absent) and returns the event as
-    written. Counters of what was written (``counts[(f, type)]``) feed the progress display.
+    written. Counters of what was written (``counts[(is_nemesis, type)]``) feed the progress display.
     """
 
     def __init__(self, path: Path, start_ns: int | None = None, fsync_interval: float = 0.2):
@@ -68,7 +68,7 @@ class HistoryWriter:
             os.write(self._fd, (json.dumps(ev, separators=(",", ":")) + "\n").encode())
             self._next += 1
             self._dirty = True
-            self.counts[(ev.get("f"), ev.get("type"))] += 1
+            self.counts[(ev.get("process") == "nemesis", ev.get("type"))] += 1
         return ev
 
     def now(self) -> int:

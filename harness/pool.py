@@ -19,6 +19,10 @@ from typing import Any
 
 from harness.history import HistoryWriter
 from harness.net import Host
+from harness.workloads.base import WorkerSpec
+
+
+_spawns = itertools.count()
 
 
 class ProcessNumbers:
@@ -43,6 +47,8 @@ class WorkerHandle:
     def __init__(self, name: str, role: str, cfg: dict[str, Any], host: Host, history: HistoryWriter,
                  numbers: ProcessNumbers, logdir: Path):
         self.name, self.role, self.cfg = name, role, cfg
+        # a restarted worker reuses its name but must never reuse a history process number
+        self.key = f"{name}#{next(_spawns)}"
         self.history, self.numbers = history, numbers
         self.control: list[dict] = []
         self.bad_lines = 0
@@ -67,7 +73,7 @@ class WorkerHandle:
                 self.control.append(msg["ctl"])
                 continue
             local = msg.pop("proc", 0)
-            msg["process"] = self.numbers.get(self.name, local)
+            msg["process"] = self.numbers.get(self.key, local)
             meta = msg.setdefault("meta", {})
             meta.setdefault("worker", self.name)
             self.history.append(msg)
@@ -121,10 +127,14 @@ class Pool:
         self.numbers = ProcessNumbers()
         self.workers: dict[str, WorkerHandle] = {}
 
-    def spawn(self, name: str, role: str, cfg: dict[str, Any]) -> WorkerHandle:
-        cfg = dict(cfg, start_ns=self.history.start_ns)
-        handle = WorkerHandle(name, role, cfg, self.host, self.history, self.numbers, self.logdir)
-        self.workers[name] = handle
+    def spawn(self, spec: WorkerSpec) -> WorkerHandle:
+        """Start the worker ``spec`` describes; a name already used replaces the dead worker."""
+        cfg = dict(spec.cfg, start_ns=self.history.start_ns)
+        old = self.workers.get(spec.name)
+        if old is not None and old.alive():
+            raise RuntimeError(f"worker {spec.name} is still running")
+        handle = WorkerHandle(spec.name, spec.role, cfg, self.host, self.history, self.numbers, self.logdir)
+        self.workers[spec.name] = handle
         return handle
 
     def stop(self, names: list[str], timeout: float = 60.0) -> list[str]:

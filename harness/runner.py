@@ -1,10 +1,11 @@
 """The run loop: scenario -> cluster and clients -> history -> verdict -> report.
 
-``run_scenario`` goes through these phases, each reported to the ``progress`` callback:
-cleanup (leftovers of a crashed earlier run), cluster (network, KRaft nodes, readiness, topics),
-load (workers, with the nemesis on its seeded schedule), heal (every fault undone, cluster
-ready again), drain (producers stopped, final reads), check (verdict.json), report
-(report.html). Teardown always runs and its problems end up in the run's meta.json.
+``run_scenario`` goes through these phases, each shown by the ``progress`` object:
+waiting (another run holds the machine's cluster lock), cleanup (leftovers of a crashed
+earlier run), cluster (network, KRaft nodes, readiness, topics), load (workers, with the
+nemesis on its seeded schedule), heal (every fault undone, cluster ready again), drain
+(writers stopped, final reads), check (verdict.json), report (report.html). Teardown always
+runs; what it could not undo is listed in meta.json and returned.
 
 Everything lands in ``results/<scenario>/<run-id>/``: scenario.yaml (as run), history.jsonl,
 schedule.json, meta.json, verdict.json, report.html, logs/.
@@ -18,7 +19,6 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
 
 import yaml
 
@@ -28,6 +28,7 @@ from harness.agent import Agent
 from harness.artifacts import kafka_dist
 from harness.cluster import Cluster
 from harness.history import HistoryWriter
+from harness.lock import cluster_lock
 from harness.pool import Pool
 from harness.scenario import Scenario
 from harness.util import wait_until
@@ -35,6 +36,8 @@ from harness.workloads import WORKLOADS
 from nemesis.core import Composite
 from nemesis.process import FAULTS
 from nemesis.schedule import node_fault_schedule
+
+NEMESIS = "nemesis"
 
 
 @dataclass
@@ -45,23 +48,19 @@ class Progress:
     started: float = field(default_factory=time.monotonic)
     history: HistoryWriter | None = None
     faults: int = 0
-    note: str = ""
 
     @property
     def elapsed(self) -> float:
         return time.monotonic() - self.started
 
     def ops(self) -> dict[str, int]:
-        """Completed client ops so far by outcome (ok / fail / info)."""
+        """Completed client ops so far by outcome (ok / fail / info); nemesis events excluded."""
         out = {"ok": 0, "fail": 0, "info": 0}
         if self.history is not None:
-            for (f, type_), n in list(self.history.counts.items()):
-                if type_ in out and f not in NEMESIS_FS:
+            for (proc_is_nemesis, type_), n in list(self.history.counts.items()):
+                if type_ in out and not proc_is_nemesis:
                     out[type_] += n
         return out
-
-
-NEMESIS_FS = {"kill", "start", "pause", "resume", "heal"}
 
 
 @dataclass
@@ -76,7 +75,9 @@ def _run_id(seed: int) -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-s{seed}"
 
 
-def _ready(agent: Agent, nodes: int, topics: list[str] | None = None, min_isr: int = 2) -> bool:
+def cluster_ready(agent: Agent, nodes: int, topics: list[str] | None = None, min_isr: int = 2) -> bool:
+    """All ``nodes`` brokers registered, a controller elected, and every partition of ``topics``
+    led with at least ``min_isr`` replicas in sync (admin API metadata)."""
     d = agent.request("describe", timeout=5, topics=topics)
     if len(d["brokers"]) < nodes or d["controller"] in (-1, None):
         return False
@@ -99,9 +100,22 @@ def _link_latest(results_root: Path, run_dir: Path) -> None:
         pass  # a convenience only
 
 
+def prepare_run_dir(scn: Scenario, results_root: Path, source: str | None) -> tuple[Scenario, Path]:
+    """Fix the seed, make the run folder, write scenario.yaml as run."""
+    seed = scn.seed if scn.seed is not None else random.randrange(1, 2**31)
+    scn = scn.model_copy(update={"seed": seed})
+    run_dir = Path(results_root) / scn.name / _run_id(seed)
+    (run_dir / "logs").mkdir(parents=True)
+    as_run = scn.model_dump(mode="json")
+    as_run.update(source=source, kafka_version=scn.cluster.kafka_version)
+    (run_dir / "scenario.yaml").write_text(yaml.safe_dump(as_run, sort_keys=False))
+    _link_latest(Path(results_root), run_dir)
+    return scn, run_dir
+
+
 def run_scenario(scn: Scenario, results_root: Path, *, source: str | None = None,
                  progress: Progress | None = None, stop: threading.Event | None = None) -> RunResult:
-    """Run one scenario on a fresh cluster; return the run folder and verdict.
+    """Run one scenario on a fresh cluster; return the run folder, verdict and report path.
 
     ``scn`` already carries the seed, duration and Kafka version to use (the CLI merges its
     options in). ``stop`` ends the load phase early (Ctrl-C): the run still heals, drains and
@@ -109,95 +123,10 @@ def run_scenario(scn: Scenario, results_root: Path, *, source: str | None = None
     cannot be brought up; teardown runs in every case.
     """
     progress = progress or Progress()
-    stop = stop or threading.Event()
-    seed = scn.seed if scn.seed is not None else random.randrange(1, 2**31)
-    scn = scn.model_copy(update={"seed": seed})
-    results_root = Path(results_root)
-    run_dir = results_root / scn.name / _run_id(seed)
-    logs = run_dir / "logs"
-    logs.mkdir(parents=True)
-    as_run = scn.model_dump(mode="json")
-    as_run.update(source=source, kafka_version=scn.cluster.kafka_version)
-    (run_dir / "scenario.yaml").write_text(yaml.safe_dump(as_run, sort_keys=False))
-    _link_latest(results_root, run_dir)
-
-    progress.phase = "cleanup"
-    problems = [f"leftover of an earlier run: {p}" for p in net.cleanup()]
-    dist = kafka_dist(scn.cluster.kafka_version)
-    node_ids = list(range(1, scn.cluster.nodes + 1))
-    network = net.TestNetwork(node_ids)
-    cluster = agent = pool = history = None
-    meta: dict = {"scenario": scn.name, "workload": scn.workload.name, "seed": seed,
-                  "kafka_version": dist.version, "isolation_level": scn.workload.isolation_level,
-                  "fail_on": scn.fail_on, "stalled_lso_bound_s": scn.stalled_lso_bound_s,
-                  "transactional": True}
-    timings: dict[str, float] = {}
-    try:
-        progress.phase = "cluster"
-        t0 = time.monotonic()
-        network.up()
-        cluster = Cluster(dist, network, run_dir / "nodes", logs, nodes=scn.cluster.nodes,
-                          heap_mb=scn.cluster.heap_mb, overrides=scn.cluster.broker)
-        cluster.format_and_start()
-        agent = Agent(network.client, cluster.bootstrap, logs / "agent.log")
-        wait_until(lambda: _ready(agent, scn.cluster.nodes), 180,
-                   f"{scn.cluster.nodes} brokers registered with an active controller (see logs/n*.log)")
-        workload = WORKLOADS[scn.workload.name](scn.workload, cluster.bootstrap, seed)
-        meta["keys"] = workload.keys()
-        min_isr = min(2, scn.cluster.nodes)
-        agent.request("create_topics", timeout=30, names=workload.topics(),
-                      partitions=scn.workload.partitions, replication_factor=min(3, scn.cluster.nodes),
-                      configs={"min.insync.replicas": str(min_isr)})
-        wait_until(lambda: _ready(agent, scn.cluster.nodes, workload.topics(), min_isr), 120,
-                   "every partition of the workload's topics to have a leader and an ISR")
-        timings["cluster_ready_s"] = round(time.monotonic() - t0, 2)
-
-        progress.phase = "load"
-        history = HistoryWriter(run_dir / "history.jsonl")
-        progress.history = history
-        pool = Pool(network.client, history, logs)
-        consumers = [pool.spawn(w.name, w.role, w.cfg).name for w in workload.consumers()]
-        producers = [pool.spawn(w.name, w.role, w.cfg).name for w in workload.producers()]
-        nemesis = Composite([FAULTS[f][0](cluster) for f in scn.nemesis.faults])
-        nemesis.setup()
-        schedule = node_fault_schedule(seed, scn.nemesis.faults, node_ids, scn.duration,
-                                       scn.nemesis.interval_s, scn.nemesis.fault_duration_s,
-                                       scn.nemesis.first_fault_s)
-        (run_dir / "schedule.json").write_text(json.dumps([s.to_dict() for s in schedule], indent=1))
-        load_start = time.monotonic()
-        try:
-            for step in schedule:
-                if stop.wait(max(0.0, load_start + step.at - time.monotonic())):
-                    break
-                _nemesis_op(history, nemesis, step.op())
-                progress.faults += step.f in {FAULTS[f][1] for f in FAULTS}
-            stop.wait(max(0.0, load_start + scn.duration - time.monotonic()))
-        finally:
-            progress.phase = "heal"
-            _nemesis_heal(history, nemesis, cluster)
-        timings["load_s"] = round(time.monotonic() - load_start, 2)
-
-        t0 = time.monotonic()
-        wait_until(lambda: _ready(agent, scn.cluster.nodes, workload.topics(), min_isr), 180,
-                   "the cluster to recover after healing (all brokers back, every partition led)")
-        progress.phase = "drain"
-        problems += pool.stop(producers, timeout=90)
-        drain = pool.spawn(*_spec(workload.drain()))
-        if not drain.wait(timeout=180):
-            problems.append("final drain did not finish in 180 s; killed")
-            drain.kill()
-        drained = next((c for c in drain.control if c.get("drained")), None)
-        meta["drain"] = drained
-        meta["final_reads_complete"] = bool(drained and drained["complete"])
-        problems += pool.stop(consumers, timeout=30)
-        timings["heal_and_drain_s"] = round(time.monotonic() - t0, 2)
-    finally:
-        progress.phase = "teardown"
-        problems += _teardown(pool, history, agent, cluster, network)
-        meta["timings"] = timings
-        meta["teardown_problems"] = problems
-        (run_dir / "meta.json").write_text(json.dumps(meta, indent=1))
-
+    scn, run_dir = prepare_run_dir(scn, results_root, source)
+    progress.phase = "waiting"
+    with cluster_lock():
+        meta, problems = _execute(scn, run_dir, progress, stop or threading.Event())
     progress.phase = "check"
     verdict = checkers.check(run_dir / "history.jsonl", meta=meta, allowed=scn.expected)
     (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=1, default=str))
@@ -213,24 +142,117 @@ def run_scenario(scn: Scenario, results_root: Path, *, source: str | None = None
     return RunResult(run_dir, verdict, report, problems)
 
 
-def _spec(w) -> tuple:
-    return w.name, w.role, w.cfg
+def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.Event) -> tuple[dict, list[str]]:
+    logs = run_dir / "logs"
+    progress.phase = "cleanup"
+    problems = [f"leftover of an earlier run removed: {p}" for p in net.cleanup()]
+    dist = kafka_dist(scn.cluster.kafka_version)
+    node_ids = list(range(1, scn.cluster.nodes + 1))
+    network = net.TestNetwork(node_ids)
+    cluster = agent = pool = history = None
+    meta: dict = {"scenario": scn.name, "workload": scn.workload.name, "seed": scn.seed,
+                  "kafka_version": dist.version, "fail_on": scn.fail_on,
+                  "stalled_lso_bound_s": scn.stalled_lso_bound_s}
+    timings: dict[str, float] = {}
+    try:
+        progress.phase = "cluster"
+        t0 = time.monotonic()
+        network.up()
+        cluster = Cluster(dist, network, run_dir / "nodes", logs, nodes=scn.cluster.nodes,
+                          heap_mb=scn.cluster.heap_mb, overrides=scn.cluster.broker)
+        cluster.format_and_start()
+        agent = Agent(network.client, cluster.bootstrap, logs / "agent.log")
+        wait_until(lambda: cluster_ready(agent, scn.cluster.nodes), 180,
+                   f"{scn.cluster.nodes} brokers registered with an active controller (see logs/n*.log)")
+        workload = WORKLOADS[scn.workload.name](scn.workload, cluster.bootstrap, scn.seed)
+        meta.update(workload.meta(), keys=workload.keys())
+        min_isr = min(2, scn.cluster.nodes)
+        topics = workload.topics()
+        by_count: dict[int, list] = {}
+        for t in topics:
+            by_count.setdefault(t.partitions, []).append(t.name)
+        for partitions, names in by_count.items():
+            agent.request("create_topics", timeout=30, names=names, partitions=partitions,
+                          replication_factor=min(3, scn.cluster.nodes),
+                          configs={"min.insync.replicas": str(min_isr)})
+        names = [t.name for t in topics]
+        wait_until(lambda: cluster_ready(agent, scn.cluster.nodes, names, min_isr), 120,
+                   "every partition of the workload's topics to have a leader and an ISR")
+        timings["cluster_ready_s"] = round(time.monotonic() - t0, 2)
+
+        progress.phase = "load"
+        history = HistoryWriter(run_dir / "history.jsonl")
+        progress.history = history
+        pool = Pool(network.client, history, logs)
+        readers = [pool.spawn(w).name for w in workload.readers()]
+        writers = [pool.spawn(w).name for w in workload.writers()]
+        timings["load_s"] = _load(scn, run_dir, cluster, history, node_ids, progress, stop)
+
+        t0 = time.monotonic()
+        wait_until(lambda: cluster_ready(agent, scn.cluster.nodes, names, min_isr), 180,
+                   "the cluster to recover after healing (all brokers back, every partition led)")
+        progress.phase = "drain"
+        problems += pool.stop(writers, timeout=90)
+        drain_spec = workload.drain()
+        if drain_spec is not None:
+            drain = pool.spawn(drain_spec)
+            if not drain.wait(timeout=180):
+                problems.append("final drain did not finish in 180 s; killed")
+                drain.kill()
+            drained = next((c for c in drain.control if c.get("drained")), None)
+            meta["drain"] = drained
+            meta["final_reads_complete"] = bool(drained and drained["complete"])
+        workload.finish(run_dir, history)
+        problems += pool.stop(readers, timeout=30)
+        timings["heal_and_drain_s"] = round(time.monotonic() - t0, 2)
+    finally:
+        progress.phase = "teardown"
+        problems += _teardown(pool, history, agent, cluster, network)
+        meta["timings"] = timings
+        meta["teardown_problems"] = problems
+        (run_dir / "meta.json").write_text(json.dumps(meta, indent=1))
+    return meta, problems
 
 
-def _nemesis_op(history: HistoryWriter, nemesis: Composite, op: dict) -> None:
-    history.append({"process": "nemesis", "type": "info", "f": op["f"], "value": op["value"]})
+def _load(scn: Scenario, run_dir: Path, cluster: Cluster, history: HistoryWriter, node_ids: list[int],
+          progress: Progress, stop: threading.Event) -> float:
+    """The load phase: the nemesis follows its schedule until ``scn.duration``, then heals."""
+    nemesis = Composite([FAULTS[f][0](cluster) for f in scn.nemesis.faults])
+    nemesis.setup()
+    schedule = node_fault_schedule(scn.seed, scn.nemesis.faults, node_ids, scn.duration,
+                                   scn.nemesis.interval_s, scn.nemesis.fault_duration_s,
+                                   scn.nemesis.first_fault_s)
+    (run_dir / "schedule.json").write_text(json.dumps([s.to_dict() for s in schedule], indent=1))
+    starts = {FAULTS[f][1] for f in FAULTS}
+    load_start = time.monotonic()
+    try:
+        for step in schedule:
+            if stop.wait(max(0.0, load_start + step.at - time.monotonic())):
+                break
+            nemesis_op(history, nemesis, step.op())
+            progress.faults += step.f in starts
+        stop.wait(max(0.0, load_start + scn.duration - time.monotonic()))
+    finally:
+        progress.phase = "heal"
+        _heal(history, nemesis, cluster)
+    return round(time.monotonic() - load_start, 2)
+
+
+def nemesis_op(history: HistoryWriter, nemesis: Composite, op: dict) -> None:
+    """Apply one fault and record it: an info event when it begins and one when it is done."""
+    history.append({"process": NEMESIS, "type": "info", "f": op["f"], "value": op["value"]})
     try:
         done = nemesis.invoke(op)
     except Exception as exc:  # a fault that could not be applied is recorded, not fatal
-        done = {"f": op["f"], "value": dict(op["value"], result=f"error: {exc}")}
-    history.append({"process": "nemesis", "type": "info", "f": done["f"], "value": done["value"]})
+        done = {"f": op["f"], "value": dict(op["value"], result=f"error: {type(exc).__name__}: {exc}")}
+    history.append({"process": NEMESIS, "type": "info", "f": done["f"], "value": done["value"]})
 
 
-def _nemesis_heal(history: HistoryWriter, nemesis: Composite, cluster: Cluster) -> None:
-    history.append({"process": "nemesis", "type": "info", "f": "heal", "value": None})
+def _heal(history: HistoryWriter, nemesis: Composite, cluster: Cluster) -> None:
+    history.append({"process": NEMESIS, "type": "info", "f": "heal", "value": None})
     problems = nemesis.teardown()
-    done = cluster.heal()  # belt and braces: a node that died on its own is started too
-    history.append({"process": "nemesis", "type": "info", "f": "heal",
+    done = cluster.heal()  # also starts a node that died on its own
+    history.append({"process": NEMESIS, "type": "info", "f": "heal",
                     "value": {"result": done, "problems": problems}})
 
 
@@ -249,4 +271,3 @@ def _teardown(pool, history, agent, cluster, network) -> list[str]:
         except Exception as exc:  # keep tearing down; report what was left
             problems.append(f"teardown of {what} failed: {type(exc).__name__}: {exc}")
     return problems
-

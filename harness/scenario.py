@@ -18,37 +18,15 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from harness.artifacts import DEFAULT_KAFKA_VERSION
+from harness.workloads import TxnQueueSpec, WorkloadSpec
+from harness.workloads.base import Strict
 
 
 class ScenarioError(ValueError):
     """The scenario file is missing, not YAML, or not a valid scenario; says what to fix."""
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class WorkloadSpec(Strict):
-    name: Literal["txn-queue"] = "txn-queue"
-    producers: int = Field(4, ge=1, le=64)
-    consumers: int = Field(2, ge=0, le=64)
-    topics: int = Field(2, ge=1, le=32)
-    partitions: int = Field(4, ge=1, le=64)
-    max_sends_per_txn: int = Field(4, ge=1)
-    abort_probability: float = Field(0.1, ge=0.0, le=1.0)
-    #: read_committed is what the workload tests; read_uncommitted is the negative control.
-    isolation_level: Literal["read_committed", "read_uncommitted"] = "read_committed"
-    producer: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka producer settings")
-    consumer: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka consumer settings")
-
-    def topic_names(self) -> list[str]:
-        return [f"t{i}" for i in range(self.topics)]
-
-    def keys(self) -> list[str]:
-        return [f"{t}/{p}" for t in self.topic_names() for p in range(self.partitions)]
 
 
 class ClusterSpec(Strict):
@@ -78,13 +56,21 @@ class Scenario(Strict):
     description: str = ""
     duration: float = Field(60.0, gt=0, description="seconds of load and faults")
     seed: int | None = None
-    workload: WorkloadSpec = Field(default_factory=WorkloadSpec)
+    workload: WorkloadSpec = Field(default_factory=lambda: TxnQueueSpec())
     cluster: ClusterSpec = Field(default_factory=ClusterSpec)
     nemesis: NemesisSpec = Field(default_factory=NemesisSpec)
     expected: list[str] = Field(default_factory=list, description="anomalies this scenario allows")
     #: liveness anomalies (stalled-lso, unavailable, realtime-lag) that fail this run when found
     fail_on: list[str] = Field(default_factory=list)
     stalled_lso_bound_s: float = 30.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_workload(cls, data):
+        # the workload's name picks its spec; txn-queue is the default workload
+        if isinstance(data, dict) and isinstance(data.get("workload"), dict):
+            data = dict(data, workload={"name": "txn-queue", **data["workload"]})
+        return data
 
     @model_validator(mode="after")
     def _sane(self) -> "Scenario":

@@ -1,4 +1,17 @@
-"""Workloads by name (jepsen-io/redpanda ``core.clj`` workloads map)."""
-from harness.workloads.txn_queue import TxnQueue
+"""Workloads by name (jepsen-io/redpanda ``core.clj`` workloads map).
+
+``WorkloadSpec`` is the scenario's ``workload`` section: a union of the workloads' specs,
+told apart by ``name``. ``WORKLOADS`` maps a name to the class the runner instantiates as
+``cls(spec, bootstrap, seed)``; see harness.workloads.base for what it must provide.
+"""
+from typing import Annotated, Union
+
+from pydantic import Field
+
+from harness.workloads.txn_queue import TxnQueue, TxnQueueSpec
 
 WORKLOADS = {"txn-queue": TxnQueue}
+
+WorkloadSpec = Annotated[Union[TxnQueueSpec], Field(discriminator="name")]
+
+__all__ = ["WORKLOADS", "WorkloadSpec", "TxnQueueSpec"]

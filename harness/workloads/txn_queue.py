@@ -2,55 +2,62 @@
 
 P transactional producers (each its own OS process and transactional.id ``eosc-txn-<i>``)
 send 1..max_sends_per_txn records per transaction to random keys, aborting on purpose with
-``abort_probability``; C read_committed consumers assign every key and poll continuously;
+``abort_probability``; C consumers (read_committed) assign every key and poll continuously;
 a final drain reads every key from the beginning to its end offset.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from pathlib import Path
+from typing import Literal
 
-from harness.scenario import WorkloadSpec
+from pydantic import Field
+
+from harness.workloads.base import Strict, TopicSpec, WorkerSpec
 
 #: values of one worker spawn are value_base, value_base + 1, ...: unique per run
 VALUE_STRIDE = 100_000_000
 
 
-@dataclass(frozen=True)
-class WorkerSpec:
-    name: str
-    role: str  # a harness.workers role
-    cfg: dict
+class TxnQueueSpec(Strict):
+    name: Literal["txn-queue"] = "txn-queue"
+    producers: int = Field(4, ge=1, le=64)
+    consumers: int = Field(2, ge=0, le=64)
+    topics: int = Field(2, ge=1, le=32)
+    partitions: int = Field(4, ge=1, le=64)
+    max_sends_per_txn: int = Field(4, ge=1)
+    abort_probability: float = Field(0.1, ge=0.0, le=1.0)
+    #: read_committed is what the workload tests; read_uncommitted is the negative control.
+    isolation_level: Literal["read_committed", "read_uncommitted"] = "read_committed"
+    producer: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka producer settings")
+    consumer: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka consumer settings")
 
 
 class TxnQueue:
-    def __init__(self, spec: WorkloadSpec, bootstrap: str, seed: int):
+    def __init__(self, spec: TxnQueueSpec, bootstrap: str, seed: int):
         self.spec, self.bootstrap, self.seed = spec, bootstrap, seed
-        self._spawns = 0
+        self._spawns = itertools.count(1)
 
-    def topics(self) -> list[str]:
-        return self.spec.topic_names()
+    def topics(self) -> list[TopicSpec]:
+        return [TopicSpec(f"t{i}", self.spec.partitions) for i in range(self.spec.topics)]
 
     def keys(self) -> list[str]:
-        return self.spec.keys()
+        return [f"{t.name}/{p}" for t in self.topics() for p in range(t.partitions)]
 
-    def _value_base(self) -> int:
-        self._spawns += 1
-        return self._spawns * VALUE_STRIDE
+    def _reader(self, name: str, role: str, group: str) -> WorkerSpec:
+        return WorkerSpec(name, role, {
+            "bootstrap": self.bootstrap, "keys": self.keys(), "group_id": group,
+            "isolation_level": self.spec.isolation_level, "consumer": self.spec.consumer,
+        })
 
-    def consumers(self) -> list[WorkerSpec]:
-        return [
-            WorkerSpec(f"consumer-{i}", "consumer", {
-                "bootstrap": self.bootstrap, "keys": self.keys(), "group_id": f"eosc-reader-{i}",
-                "isolation_level": self.spec.isolation_level, "consumer": self.spec.consumer,
-            })
-            for i in range(self.spec.consumers)
-        ]
+    def readers(self) -> list[WorkerSpec]:
+        return [self._reader(f"consumer-{i}", "consumer", f"eosc-reader-{i}") for i in range(self.spec.consumers)]
 
-    def producers(self) -> list[WorkerSpec]:
+    def writers(self) -> list[WorkerSpec]:
         return [
             WorkerSpec(f"producer-{i}", "txn-producer", {
                 "bootstrap": self.bootstrap, "keys": self.keys(), "transactional_id": f"eosc-txn-{i}",
-                "seed": self.seed * 1000 + i, "value_base": self._value_base(),
+                "seed": self.seed * 1000 + i, "value_base": next(self._spawns) * VALUE_STRIDE,
                 "max_sends": self.spec.max_sends_per_txn,
                 "abort_probability": self.spec.abort_probability, "producer": self.spec.producer,
             })
@@ -58,9 +65,21 @@ class TxnQueue:
         ]
 
     def drain(self) -> WorkerSpec:
-        # the drain reads as the consumers do: read_uncommitted in the negative control too,
-        # so that the aborted reads it sees are also recorded
-        return WorkerSpec("final-reader", "drain", {
-            "bootstrap": self.bootstrap, "keys": self.keys(), "group_id": "eosc-final",
-            "isolation_level": self.spec.isolation_level, "consumer": self.spec.consumer,
-        })
+        # the drain reads as the consumers do (read_uncommitted in the negative control too),
+        # so that what it reads is judged by the same rules
+        return self._reader("final-reader", "drain", "eosc-final")
+
+    def respawn(self, spec: WorkerSpec) -> WorkerSpec:
+        """A restarted worker keeps its transactional.id but takes fresh values."""
+        n = next(self._spawns)
+        cfg = dict(spec.cfg)
+        if "value_base" in cfg:
+            cfg["value_base"] = n * VALUE_STRIDE
+            cfg["seed"] = cfg.get("seed", 0) + n * 7919
+        return WorkerSpec(spec.name, spec.role, cfg)
+
+    def meta(self) -> dict:
+        return {"transactional": True, "isolation_level": self.spec.isolation_level}
+
+    def finish(self, run_dir: Path, history) -> None:
+        pass

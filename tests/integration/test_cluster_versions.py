@@ -5,12 +5,18 @@ from harness import net
 from harness.agent import Agent
 from harness.artifacts import SECOND_KAFKA_VERSION, kafka_dist
 from harness.cluster import Cluster
+from harness.lock import cluster_lock
 from harness.util import wait_until
 
 pytestmark = pytest.mark.integration
 
 
 def test_kafka_39_cluster_starts_and_creates_topics(tmp_path):
+    with cluster_lock():
+        _start_39(tmp_path)
+
+
+def _start_39(tmp_path):
     assert net.cleanup() == []
     network = net.TestNetwork([1, 2, 3])
     network.up()

@@ -21,7 +21,7 @@ def test_typo_and_bad_values_are_named(tmp_path):
     with pytest.raises(ScenarioError) as e:
         load_scenario(p)
     msg = str(e.value)
-    assert "workload.abort_probability" in msg and "workload.producer" in msg
+    assert "workload.txn-queue.abort_probability" in msg and "workload.txn-queue.producer" in msg
 
 
 def test_missing_and_non_yaml_files(tmp_path):
