@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from harness.history import HistoryWriter
 from harness.net import Host
@@ -120,12 +120,20 @@ class WorkerHandle:
 
 
 class Pool:
-    """All workers of a run."""
+    """All workers of a run; also the nemesis's ClientControl (nemesis.core).
 
-    def __init__(self, host: Host, history: HistoryWriter, logdir: Path):
+    ``respawn(spec) -> spec`` gives the config of a restarted worker (the workload's: same
+    transactional.id, fresh values); a restarted worker is a new history process.
+    """
+
+    def __init__(self, host: Host, history: HistoryWriter, logdir: Path,
+                 respawn: Callable[[WorkerSpec], WorkerSpec] | None = None):
         self.host, self.history, self.logdir = host, history, logdir
+        self.respawn = respawn or (lambda spec: spec)
         self.numbers = ProcessNumbers()
         self.workers: dict[str, WorkerHandle] = {}
+        self.specs: dict[str, WorkerSpec] = {}
+        self.paused: set[str] = set()
 
     def spawn(self, spec: WorkerSpec) -> WorkerHandle:
         """Start the worker ``spec`` describes; a name already used replaces the dead worker."""
@@ -133,14 +141,52 @@ class Pool:
         old = self.workers.get(spec.name)
         if old is not None and old.alive():
             raise RuntimeError(f"worker {spec.name} is still running")
+        if old is not None:
+            old.close()
         handle = WorkerHandle(spec.name, spec.role, cfg, self.host, self.history, self.numbers, self.logdir)
         self.workers[spec.name] = handle
+        self.specs[spec.name] = spec
         return handle
+
+    # -- ClientControl -------------------------------------------------------------------
+    def client_names(self) -> list[str]:
+        return sorted(self.workers)
+
+    def kill_client(self, name: str) -> str:
+        w = self.workers[name]
+        if not w.alive():
+            return "was not running"
+        w.kill()
+        self.paused.discard(name)
+        return f"killed pid {w.pid}"
+
+    def restart_client(self, name: str) -> str:
+        if self.workers[name].alive():
+            return "still running"
+        return f"restarted as pid {self.spawn(self.respawn(self.specs[name])).pid}"
+
+    def pause_client(self, name: str) -> str:
+        w = self.workers[name]
+        if not w.alive():
+            return "was not running"
+        os.kill(w.pid, signal.SIGSTOP)
+        self.paused.add(name)
+        return f"paused pid {w.pid}"
+
+    def resume_client(self, name: str) -> str:
+        w = self.workers[name]
+        self.paused.discard(name)
+        if not w.alive():
+            return "was not running"
+        os.kill(w.pid, signal.SIGCONT)
+        return f"resumed pid {w.pid}"
 
     def stop(self, names: list[str], timeout: float = 60.0) -> list[str]:
         """Stop the named workers gracefully, SIGKILL what does not exit; return problems."""
         problems = []
         for n in names:
+            if n in self.paused:
+                self.resume_client(n)
             self.workers[n].request_stop()
         for n in names:
             w = self.workers[n]

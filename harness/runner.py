@@ -33,9 +33,9 @@ from harness.pool import Pool
 from harness.scenario import Scenario
 from harness.util import wait_until
 from harness.workloads import WORKLOADS
-from nemesis.core import Composite
-from nemesis.process import FAULTS
-from nemesis.schedule import node_fault_schedule
+from nemesis.core import Composite, NemesisContext
+from nemesis.registry import build_nemesis, start_fs
+from nemesis.schedule import fault_schedule
 
 NEMESIS = "nemesis"
 
@@ -183,10 +183,11 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         progress.phase = "load"
         history = HistoryWriter(run_dir / "history.jsonl")
         progress.history = history
-        pool = Pool(network.client, history, logs)
+        pool = Pool(network.client, history, logs, respawn=workload.respawn)
         readers = [pool.spawn(w).name for w in workload.readers()]
         writers = [pool.spawn(w).name for w in workload.writers()]
-        timings["load_s"] = _load(scn, run_dir, cluster, history, node_ids, progress, stop)
+        ctx = NemesisContext(cluster=cluster, clients=pool, admin=agent, extra={"network": network})
+        timings["load_s"] = _load(scn, run_dir, ctx, history, progress, stop)
 
         t0 = time.monotonic()
         wait_until(lambda: cluster_ready(agent, scn.cluster.nodes, names, min_isr), 180,
@@ -214,16 +215,17 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
     return meta, problems
 
 
-def _load(scn: Scenario, run_dir: Path, cluster: Cluster, history: HistoryWriter, node_ids: list[int],
+def _load(scn: Scenario, run_dir: Path, ctx: NemesisContext, history: HistoryWriter,
           progress: Progress, stop: threading.Event) -> float:
     """The load phase: the nemesis follows its schedule until ``scn.duration``, then heals."""
-    nemesis = Composite([FAULTS[f][0](cluster) for f in scn.nemesis.faults])
+    faults = [f.as_dict() for f in scn.nemesis.faults]
+    nemesis = build_nemesis([f["fault"] for f in faults], ctx)
     nemesis.setup()
-    schedule = node_fault_schedule(scn.seed, scn.nemesis.faults, node_ids, scn.duration,
-                                   scn.nemesis.interval_s, scn.nemesis.fault_duration_s,
-                                   scn.nemesis.first_fault_s)
+    n = scn.nemesis
+    schedule = fault_schedule(scn.seed, faults, ctx.cluster.node_ids(), ctx.clients.client_names(),
+                              scn.duration, n.interval_s, n.fault_duration_s, n.first_fault_s, n.quiet_s)
     (run_dir / "schedule.json").write_text(json.dumps([s.to_dict() for s in schedule], indent=1))
-    starts = {FAULTS[f][1] for f in FAULTS}
+    starts = start_fs()
     load_start = time.monotonic()
     try:
         for step in schedule:
@@ -234,7 +236,7 @@ def _load(scn: Scenario, run_dir: Path, cluster: Cluster, history: HistoryWriter
         stop.wait(max(0.0, load_start + scn.duration - time.monotonic()))
     finally:
         progress.phase = "heal"
-        _heal(history, nemesis, cluster)
+        _heal(history, nemesis, ctx.cluster)
     return round(time.monotonic() - load_start, 2)
 
 

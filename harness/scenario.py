@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.artifacts import DEFAULT_KAFKA_VERSION
 from harness.workloads import TxnQueueSpec, WorkloadSpec
 from harness.workloads.base import Strict
+from nemesis.registry import FAULTS
 
 
 class ScenarioError(ValueError):
@@ -36,12 +37,52 @@ class ClusterSpec(Strict):
     broker: dict[str, str] = Field(default_factory=dict, description="extra server.properties settings")
 
 
+class FaultSpec(BaseModel):
+    """One fault of the package: a registered fault kind (nemesis.registry) and its parameters.
+
+    ``target`` picks the node of a node fault: ``random`` (at schedule time) or a role resolved
+    through the admin API when the fault begins: ``coordinator`` (of ``transactional_id``),
+    ``leader`` (of ``key``, "topic/partition"), ``controller``. ``clients`` are glob patterns of
+    client worker names for client faults. Other fields are the fault's own parameters.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    fault: str
+    target: Literal["random", "coordinator", "leader", "controller"] = "random"
+    clients: list[str] | None = None
+    transactional_id: str | None = None
+    key: str | None = None
+    weight: float = Field(1.0, gt=0)
+
+    @model_validator(mode="after")
+    def _known(self) -> "FaultSpec":
+        if self.fault not in FAULTS:
+            raise ValueError(f"unknown fault {self.fault!r}; known: {sorted(FAULTS)}")
+        if self.target == "coordinator" and not self.transactional_id:
+            raise ValueError("target coordinator needs transactional_id")
+        if self.target == "leader" and not self.key:
+            raise ValueError("target leader needs key (topic/partition)")
+        return self
+
+    def as_dict(self) -> dict:
+        return self.model_dump(exclude_none=True)
+
+
 class NemesisSpec(Strict):
-    faults: list[Literal["kill", "pause"]] = Field(default_factory=lambda: ["kill", "pause"])
+    faults: list[FaultSpec] = Field(default_factory=lambda: [FaultSpec(fault="kill"), FaultSpec(fault="pause")])
     interval_s: tuple[float, float] = (10.0, 15.0)
     fault_duration_s: tuple[float, float] = (5.0, 10.0)
     #: seconds of calm load before the first fault
     first_fault_s: float = Field(5.0, ge=0)
+    #: seconds without a fault after each fault ends, so the cluster can recover
+    quiet_s: float = Field(0.0, ge=0)
+
+    @field_validator("faults", mode="before")
+    @classmethod
+    def _names(cls, v):
+        # a bare name is a fault with default parameters: `faults: [kill, pause]`
+        return [{"fault": f} if isinstance(f, str) else f for f in v or []]
 
     @field_validator("interval_s", "fault_duration_s")
     @classmethod
@@ -74,7 +115,7 @@ class Scenario(Strict):
 
     @model_validator(mode="after")
     def _sane(self) -> "Scenario":
-        if self.nemesis.faults and self.cluster.nodes < 3 and "kill" in self.nemesis.faults:
+        if self.cluster.nodes < 3 and any(f.fault == "kill" for f in self.nemesis.faults):
             raise ValueError("killing a node needs at least 3 nodes (RF 3, min.insync.replicas 2)")
         return self
 

@@ -1,6 +1,12 @@
-"""The nemesis protocol and the narrow view of the cluster a nemesis may use."""
+"""The nemesis protocol and the narrow views of the run a nemesis may use.
+
+A nemesis never imports the harness: it gets a NemesisContext whose members follow the
+protocols below (harness.cluster.Cluster is a NodeControl, harness.pool.Pool a ClientControl,
+harness.agent.Agent an AdminView).
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 
@@ -21,6 +27,31 @@ class NodeControl(Protocol):
     def node(self, node_id: int) -> NodeProcess: ...
 
 
+class ClientControl(Protocol):
+    """Client worker processes by name (harness.pool.Pool)."""
+
+    def client_names(self) -> list[str]: ...
+    def kill_client(self, name: str) -> str: ...
+    def restart_client(self, name: str) -> str: ...
+    def pause_client(self, name: str) -> str: ...
+    def resume_client(self, name: str) -> str: ...
+
+
+class AdminView(Protocol):
+    """Kafka's admin API as the harness's agent offers it (harness.agent.Agent)."""
+
+    def request(self, cmd: str, timeout: float = 10.0, **args) -> Any: ...
+
+
+@dataclass
+class NemesisContext:
+    cluster: NodeControl
+    clients: ClientControl | None = None
+    admin: AdminView | None = None
+    #: anything else a registered fault kind needs (network, toxiproxy...), by name
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
 Op = dict[str, Any]  # {"f": "kill", "value": {...}}
 
 
@@ -32,7 +63,7 @@ class Nemesis(Protocol):
 
 
 class Composite:
-    """Routes each op to the nemesis that handles its ``f`` (Jepsen ``nemesis/compose``)."""
+    """Routes each op to the nemesis that handles its ``f`` (Jepsen ``nemesis/combined.clj``)."""
 
     def __init__(self, members: list[Nemesis]):
         self.members = members

@@ -1,80 +1,92 @@
-"""Faults on Kafka node processes: crash-and-restart (SIGKILL/start), pause-and-resume
-(SIGSTOP/SIGCONT, which looks like a long GC pause: sockets stay open, nothing answers)."""
+"""Faults on Kafka node processes: crash-and-restart (SIGKILL, then start) and pause-and-resume
+(SIGSTOP/SIGCONT: like a long GC pause, sockets stay open and nothing answers).
+
+The start op's value names the node (``{"node": 2}``) or a role resolved now through the
+admin API (``{"role": "coordinator", "transactional_id": "eosc-txn-0"}``, ``{"role":
+"leader", "key": "t0/1"}``, ``{"role": "controller"}``); the completion records the node
+that was hit. The end op undoes it on the same node.
+"""
 from __future__ import annotations
 
-from nemesis.core import NodeControl, Op
+import json
+
+from nemesis.core import NemesisContext, Op
+from nemesis.targets import resolve_role
 
 
-class KillNemesis:
-    """``kill`` SIGKILLs ``value.node``; ``start`` starts it again. Teardown starts every dead node."""
+class NodeFault:
+    start_f = end_f = ""
 
-    def __init__(self, cluster: NodeControl):
-        self.cluster = cluster
-        self.killed: set[int] = set()
+    def __init__(self, ctx: NemesisContext):
+        self.ctx = ctx
+        self.active: dict[str, int] = {}  # target (as JSON) -> node hit by the start op
 
     def fs(self) -> set[str]:
-        return {"kill", "start"}
+        return {self.start_f, self.end_f}
 
     def setup(self) -> None:
         pass
 
+    def _resolve(self, target: dict) -> int:
+        if "node" in target:
+            return int(target["node"])
+        if self.ctx.admin is None:
+            raise RuntimeError(f"role target {target} needs the admin API")
+        topics = ["__transaction_state"] if target["role"] == "coordinator" else None
+        if target["role"] == "leader":
+            topics = [target["key"].rsplit("/", 1)[0]]
+        return resolve_role(target, self.ctx.admin.request("describe", timeout=5, topics=topics))
+
     def invoke(self, op: Op) -> Op:
-        node_id = op["value"]["node"]
-        node = self.cluster.node(node_id)
-        if op["f"] == "kill":
-            result = "killed" if node.kill() else "was not running"
-            self.killed.add(node_id)
+        target = {k: v for k, v in op["value"].items() if k != "params"}
+        key = json.dumps(target, sort_keys=True)
+        if op["f"] == self.start_f:
+            node_id = self._resolve(target)
+            self.active[key] = node_id
+            result = self.begin(node_id)
         else:
-            result = f"started pid {node.start()}"
-            self.killed.discard(node_id)
-        return {"f": op["f"], "value": dict(op["value"], result=result)}
+            node_id = self.active.pop(key, None)
+            if node_id is None:
+                node_id = self._resolve(target)
+            result = self.end(node_id)
+        return {"f": op["f"], "value": dict(op["value"], node=node_id, result=result)}
+
+    def begin(self, node_id: int) -> str:
+        raise NotImplementedError
+
+    def end(self, node_id: int) -> str:
+        raise NotImplementedError
 
     def teardown(self) -> list[str]:
         problems = []
-        for node_id in sorted(self.killed):
+        for node_id in sorted(set(self.active.values())):
             try:
-                self.cluster.node(node_id).start()
+                self.end(node_id)
             except Exception as exc:
-                problems.append(f"could not restart n{node_id}: {exc}")
-        self.killed.clear()
+                problems.append(f"could not undo {self.start_f} of n{node_id}: {exc}")
+        self.active.clear()
         return problems
 
 
-class PauseNemesis:
-    """``pause`` SIGSTOPs ``value.node``; ``resume`` SIGCONTs it. Teardown resumes every paused node."""
+class KillNemesis(NodeFault):
+    """``kill`` SIGKILLs a node; ``start`` starts it again. Teardown starts every killed node."""
 
-    def __init__(self, cluster: NodeControl):
-        self.cluster = cluster
-        self.paused: set[int] = set()
+    start_f, end_f = "kill", "start"
 
-    def fs(self) -> set[str]:
-        return {"pause", "resume"}
+    def begin(self, node_id: int) -> str:
+        return "killed" if self.ctx.cluster.node(node_id).kill() else "was not running"
 
-    def setup(self) -> None:
-        pass
-
-    def invoke(self, op: Op) -> Op:
-        node_id = op["value"]["node"]
-        node = self.cluster.node(node_id)
-        if op["f"] == "pause":
-            ok = node.pause()
-            self.paused.add(node_id)
-            result = "paused" if ok else "was not running"
-        else:
-            result = "resumed" if node.resume() else "was not running"
-            self.paused.discard(node_id)
-        return {"f": op["f"], "value": dict(op["value"], result=result)}
-
-    def teardown(self) -> list[str]:
-        problems = []
-        for node_id in sorted(self.paused):
-            try:
-                self.cluster.node(node_id).resume()
-            except Exception as exc:
-                problems.append(f"could not resume n{node_id}: {exc}")
-        self.paused.clear()
-        return problems
+    def end(self, node_id: int) -> str:
+        return f"started pid {self.ctx.cluster.node(node_id).start()}"
 
 
-#: fault name in a scenario -> (nemesis class, start f, end f)
-FAULTS = {"kill": (KillNemesis, "kill", "start"), "pause": (PauseNemesis, "pause", "resume")}
+class PauseNemesis(NodeFault):
+    """``pause`` SIGSTOPs a node; ``resume`` SIGCONTs it. Teardown resumes every paused node."""
+
+    start_f, end_f = "pause", "resume"
+
+    def begin(self, node_id: int) -> str:
+        return "paused" if self.ctx.cluster.node(node_id).pause() else "was not running"
+
+    def end(self, node_id: int) -> str:
+        return "resumed" if self.ctx.cluster.node(node_id).resume() else "was not running"

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
-from nemesis.process import FAULTS
+from nemesis.registry import FAULTS, SPEC_KEYS
 
 
 @dataclass(frozen=True)
@@ -13,40 +14,46 @@ class Step:
 
     at: float
     f: str
-    node: int
+    value: dict[str, Any] = field(default_factory=dict)
 
     def op(self) -> dict:
-        return {"f": self.f, "value": {"node": self.node}}
+        return {"f": self.f, "value": dict(self.value)}
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def node_fault_schedule(seed: int, faults: list[str], nodes: list[int], duration: float,
-                        interval_s: tuple[float, float], fault_duration_s: tuple[float, float],
-                        first_fault_s: float = 5.0) -> list[Step]:
-    """Faults on one random node at a time: a fault starts every ``interval_s`` (uniform, s),
-    lasts ``fault_duration_s`` (uniform, s, cut so it ends before the next starts and before
-    ``duration``; none starts that could not last its minimum), and is healed by its end op. Returns steps sorted by time.
+def fault_schedule(seed: int, faults: list[dict[str, Any]], nodes: list[int], clients: list[str],
+                   duration: float, interval_s: tuple[float, float], fault_duration_s: tuple[float, float],
+                   first_fault_s: float = 5.0, quiet_s: float = 0.0) -> list[Step]:
+    """One fault at a time: a fault (chosen by ``weight`` among ``faults``, each a dict with
+    ``fault`` naming a registered FaultKind plus its own parameters) starts every
+    ``interval_s`` seconds (uniform), lasts ``fault_duration_s`` (uniform, s), and is followed
+    by at least ``quiet_s`` seconds without a fault so the cluster can recover. No fault starts
+    that could not last its minimum before ``duration``. Targets are chosen here (roles are
+    resolved when applied). Parameters other than the targeting keys go into the op's
+    ``value.params``.
 
-    Raises ValueError for an unknown fault name. Same arguments, same schedule.
+    Returns steps sorted by time. Raises ValueError for an unknown fault name or a client
+    pattern that matches no client. Same arguments, same schedule.
     """
-    unknown = [f for f in faults if f not in FAULTS]
+    unknown = [f["fault"] for f in faults if f["fault"] not in FAULTS]
     if unknown:
-        raise ValueError(f"unknown node faults {unknown}; known: {sorted(FAULTS)}")
+        raise ValueError(f"unknown faults {unknown}; known: {sorted(FAULTS)}")
     rng = random.Random(seed)
+    weights = [float(f.get("weight", 1.0)) for f in faults]
     steps: list[Step] = []
     t = first_fault_s
-    # a fault that could not last its minimum before the end of the load is not started
     while faults and t + fault_duration_s[0] <= duration:
-        fault = rng.choice(faults)
-        node = rng.choice(nodes)
-        gap = rng.uniform(*interval_s)
-        length = min(rng.uniform(*fault_duration_s), gap - 0.5, duration - t)
-        if length <= 0:
-            break
-        _, start_f, end_f = FAULTS[fault]
-        steps.append(Step(round(t, 3), start_f, node))
-        steps.append(Step(round(t + length, 3), end_f, node))
+        spec = rng.choices(faults, weights)[0]
+        kind = FAULTS[spec["fault"]]
+        value = kind.choose(rng, spec, nodes, clients)
+        params = {k: v for k, v in spec.items() if k not in SPEC_KEYS}
+        if params:
+            value["params"] = params
+        gap = max(rng.uniform(*interval_s), fault_duration_s[0] + quiet_s)
+        length = min(rng.uniform(*fault_duration_s), gap - quiet_s, duration - t)
+        steps.append(Step(round(t, 3), kind.start_f, value))
+        steps.append(Step(round(t + length, 3), kind.end_f, dict(value)))
         t += gap
     return steps

@@ -7,7 +7,7 @@ import pytest
 
 from harness.runner import run_scenario
 from harness.scenario import load_scenario
-from nemesis.schedule import node_fault_schedule
+from nemesis.schedule import fault_schedule
 
 pytestmark = pytest.mark.integration
 
@@ -24,8 +24,9 @@ def _scenario(**workload):
     scn = scn.model_copy(update={"seed": SEED, "duration": 60.0})
     if workload:
         scn = scn.model_copy(update={"workload": scn.workload.model_copy(update=workload)})
-    steps = node_fault_schedule(SEED, scn.nemesis.faults, [1, 2, 3], scn.duration,
-                                scn.nemesis.interval_s, scn.nemesis.fault_duration_s, scn.nemesis.first_fault_s)
+    n = scn.nemesis
+    steps = fault_schedule(SEED, [f.as_dict() for f in n.faults], [1, 2, 3], [], scn.duration,
+                           n.interval_s, n.fault_duration_s, n.first_fault_s, n.quiet_s)
     assert {"kill", "pause"} <= {s.f for s in steps}, "pick a seed whose schedule kills and pauses"
     return scn
 

@@ -1,0 +1,79 @@
+"""Fault kinds by name, as a scenario names them (Jepsen ``nemesis/combined.clj`` packages).
+
+A FaultKind says which ops begin and end the fault, how its target is chosen when the
+schedule is made (pure, seeded), and how to build the nemesis that applies it. Modules that
+add faults call ``register``.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from nemesis.clients import ClientKillNemesis, ClientPauseNemesis
+from nemesis.core import Composite, NemesisContext
+from nemesis.process import KillNemesis, PauseNemesis
+from nemesis.targets import choose_client, choose_node
+
+#: (rng, fault spec as a dict, node ids, client names) -> the op value naming the target
+Chooser = Callable[[random.Random, dict[str, Any], list[int], list[str]], dict[str, Any]]
+
+SPEC_KEYS = {"fault", "target", "clients", "transactional_id", "key", "weight"}
+
+
+def choose_node_target(rng: random.Random, spec: dict, nodes: list[int], clients: list[str]) -> dict:
+    role = spec.get("target", "random")
+    if role == "random":
+        return {"node": choose_node(rng, nodes)}
+    if role == "coordinator":
+        return {"role": role, "transactional_id": spec["transactional_id"]}
+    if role == "leader":
+        return {"role": role, "key": spec["key"]}
+    return {"role": role}
+
+
+def choose_client_target(rng: random.Random, spec: dict, nodes: list[int], clients: list[str]) -> dict:
+    return {"client": choose_client(rng, clients, spec.get("clients") or ["*"])}
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    name: str
+    start_f: str
+    end_f: str
+    make: Callable[[NemesisContext], Any]  # the nemesis class (or factory); one instance per run
+    choose: Chooser = choose_node_target
+
+
+FAULTS: dict[str, FaultKind] = {}
+
+
+def register(kind: FaultKind) -> None:
+    FAULTS[kind.name] = kind
+
+
+for _kind in (
+    FaultKind("kill", "kill", "start", KillNemesis),
+    FaultKind("pause", "pause", "resume", PauseNemesis),
+    FaultKind("kill-client", "kill-client", "restart-client", ClientKillNemesis, choose_client_target),
+    FaultKind("pause-client", "pause-client", "resume-client", ClientPauseNemesis, choose_client_target),
+):
+    register(_kind)
+
+
+def start_fs() -> set[str]:
+    return {k.start_f for k in FAULTS.values()}
+
+
+def nemesis_fs() -> set[str]:
+    return {f for k in FAULTS.values() for f in (k.start_f, k.end_f)} | {"heal"}
+
+
+def build_nemesis(fault_names: list[str], ctx: NemesisContext) -> Composite:
+    """One nemesis per distinct fault class named. Raises KeyError for an unknown name."""
+    makers = []
+    for name in dict.fromkeys(fault_names):
+        make = FAULTS[name].make
+        if make not in makers:
+            makers.append(make)
+    return Composite([make(ctx) for make in makers])

@@ -1,0 +1,66 @@
+"""Target selection as pure functions (Jepsen ``nemesis/combined.clj`` db-nodes, targeted).
+
+Static targets (a random node, a client by name pattern) are chosen when the schedule is
+made, so a schedule is replayable data. Role targets (the transaction coordinator of a
+transactional.id, the leader of a partition, the active controller) depend on the cluster's
+state at the moment of the fault: the schedule names the role, and ``resolve_role`` maps it
+to a node from admin-API metadata when the fault is applied.
+"""
+from __future__ import annotations
+
+import fnmatch
+import random
+from typing import Any
+
+ROLES = ("random", "coordinator", "leader", "controller")
+
+
+def choose_node(rng: random.Random, nodes: list[int]) -> int:
+    return rng.choice(sorted(nodes))
+
+
+def choose_client(rng: random.Random, names: list[str], patterns: list[str]) -> str:
+    """A random client whose name matches one of the glob ``patterns``. Raises ValueError if none."""
+    matching = sorted(n for n in names if any(fnmatch.fnmatch(n, p) for p in patterns))
+    if not matching:
+        raise ValueError(f"no client matches {patterns}; clients are {sorted(names)}")
+    return rng.choice(matching)
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode (32-bit signed), which Kafka uses to place a transactional.id."""
+    data = s.encode("utf-16-be")  # Java hashes UTF-16 code units
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def transaction_state_partition(transactional_id: str, partitions: int = 50) -> int:
+    """Partition of ``__transaction_state`` that owns ``transactional_id``:
+    ``Utils.abs(id.hashCode()) % transaction.state.log.num.partitions``
+    (TransactionStateManager.partitionFor; Utils.abs maps MIN_VALUE to 0)."""
+    h = java_string_hash(transactional_id)
+    h = 0 if h == -(1 << 31) else abs(h)
+    return h % partitions
+
+
+def resolve_role(target: dict[str, Any], describe: dict[str, Any]) -> int:
+    """Node id that plays ``target["role"]`` in ``describe`` (the agent's describe result with
+    ``__transaction_state`` and the data topics). Raises LookupError when nobody does (e.g. a
+    partition without a leader during an election)."""
+    role = target["role"]
+    if role == "controller":
+        node = describe.get("controller")
+    elif role == "coordinator":
+        part = transaction_state_partition(target["transactional_id"], target.get("state_partitions", 50))
+        node = describe["topics"]["__transaction_state"]["partitions"][str(part)]["leader"]
+    elif role == "leader":
+        topic, part = target["key"].rsplit("/", 1)
+        node = describe["topics"][topic]["partitions"][str(part)]["leader"]
+    else:
+        raise ValueError(f"unknown role {role!r}; known: {ROLES}")
+    if node is None or node < 0:
+        raise LookupError(f"no node is {role} now ({target})")
+    return int(node)
+
