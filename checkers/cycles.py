@@ -31,7 +31,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from .history import History
-from .log import describe_op, log, reads, writes
+from .log import log, reads, shift_in_group, writes
 
 KINDS = ("ww", "wr", "process", "realtime")
 WW, WR, PROC, RT = range(4)
@@ -64,11 +64,8 @@ def _graph(h: History) -> dict:
         .unique(["key", "value"], keep="first", maintain_order=True)
     )
     ww = (
-        lg.with_columns(
-            dst=pl.col("writer").shift(-1).over("key"),
-            next_value=pl.col("value").shift(-1).over("key"),
-            next_offset=pl.col("offset").shift(-1).over("key"),
-            next_pos=pl.col("pos").shift(-1).over("key"))
+        shift_in_group(lg, ["key"], {"dst": "writer", "next_value": "value",
+                                     "next_offset": "offset", "next_pos": "pos"}, n=-1)
         .drop_nulls("dst")
         .filter(pl.col("writer") != pl.col("dst"))
         .rename({"writer": "src"})
@@ -82,8 +79,7 @@ def _graph(h: History) -> dict:
     )
     bulk = h.ops.filter(pl.col("f").is_in(["txn", "send", "poll"]))
     proc = (
-        bulk.sort("process", "op")
-        .with_columns(dst=pl.col("op").shift(-1).over("process"))
+        shift_in_group(bulk.sort("process", "op"), ["process"], {"dst": "op"}, n=-1)
         .drop_nulls("dst")
         .filter(pl.col("type") != "info")
         .select(src="op", dst="dst")

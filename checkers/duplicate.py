@@ -20,6 +20,12 @@ def observations(h: History) -> pl.DataFrame:
     return h.cached("observations", build)
 
 
+def distinct_observations(h: History) -> pl.DataFrame:
+    """observations(h) reduced to distinct (key, offset, value)."""
+    return h.cached("distinct_observations",
+                    lambda h: observations(h).select("key", "offset", "value").unique())
+
+
 def duplicate_cases(h: History) -> list[dict]:
     """duplicate: one value appears at more than one offset of a key.
 
@@ -31,14 +37,14 @@ def duplicate_cases(h: History) -> list[dict]:
     "observed_by": {offset: [op invoke indices]}, "explanation"}.
     """
     obs = observations(h)
+    many = distinct_observations(h).group_by("key", "value").len().filter(pl.col("len") > 1)
+    if many.is_empty():
+        return []
     dup = (
-        obs.group_by("key", "value")
-        .agg(pl.col("offset").unique().sort().alias("offsets"))
-        .filter(pl.col("offsets").list.len() > 1)
+        distinct_observations(h).join(many.select("key", "value"), on=["key", "value"], how="semi")
+        .group_by("key", "value").agg(pl.col("offset").sort().alias("offsets"))
         .sort("key", "value")
     )
-    if dup.is_empty():
-        return []
     writer = writes(h).group_by("key", "value").agg(pl.col("op").first().alias("writer"))
     dup = dup.join(writer, on=["key", "value"], how="left")
     seen = (

@@ -240,39 +240,43 @@ class _Builder:
             self.micro_ops(op, self.inv_value.pop(op, None), None, f"op {self.o_inv[op]}")
 
     def micro_ops(self, op: int, inv: Any, cmp: Any, where: str) -> None:
+        # hot loop: one call per bulk op, so locals are bound once
         seq = 0
-        seen_sends: set | None = None
-        m_op, m_seq, m_kind, m_key, m_off, m_val = (
-            self.m_op, self.m_seq, self.m_kind, self.m_key, self.m_off, self.m_val)
+        n_cmp_sends = 0
+        key_ids = self.key_ids
+        a_op, a_seq, a_kind = self.m_op.append, self.m_seq.append, self.m_kind.append
+        a_key, a_off, a_val = self.m_key.append, self.m_off.append, self.m_val.append
+        start = len(self.m_op)
         if isinstance(cmp, list):
             for mop in cmp:
                 try:
                     kind = mop[0]
                     if kind == SEND:
-                        k = self.key(mop[1])
+                        kname = mop[1]
+                        k = key_ids.get(kname)
+                        if k is None:
+                            k = self.key(kname)
                         ov = mop[2]
-                        if isinstance(ov, list):
+                        if type(ov) is list:
                             off, v = ov
                         else:  # completion echoing the invoke's ["send", k, v]
                             off, v = None, ov
                         if type(v) is not int or (off is not None and type(off) is not int):
                             raise ValueError("offset/value not int")
-                        m_op.append(op); m_seq.append(seq); m_kind.append(SEND)
-                        m_key.append(k); m_off.append(off); m_val.append(v)
+                        a_op(op); a_seq(seq); a_kind(0); a_key(k); a_off(off); a_val(v)
                         seq += 1
-                        if seen_sends is None:
-                            seen_sends = set()
-                        seen_sends.add((k, v))
+                        n_cmp_sends += 1
                     elif kind == POLL:
                         if len(mop) < 2:
                             continue  # an echoed ["poll"]: nothing was returned
                         for kname, recs in mop[1].items():
-                            k = self.key(kname)
+                            k = key_ids.get(kname)
+                            if k is None:
+                                k = self.key(kname)
                             for off, v in recs:
                                 if type(v) is not int or type(off) is not int:
                                     raise ValueError("offset/value not int")
-                                m_op.append(op); m_seq.append(seq); m_kind.append(POLL)
-                                m_key.append(k); m_off.append(off); m_val.append(v)
+                                a_op(op); a_seq(seq); a_kind(1); a_key(k); a_off(off); a_val(v)
                                 seq += 1
                     else:
                         raise ValueError(f"unknown micro-op {kind!r}")
@@ -280,26 +284,29 @@ class _Builder:
                     self.problem(f"{where}: op {self.o_inv[op]}: malformed micro-op {mop!r:.80}: {e}")
         elif cmp is not None:
             self.problem(f"{where}: op {self.o_inv[op]}: completion value is not a list")
+        if not isinstance(inv, list):
+            return
+        inv_sends = [m for m in inv if type(m) is list and m and m[0] == SEND]
+        if len(inv_sends) == n_cmp_sends:
+            return  # the completion listed every send (the common case)
         # sends the completion did not list (info/fail completions may carry no value)
-        if isinstance(inv, list):
-            for mop in inv:
-                if not isinstance(mop, list) or not mop or mop[0] != SEND:
-                    continue
-                try:
-                    k = self.key(mop[1])
-                    v = mop[2]
-                    if isinstance(v, list):  # tolerate an invoke already carrying [offset, v]
-                        v = v[1]
-                    if type(v) is not int:
-                        raise ValueError("value not int")
-                except (TypeError, ValueError, IndexError) as e:
-                    self.problem(f"{where}: op {self.o_inv[op]}: malformed invoke micro-op: {e}")
-                    continue
-                if seen_sends is not None and (k, v) in seen_sends:
-                    continue
-                m_op.append(op); m_seq.append(seq); m_kind.append(SEND)
-                m_key.append(k); m_off.append(None); m_val.append(v)
-                seq += 1
+        seen = {(self.m_key[i], self.m_val[i]) for i in range(start, len(self.m_op))
+                if self.m_kind[i] == 0}
+        for mop in inv_sends:
+            try:
+                k = self.key(mop[1])
+                v = mop[2]
+                if isinstance(v, list):  # tolerate an invoke already carrying [offset, v]
+                    v = v[1]
+                if type(v) is not int:
+                    raise ValueError("value not int")
+            except (TypeError, ValueError, IndexError) as e:
+                self.problem(f"{where}: op {self.o_inv[op]}: malformed invoke micro-op: {e}")
+                continue
+            if (k, v) in seen:
+                continue
+            a_op(op); a_seq(seq); a_kind(0); a_key(k); a_off(None); a_val(v)
+            seq += 1
 
     def build(self) -> History:
         for proc, op in list(self.open.items()):
@@ -324,13 +331,17 @@ class _Builder:
         )
         # a producer process is one instance of one transactional.id: ops that do not
         # repeat it in their meta inherit it from the process's init/earlier ops
-        ops = ops.with_columns(
-            pl.col("transactional_id").forward_fill().backward_fill().over("process"))
+        tids = (ops.filter(pl.col("transactional_id").is_not_null())
+                .group_by("process").agg(tid_=pl.col("transactional_id").first()))
+        ops = (ops.join(tids, on="process", how="left")
+               .with_columns(transactional_id=pl.coalesce("transactional_id", "tid_"))
+               .drop("tid_").sort("op"))
         mops = pl.DataFrame(
             {
                 "op": pl.Series(self.m_op, dtype=pl.UInt32),
                 "seq": pl.Series(self.m_seq, dtype=pl.UInt32),
-                "kind": pl.Series(self.m_kind, dtype=KIND),
+                "kind": pl.Series(self.m_kind, dtype=pl.UInt8).replace_strict(
+                    {0: SEND, 1: POLL}, return_dtype=KIND),
                 "key": pl.Series(self.m_key, dtype=pl.UInt32),
                 "offset": pl.Series(self.m_off, dtype=pl.Int64),
                 "value": pl.Series(self.m_val, dtype=pl.Int64),

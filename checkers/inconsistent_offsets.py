@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from .duplicate import observations
+from .duplicate import distinct_observations, observations
 from .history import History
 
 
@@ -20,14 +20,14 @@ def inconsistent_offsets_cases(h: History) -> list[dict]:
     "observed_by": {value: [{"op": invoke index, "source": "send"|"poll"}]}, "explanation"}.
     """
     obs = observations(h)
+    many = distinct_observations(h).group_by("key", "offset").len().filter(pl.col("len") > 1)
+    if many.is_empty():
+        return []
     bad = (
-        obs.group_by("key", "offset")
-        .agg(pl.col("value").unique().sort().alias("values"))
-        .filter(pl.col("values").list.len() > 1)
+        distinct_observations(h).join(many.select("key", "offset"), on=["key", "offset"], how="semi")
+        .group_by("key", "offset").agg(pl.col("value").sort().alias("values"))
         .sort("key", "offset")
     )
-    if bad.is_empty():
-        return []
     detail = (
         obs.join(bad.select("key", "offset"), on=["key", "offset"], how="semi")
         .join(h.ops.select("op", "invoke_index", "process"), on="op")

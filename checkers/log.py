@@ -16,9 +16,30 @@ All frames are memoised on the History (``History.cached``).
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from .history import History
+
+
+def shift_in_group(df: pl.DataFrame, by: list[str], cols: dict[str, str], n: int = 1) -> pl.DataFrame:
+    """Add ``{new: col shifted by n}`` within runs of equal ``by`` (null across a group
+    boundary). ``df`` must be sorted by ``by``. A plain shift plus a boundary mask is much
+    cheaper than ``.over()`` windows on millions of rows."""
+    same = pl.all_horizontal([pl.col(g) == pl.col(g).shift(n) for g in by])
+    return df.with_columns(
+        [pl.when(same).then(pl.col(c).shift(n)).otherwise(None).alias(new) for new, c in cols.items()])
+
+
+def positions(keys: np.ndarray) -> np.ndarray:
+    """0-based rank of each row within its run of equal sorted ``keys``."""
+    n = len(keys)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    first = np.ones(n, dtype=bool)
+    first[1:] = keys[1:] != keys[:-1]
+    start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
+    return np.arange(n, dtype=np.int64) - start
 
 OP_COLS = ["op", "invoke_index", "complete_index", "process", "f", "type",
            "invoke_time", "complete_time", "transactional_id", "final"]
@@ -42,7 +63,8 @@ def _writes(h: History) -> pl.DataFrame:
         .join(readvals, on=["key", "value"], how="left")
         .with_columns(pl.col("read").fill_null(False))
     )
-    w = w.with_columns(op_read=pl.col("read").any().over("op"))
+    read_ops = w.filter(pl.col("read")).select("op").unique().with_columns(op_read=pl.lit(True))
+    w = w.join(read_ops, on="op", how="left").with_columns(pl.col("op_read").fill_null(False))
     return w.with_columns(
         committed=(pl.col("type") == "ok") | ((pl.col("type") == "info") & pl.col("op_read"))
     )
@@ -82,13 +104,11 @@ def _log(h: History) -> pl.DataFrame:
         reads(h).select("key", "offset", "value"),
         w.filter(pl.col("committed") & pl.col("offset").is_not_null()).select("key", "offset", "value"),
     ])
-    return (
-        obs.join(aborted, on=["key", "offset"], how="anti")
-        .group_by("key", "offset").agg(pl.col("value").min())
-        .sort("key", "offset")
-        .with_columns(pos=pl.int_range(pl.len(), dtype=pl.Int64).over("key"))
-        .select("key", "offset", "pos", "value")
-    )
+    if not aborted.is_empty():
+        obs = obs.join(aborted, on=["key", "offset"], how="anti")
+    lg = obs.group_by("key", "offset").agg(pl.col("value").min()).sort("key", "offset")
+    return lg.with_columns(pos=pl.Series(positions(lg["key"].to_numpy()))).select(
+        "key", "offset", "pos", "value")
 
 
 def log_index(h: History) -> tuple[pl.DataFrame, dict[int, int]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from .history import History
-from .log import describe_op, writes
+from .log import describe_op, shift_in_group, writes
 
 
 def nonmonotonic_send_cases(h: History) -> list[dict]:
@@ -25,15 +25,10 @@ def nonmonotonic_send_cases(h: History) -> list[dict]:
     w = writes(h).filter(pl.col("offset").is_not_null()).sort("process", "op", "seq")
     if w.is_empty():
         return []
-    grp = ["process", "key"]
-    bad = (
-        w.with_columns(
-            prev_op=pl.col("op").shift(1).over(grp),
-            prev_offset=pl.col("offset").shift(1).over(grp),
-            prev_value=pl.col("value").shift(1).over(grp),
-        )
-        .filter(pl.col("offset") <= pl.col("prev_offset"))
-    )
+    w = w.sort("process", "key", "op", "seq")
+    bad = shift_in_group(w, ["process", "key"], {
+        "prev_op": "op", "prev_offset": "offset", "prev_value": "value"}).filter(
+        pl.col("offset") <= pl.col("prev_offset"))
     out = []
     for row in bad.iter_rows(named=True):
         key = h.keys[row["key"]]

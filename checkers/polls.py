@@ -13,7 +13,7 @@ from __future__ import annotations
 import polars as pl
 
 from .history import History
-from .log import reads_with_pos
+from .log import reads_with_pos, shift_in_group
 
 READ_FS = ["poll", "txn", "send"]
 
@@ -21,16 +21,14 @@ READ_FS = ["poll", "txn", "send"]
 def segments(h: History) -> pl.DataFrame:
     """Columns: op, seg (segment number, unique within the process)."""
     def build(h: History):
-        return (
-            h.ops.select("op", "process", "f", "type")
-            .sort("process", "op")
-            .with_columns(
-                reset=(~pl.col("f").is_in(READ_FS)
-                       | (pl.col("type").shift(1).over("process").fill_null("ok") != "ok"))
-            )
-            .with_columns(seg=pl.col("reset").cast(pl.UInt32).cum_sum().over("process"))
-            .select("op", "seg")
-        )
+        o = shift_in_group(h.ops.select("op", "process", "f", "type").sort("process", "op"),
+                           ["process"], {"prev_type": "type"})
+        # segment numbers only need to be unique per process, so one global running sum of
+        # resets (with a reset at each process's first op) serves every process at once
+        return o.select(
+            "op",
+            seg=(~pl.col("f").is_in(READ_FS) | (pl.col("prev_type").fill_null("x") != "ok"))
+            .cast(pl.UInt32).cum_sum())
     return h.cached("segments", build)
 
 
@@ -45,16 +43,12 @@ def read_steps(h: History) -> pl.DataFrame:
         r = (
             reads_with_pos(h).filter(pl.col("pos").is_not_null())
             .join(segments(h), on="op", how="left")
-            .sort("process", "op", "seq")
         )
-        grp = ["process", "seg", "key"]
+        r = r.sort("process", "seg", "key", "op", "seq")
         return (
-            r.with_columns(
-                prev_op=pl.col("op").shift(1).over(grp),
-                prev_offset=pl.col("offset").shift(1).over(grp),
-                prev_value=pl.col("value").shift(1).over(grp),
-                prev_pos=pl.col("pos").shift(1).over(grp),
-            )
+            shift_in_group(r, ["process", "seg", "key"], {
+                "prev_op": "op", "prev_offset": "offset", "prev_value": "value",
+                "prev_pos": "pos"})
             .filter(pl.col("prev_pos").is_not_null())
             .with_columns(internal=pl.col("op") == pl.col("prev_op"))
             .select("process", "key", "op", "offset", "value", "pos",

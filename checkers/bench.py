@@ -1,0 +1,78 @@
+"""Checker benchmark: simulate a correct history, then time ``load_history`` + ``check``.
+
+``run_bench(n_ops, seed)`` writes a simulated history.jsonl (``checkers.simulate``) to a
+temporary directory, then loads and checks it in a fresh Python process so that the peak
+RSS measured is the checker's alone (the simulator's memory is not counted). Wired to
+``eos-chaos bench checker --ops N [--json]`` by the harness CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+_CHILD = r"""
+import json, resource, sys, time
+t0 = time.perf_counter()
+from checkers import check, load_history
+t1 = time.perf_counter()
+h = load_history(sys.argv[1])
+t2 = time.perf_counter()
+v = check(h)
+t3 = time.perf_counter()
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+print(json.dumps({"load_s": t2 - t1, "check_s": t3 - t2, "import_s": t1 - t0,
+                  "peak_rss_bytes": rss, "valid": v["valid"], "ops": h.ops.height,
+                  "events": h.n_events, "micro_ops": h.mops.height,
+                  "anomaly_counts": v["anomaly_counts"], "unknown_reasons": v["unknown_reasons"]}))
+"""
+
+
+def run_bench(n_ops: int, seed: int = 0) -> dict:
+    """Benchmark the checker on a simulated correct history of ``n_ops`` ops.
+
+    Returns {"n_ops", "ops" (parsed), "events", "micro_ops", "history_bytes", "simulate_s",
+    "load_s", "check_s", "seconds" (load + check), "ops_per_s", "peak_rss_bytes" (of the
+    checking process), "valid" (must be True), "anomaly_counts", "unknown_reasons"}.
+    Raises RuntimeError if the checking process fails.
+    """
+    from .simulate import simulate
+
+    with tempfile.TemporaryDirectory(prefix="eosc-bench-") as d:
+        path = Path(d) / "history.jsonl"
+        t = time.perf_counter()
+        simulate(n_ops, seed=seed, path=path)
+        sim_s = time.perf_counter() - t
+        size = path.stat().st_size
+        root = str(Path(__file__).resolve().parent.parent)
+        proc = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True,
+                              text=True, cwd=root)
+        if proc.returncode != 0:
+            raise RuntimeError(f"checker process failed: {proc.stderr[-2000:]}")
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+    seconds = r["load_s"] + r["check_s"]
+    return {
+        "n_ops": n_ops,
+        "seed": seed,
+        "ops": r["ops"],
+        "events": r["events"],
+        "micro_ops": r["micro_ops"],
+        "history_bytes": size,
+        "simulate_s": round(sim_s, 3),
+        "load_s": round(r["load_s"], 3),
+        "check_s": round(r["check_s"], 3),
+        "seconds": round(seconds, 3),
+        "ops_per_s": round(r["ops"] / seconds) if seconds else None,
+        "peak_rss_bytes": r["peak_rss_bytes"],
+        "valid": r["valid"],
+        "anomaly_counts": r["anomaly_counts"],
+        "unknown_reasons": r["unknown_reasons"],
+    }
+
+
+if __name__ == "__main__":  # python -m checkers.bench N
+    print(json.dumps(run_bench(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000), indent=2))

@@ -1,0 +1,234 @@
+"""A simulated CORRECT Kafka, for property tests and the checker benchmark.
+
+``simulate(n_ops, seed)`` plays several transactional producers (commits, aborts, rare
+crashes whose replacement fences the old instance with ``init``), one idempotent
+non-transactional producer, several read_committed consumers that poll concurrently, and a
+final drain by a fresh consumer (``meta.final``) after every transaction is resolved. Each
+partition's log holds data records, control records (one marker per partition per
+commit/abort) and aborted data, so offsets have gaps exactly where a real broker's would.
+
+The history it writes obeys HISTORY.md and every guarantee of KAFKA-EOS.md, so ``check``
+must find it valid; ``inject`` then breaks exactly one thing.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+OPEN, COMMITTED, ABORTED, MARKER = range(4)
+
+
+@dataclass
+class _Producer:
+    process: int
+    tid: str | None
+    txn: list | None = None  # [(key, value, offset)] of the open transaction
+    inflight: bool = False
+
+
+@dataclass
+class _Consumer:
+    process: int
+    keys: list[str]
+    pos: dict = field(default_factory=dict)  # key -> index into the partition's entries
+
+
+class _Sim:
+    def __init__(self, seed: int, n_keys: int, n_producers: int, n_consumers: int,
+                 abort_rate: float, crash_rate: float, emit: Callable[[dict], None]):
+        self.rnd = random.Random(seed)
+        self.keys = [f"t{i % 2}/{i // 2}" for i in range(n_keys)]
+        self.entries: dict[str, list] = {k: [] for k in self.keys}  # [offset, value, state]
+        self.next_offset = {k: 0 for k in self.keys}
+        self.value = 0
+        self.time = 0
+        self.index = 0
+        self.ops = 0
+        self.emit = emit
+        self.abort_rate, self.crash_rate = abort_rate, crash_rate
+        self.next_process = 0
+        self.producers = [self._producer(f"eosc-txn-{i}") for i in range(n_producers)]
+        self.plain = self._producer(None)
+        self.consumers = [_Consumer(self._proc(), list(self.keys)) for _ in range(n_consumers)]
+        for c in self.consumers:
+            self.assign(c)
+
+    def _proc(self) -> int:
+        self.next_process += 1
+        return self.next_process - 1
+
+    def _producer(self, tid: str | None) -> _Producer:
+        p = _Producer(self._proc(), tid)
+        if tid is not None:
+            self.event(p.process, "invoke", "init", None, {"transactional_id": tid})
+            self.event(p.process, "ok", "init", None, {"transactional_id": tid})
+        return p
+
+    def event(self, process, type_, f, value, meta=None):
+        self.time += self.rnd.randint(50_000, 2_000_000)
+        ev = {"index": self.index, "time": self.time, "process": process, "type": type_,
+              "f": f, "value": value}
+        if meta:
+            ev["meta"] = meta
+        self.index += 1
+        if type_ == "invoke":
+            self.ops += 1
+        self.emit(ev)
+
+    # -- producers -----------------------------------------------------------------
+    def append(self, key: str, state: int) -> tuple[int, int]:
+        self.value += 1
+        off = self.next_offset[key]
+        self.next_offset[key] = off + 1
+        self.entries[key].append([off, self.value, state])
+        return off, self.value
+
+    def marker(self, key: str) -> None:
+        off = self.next_offset[key]
+        self.next_offset[key] = off + 1
+        self.entries[key].append([off, None, MARKER])
+
+    def begin(self, p: _Producer) -> None:
+        keys = self.rnd.sample(self.keys, self.rnd.randint(1, 3))
+        sends = [(k, *self.append(k, OPEN if p.tid else COMMITTED)) for k in keys]
+        p.txn, p.inflight = sends, True
+        meta = {"transactional_id": p.tid} if p.tid else None
+        self.event(p.process, "invoke", "txn" if p.tid else "send",
+                   [["send", k, v] for k, _o, v in sends], meta)
+
+    def resolve(self, p: _Producer, commit: bool) -> None:
+        state = COMMITTED if commit else ABORTED
+        touched = []
+        for k, o, v in p.txn:
+            for e in reversed(self.entries[k]):
+                if e[0] == o:
+                    e[2] = state
+                    break
+            if k not in touched:
+                touched.append(k)
+        for k in touched:
+            self.marker(k)
+
+    def finish(self, p: _Producer, outcome: str | None = None) -> None:
+        meta = {"transactional_id": p.tid} if p.tid else None
+        value = [["send", k, [o, v]] for k, o, v in p.txn]
+        if p.tid is None:
+            self.event(p.process, "ok", "send", value, meta)
+        else:
+            if outcome is None:
+                outcome = "fail" if self.rnd.random() < self.abort_rate else "ok"
+            self.resolve(p, outcome == "ok")
+            self.event(p.process, outcome, "txn", value, meta)
+        p.txn, p.inflight = None, False
+
+    def crash(self, i: int) -> None:
+        """The producer dies mid-transaction; a replacement's init fences it and aborts its
+        open transaction. Half the time the harness saw an info completion first."""
+        p = self.producers[i]
+        if self.rnd.random() < 0.5:
+            self.event(p.process, "info", "txn", [["send", k, [None, v]] for k, _o, v in p.txn],
+                       {"transactional_id": p.tid})
+        new = _Producer(self._proc(), p.tid)
+        self.event(new.process, "invoke", "init", None, {"transactional_id": p.tid})
+        self.resolve(p, False)
+        self.event(new.process, "ok", "init", None, {"transactional_id": p.tid})
+        self.producers[i] = new
+
+    # -- consumers -----------------------------------------------------------------
+    def assign(self, c: _Consumer, rewind: bool = False) -> None:
+        """Assign from the beginning, or (``rewind``) re-assign at explicit offsets a few
+        records back from where the consumer is: after an assign/seek, re-reading is legal."""
+        if rewind and c.pos:
+            starts = {}
+            for k in c.keys:
+                i = max(0, c.pos[k] - self.rnd.randint(0, 5))
+                es = self.entries[k]
+                c.pos[k] = i
+                starts[k] = es[i][0] if i < len(es) else self.next_offset[k]
+            meta = {"offsets": starts}
+        else:
+            c.pos = {k: 0 for k in c.keys}
+            meta = {"from": "beginning"}
+        self.event(c.process, "invoke", "assign", list(c.keys), meta)
+        self.event(c.process, "ok", "assign", list(c.keys), meta)
+
+    def poll(self, c: _Consumer, final: bool = False, max_records: int = 20) -> bool:
+        """read_committed: committed data in offset order, up to the first open record
+        (the LSO), skipping aborted data and markers. Empty polls are not recorded."""
+        out = {}
+        for k in c.keys:
+            es, i, recs = self.entries[k], c.pos[k], []
+            while i < len(es) and len(recs) < max_records:
+                off, v, st = es[i]
+                if st == OPEN:
+                    break
+                if st == COMMITTED:
+                    recs.append([off, v])
+                i += 1
+            c.pos[k] = i
+            if recs:
+                out[k] = recs
+        if not out:
+            return False
+        meta = {"final": True} if final else None
+        self.event(c.process, "invoke", "poll", [["poll"]], meta)
+        self.event(c.process, "ok", "poll", [["poll", out]], meta)
+        return True
+
+    # -- run -----------------------------------------------------------------------
+    def run(self, n_ops: int) -> None:
+        rnd = self.rnd
+        actors = len(self.producers) + 1 + len(self.consumers)
+        while self.ops < n_ops:
+            a = rnd.randrange(actors)
+            if a < len(self.producers):
+                p = self.producers[a]
+                if not p.inflight:
+                    self.begin(p)
+                elif rnd.random() < self.crash_rate:
+                    self.crash(a)
+                else:
+                    self.finish(p)
+            elif a == len(self.producers):
+                self.begin(self.plain)
+                self.finish(self.plain)
+            else:
+                c = self.consumers[a - len(self.producers) - 1]
+                if rnd.random() < 0.01:
+                    self.assign(c, rewind=True)
+                else:
+                    self.poll(c)
+        for p in self.producers:  # every transaction resolved before the final drain
+            if p.inflight:
+                self.finish(p, "ok")
+        final = _Consumer(self._proc(), list(self.keys))
+        self.assign(final)
+        while self.poll(final, final=True, max_records=500):
+            pass
+
+
+def simulate(n_ops: int, seed: int = 0, path: str | Path | None = None, *, n_keys: int = 8,
+             n_producers: int = 4, n_consumers: int = 3, abort_rate: float = 0.1,
+             crash_rate: float = 0.002) -> list[dict] | Path:
+    """Simulate a correct run of about ``n_ops`` client ops (plus the final drain).
+
+    With ``path`` the events are streamed to that history.jsonl (constant memory) and the
+    path is returned; otherwise the list of event dicts is returned.
+    """
+    if path is None:
+        events: list[dict] = []
+        _Sim(seed, n_keys, n_producers, n_consumers, abort_rate, crash_rate, events.append).run(n_ops)
+        return events
+    path = Path(path)
+    with open(path, "w", buffering=1 << 20) as fh:
+        dumps = json.JSONEncoder(separators=(",", ":")).encode
+
+        def emit(ev):
+            fh.write(dumps(ev))
+            fh.write("\n")
+        _Sim(seed, n_keys, n_producers, n_consumers, abort_rate, crash_rate, emit).run(n_ops)
+    return path
