@@ -72,6 +72,8 @@ def _sysctl_in(netns: str, key: str, value: str) -> None:
 class TestNetwork:
     """The bridge and the hosts of one run. ``up()`` creates them, ``down()`` removes them."""
 
+    __test__ = False  # not a pytest test class, whatever its name
+
     def __init__(self, node_ids: list[int]):
         self.hosts: dict[str, Host] = {f"n{i}": Host(f"n{i}", node_address(i)) for i in node_ids}
         self.hosts[CLIENT_HOST] = Host(CLIENT_HOST, client_address())
