@@ -64,11 +64,6 @@ class Host:
         return ["ip", "netns", "exec", self.netns]
 
 
-def _sysctl_in(netns: str, key: str, value: str) -> None:
-    subprocess.run(["ip", "netns", "exec", netns, "sysctl", "-qw", f"{key}={value}"],
-                   capture_output=True)
-
-
 class TestNetwork:
     """The bridge and the hosts of one run. ``up()`` creates them, ``down()`` removes them."""
 
