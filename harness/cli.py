@@ -115,6 +115,72 @@ def run(
 
 
 @app.command()
+def suite(
+    suite_file: Path = typer.Argument(..., help="suite YAML file (top-level `suite:` key), e.g. scenarios/nightly.yaml"),
+    seed: list[int] = typer.Option(None, "--seed", help="seeds instead of the suite's (repeatable)"),
+    kafka_version: list[str] = typer.Option(None, "--kafka-version", help="Kafka versions instead of the suite's (repeatable)"),
+    duration: Optional[float] = typer.Option(None, help="seconds of load for every run"),
+    results: Path = typer.Option(Path("results"), help="results root folder"),
+    suite_out: Optional[Path] = typer.Option(None, "--out", help="suite folder (default RESULTS/suites/SUITE)"),
+    fresh: bool = typer.Option(False, "--fresh", help="forget earlier runs of this suite and run every cell"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="list the runs and what is left; run nothing"),
+) -> None:
+    """Run a matrix of scenarios x seeds x Kafka versions, resuming where an earlier call stopped;
+    write index.html, junit.xml and summary.json. Exit 0 all valid, 1 any invalid, 2 otherwise."""
+    from harness import suite as st
+
+    try:
+        spec = st.load_suite(suite_file)
+        cells = st.expand(spec, suite_file.parent, seeds=seed or None, kafka_versions=kafka_version or None,
+                          duration=duration)
+    except st.SuiteError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
+    suite_dir = suite_out or st.default_suite_dir(results, spec.suite)
+    if dry_run:
+        records = {} if fresh else st.read_records(suite_dir / st.RECORDS)
+        todo = st.pending(cells, records, suite_dir)
+        ids = {c.id for c in todo}
+        for c in cells:
+            out.print(f"{'run ' if c.id in ids else 'done'}  {c.id}  {c.duration:g} s  ({c.source})", highlight=False)
+        out.print(f"{len(cells)} runs, {len(todo)} to run, ~{st.fmt_s(st.estimate_left(todo, st.overhead_s(records.values())))}"
+                  f"; suite folder {suite_dir}", highlight=False)
+        raise typer.Exit(0)
+    _require_root()
+    stop = threading.Event()
+    # Ctrl-C or SIGTERM: the run under way heals, drains and checks, is recorded as interrupted;
+    # no further run starts. The same command later resumes.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    ui = st.RichSuiteProgress(console)
+    box: dict = {}
+
+    def work() -> None:
+        try:
+            box["result"] = st.run_suite(cells, results, suite_dir, name=spec.suite, source=str(suite_file),
+                                         stop=stop, listener=ui, fresh=fresh)
+        except BaseException as exc:  # shown below, exit code 2
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(1)
+        ui.heartbeat()
+    if "error" in box:
+        console.print(f"[red]error:[/] {type(box['error']).__name__}: {box['error']}")
+        raise typer.Exit(2)
+    res = box["result"]
+    t = res.summary["totals"]
+    out.print(f"suite {spec.suite}: {t['runs']} runs: valid {t['valid']}, invalid {t['invalid']}, "
+              f"unknown {t['unknown']}, error {t['error']}, interrupted {t['interrupted']}, not run {t['not-run']} "
+              f"({len(res.ran)} run now, {len(res.skipped)} finished earlier)", soft_wrap=True)
+    for name, p in res.paths.items():
+        out.print(f"{name + ':':<8} {p}", soft_wrap=True)
+    raise typer.Exit(res.exit_code)
+
+
+@app.command()
 def check(
     history: Path = typer.Argument(..., help="history.jsonl of a run"),
     as_json: bool = typer.Option(False, "--json", help="print the verdict as JSON"),

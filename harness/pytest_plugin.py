@@ -1,0 +1,415 @@
+"""pytest plugin ``eos_chaos`` (entry point pytest11): scenario files as test items, and fixtures.
+
+Collection is opt-in: a YAML file becomes a test item only when it, or a folder holding it, is
+named on the pytest command line (``pytest scenarios/``, ``pytest scenarios/smoke.yaml``);
+paths that come from ``testpaths`` or the current folder are never searched for scenarios, so
+``pytest`` and ``pytest tests`` run the project's own tests only. Named files are always tried
+(a broken one is a collection error); files found in a named folder are tried when they look
+like scenarios (a mapping with ``name`` and one of workload/cluster/nemesis/duration/expected).
+Suite files (top-level ``suite:``) are never collected: run them with ``eos-chaos suite``.
+
+Each scenario file gives one item per (seed, Kafka version) of the options below. An item runs
+the scenario on a fresh real cluster (root needed) and fails unless the verdict is valid; the
+failure lists the anomalies with their first examples and the path of the run's report. The
+report path, run folder and verdict go into the JUnit XML as testcase properties.
+
+Options::
+
+    --eos-kafka-version V   Kafka version (repeatable: one item per version); default: the scenario's
+    --eos-seed N            seed (repeatable: one item per seed); default: the scenario's, else random
+    --eos-duration S        seconds of load and faults; default: the scenario's
+    --eos-results DIR       results root; default: <rootdir>/results
+
+Fixtures: ``eos_results`` (Path of the results root), ``eos_run`` (run a scenario, get a
+harness.runner.RunResult), ``eos_check`` (check a history, get a verdict dict), ``eos_cluster``
+(a session-scoped real 3-node KRaft cluster, a SessionCluster). ``assert_valid`` raises an
+AssertionError listing the anomalies. See docs/pytest.md.
+
+``eos_cluster`` holds the machine's cluster lock (harness.lock) from its first use until the
+session ends, and a scenario run takes the same lock to make its own cluster: the two cannot
+overlap. Tests that use ``eos_cluster`` are therefore moved to the end of the session, and a
+scenario run attempted while the session cluster is up fails at once instead of waiting.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+import yaml
+
+_SCENARIO_KEYS = frozenset({"workload", "cluster", "nemesis", "duration", "expected"})
+_CLUSTER_UP = pytest.StashKey[bool]()
+_RUNS = pytest.StashKey[list]()
+
+
+class SessionClusterActive(RuntimeError):
+    """A scenario run was attempted while the session cluster (eos_cluster) holds the lock."""
+
+
+def run_scenario(scn, results_root, **kwargs):
+    """Indirection to harness.runner.run_scenario (imported when first used, so that loading
+    the plugin in every pytest session stays cheap). Raises pytest.fail when not root."""
+    if os.geteuid() != 0:
+        pytest.fail("eos-chaos scenarios need root (network namespaces, iptables): run pytest with sudo",
+                    pytrace=False)
+    from harness.runner import run_scenario as real
+
+    return real(scn, results_root, **kwargs)
+
+
+# ---------------------------------------------------------------- options and collection
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("eos-chaos", "kafka-eos-chaos scenarios (collected from YAML paths named on the command line)")
+    g.addoption("--eos-kafka-version", action="append", default=None, metavar="V",
+                help="Kafka version of the runs (repeatable: one item per version); default: the scenario's")
+    g.addoption("--eos-seed", action="append", type=int, default=None, metavar="N",
+                help="seed of the runs (repeatable: one item per seed); default: the scenario's, else random")
+    g.addoption("--eos-duration", type=float, default=None, metavar="SECONDS",
+                help="seconds of load and faults per run; default: the scenario's")
+    g.addoption("--eos-results", default=None, metavar="DIR",
+                help="results root of the runs; default: <rootdir>/results")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "eos_scenario: an eos-chaos scenario file run on a real cluster (root)")
+    config.stash[_RUNS] = []
+
+
+def _named_paths(config: pytest.Config) -> list[Path]:
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return []
+    base = Path(config.invocation_params.dir)
+    return [(base / a.split("::")[0]).resolve() for a in config.args]
+
+
+def _looks_like_scenario(path: Path) -> bool:
+    """A YAML mapping with ``name``, a scenario key and no ``suite``, not a run folder's
+    scenario.yaml (results/<scenario>/<run-id>/ has history.jsonl and logs/ beside it)."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return False
+    in_run_folder = (path.parent / "history.jsonl").exists() or (path.parent / "logs").is_dir()
+    return (isinstance(data, dict) and "suite" not in data and "name" in data
+            and bool(_SCENARIO_KEYS & set(data)) and not in_run_folder)
+
+
+def _is_suite(path: Path) -> bool:
+    from harness.suite import is_suite_file
+
+    return is_suite_file(path)
+
+
+def wants(config: pytest.Config, path: Path) -> str | None:
+    """How ``path`` is collected (the opt-in rule in the module docstring): "scenario",
+    "suite" (a suite file named on the command line itself), or None (not collected)."""
+    if path.suffix not in (".yaml", ".yml"):
+        return None
+    path = path.resolve()
+    named = _named_paths(config)
+    if path in named:
+        return "suite" if _is_suite(path) else "scenario"
+    if any(p in path.parents for p in named) and _looks_like_scenario(path):
+        return "scenario"
+    return None
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+    kind = wants(parent.config, file_path)
+    if kind == "scenario":
+        return ScenarioFile.from_parent(parent, path=file_path)
+    if kind == "suite":
+        return SuiteFile.from_parent(parent, path=file_path)
+    return None
+
+
+def results_root(config: pytest.Config) -> Path:
+    """--eos-results, else <rootdir>/results."""
+    opt = config.getoption("eos_results")
+    return Path(opt).resolve() if opt else Path(config.rootpath) / "results"
+
+
+def merge_options(scn, *, seed: int | None = None, duration: float | None = None,
+                  kafka_version: str | None = None):
+    """A copy of the Scenario with the given seed, duration (s) and Kafka version set (None keeps)."""
+    update: dict[str, Any] = {}
+    if seed is not None:
+        update["seed"] = seed
+    if duration is not None:
+        update["duration"] = float(duration)
+    if kafka_version is not None:
+        update["cluster"] = scn.cluster.model_copy(update={"kafka_version": kafka_version})
+    return scn.model_copy(update=update)
+
+
+class ScenarioFile(pytest.File):
+    """A scenario YAML file: one ScenarioItem per (seed, Kafka version) of the options."""
+
+    def collect(self):
+        from harness.scenario import ScenarioError, load_scenario
+
+        try:
+            scn = load_scenario(self.path)
+        except ScenarioError as exc:
+            raise self.CollectError(str(exc)) from exc
+        opt = self.config.getoption
+        seeds = opt("eos_seed") or [scn.seed]
+        versions = list(dict.fromkeys(opt("eos_kafka_version") or [scn.cluster.kafka_version]))
+        duration = opt("eos_duration")
+        many = len(seeds) * len(versions) > 1
+        for seed in seeds:
+            for version in versions:
+                cell = merge_options(scn, seed=seed, duration=duration, kafka_version=version)
+                name = f"{scn.name}[s{seed}-kafka-{version}]" if many else scn.name
+                yield ScenarioItem.from_parent(self, name=name, scenario=cell)
+
+
+class SuiteFile(pytest.File):
+    """A suite file named on the command line: one ScenarioItem per cell of its matrix
+    (--eos-seed / --eos-kafka-version / --eos-duration replace the suite's). No resume and no
+    suite index here: that is ``eos-chaos suite``."""
+
+    def collect(self):
+        from harness.suite import SuiteError, expand, load_suite
+
+        opt = self.config.getoption
+        try:
+            cells = expand(load_suite(self.path), self.path.parent, seeds=opt("eos_seed"),
+                           kafka_versions=opt("eos_kafka_version"), duration=opt("eos_duration"))
+        except SuiteError as exc:
+            raise self.CollectError(str(exc)) from exc
+        for cell in cells:
+            yield ScenarioItem.from_parent(self, name=cell.id, scenario=cell.scenario)
+
+
+class VerdictFailure(AssertionError):
+    """A run or history whose verdict is not valid; ``str()`` lists anomalies and the report."""
+
+
+def _title(scn) -> str:
+    seed = "random seed" if scn.seed is None else f"seed {scn.seed}"
+    return f"{scn.name} ({seed}, Kafka {scn.cluster.kafka_version}, {scn.duration:g} s)"
+
+
+def _record_run(node: pytest.Item, config: pytest.Config, res, title: str) -> None:
+    v = res.verdict.get("valid")
+    node.user_properties += [("report", str(res.report) if res.report else ""), ("run_dir", str(res.run_dir)),
+                             ("verdict", {True: "valid", False: "invalid"}.get(v, "unknown"))]
+    config.stash[_RUNS].append((title, v, res.report or res.run_dir))
+
+
+def assert_valid(verdict_or_result: Any, title: str = "verdict") -> None:
+    """Raise VerdictFailure (an AssertionError) unless the verdict is valid. Accepts a verdict
+    dict (checkers.check) or a RunResult (its report path goes into the message)."""
+    from harness.suite import describe_verdict
+
+    res = verdict_or_result
+    verdict = res if isinstance(res, dict) else res.verdict
+    if verdict.get("valid") is not True:
+        kw = {} if isinstance(res, dict) else {"report": res.report, "run_dir": res.run_dir,
+                                               "problems": res.problems}
+        raise VerdictFailure(describe_verdict(title, verdict, max_examples=1, **kw))
+
+
+def _guard(config: pytest.Config) -> None:
+    if config.stash.get(_CLUSTER_UP, False):
+        raise SessionClusterActive(
+            "the session cluster (eos_cluster fixture) holds the machine's cluster lock, and a scenario "
+            "run takes the same lock: it would wait forever. Run scenarios and eos_cluster tests in "
+            "separate pytest sessions (the plugin orders eos_cluster tests last to avoid this).")
+
+
+class ScenarioItem(pytest.Item):
+    """One run of a scenario on a fresh real cluster; passes when the verdict is valid."""
+
+    def __init__(self, *, scenario, **kwargs):
+        super().__init__(**kwargs)
+        self.scenario = scenario
+        self.result = None
+        self.add_marker(pytest.mark.eos_scenario)
+
+    def runtest(self) -> None:
+        _guard(self.config)
+        self.result = res = run_scenario(self.scenario, results_root(self.config), source=str(self.path))
+        title = _title(res_scenario(self.scenario, res))
+        _record_run(self, self.config, res, title)
+        assert_valid(res, title)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, (VerdictFailure, SessionClusterActive)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, None, f"scenario {_title(self.scenario)}"
+
+
+def res_scenario(scn, res):
+    """The scenario with the seed the run actually used (a random one is in scenario.yaml)."""
+    if scn.seed is not None:
+        return scn
+    try:
+        seed = yaml.safe_load((Path(res.run_dir) / "scenario.yaml").read_text()).get("seed")
+    except Exception:  # the title only loses the seed
+        return scn
+    return scn.model_copy(update={"seed": seed})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests that use eos_cluster go last, after every scenario run (they share the lock)."""
+    items.sort(key=lambda it: "eos_cluster" in getattr(it, "fixturenames", ()))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    runs = config.stash.get(_RUNS, [])
+    if not runs:
+        return
+    terminalreporter.section("eos-chaos runs")
+    for title, valid, where in runs:
+        label = {True: "VALID", False: "INVALID"}.get(valid, "UNKNOWN")
+        terminalreporter.write_line(f"{label:<8} {title}  {where}")
+
+
+# ---------------------------------------------------------------- fixtures
+
+@pytest.fixture(scope="session")
+def eos_results(pytestconfig: pytest.Config) -> Path:
+    """The results root of this session's runs (--eos-results, else <rootdir>/results)."""
+    return results_root(pytestconfig)
+
+
+@pytest.fixture
+def eos_run(request: pytest.FixtureRequest, eos_results: Path) -> Callable[..., Any]:
+    """``eos_run(scenario, *, seed=None, duration=None, kafka_version=None, stop=None) -> RunResult``.
+
+    ``scenario`` is a Scenario, a path to a scenario file, or a dict of scenario fields. Seed,
+    duration (s) and Kafka version come from the arguments, else from --eos-seed /
+    --eos-duration / --eos-kafka-version (first value), else from the scenario. Runs on a
+    fresh real cluster (root) under --eos-results; records report, run_dir and verdict as
+    JUnit properties of the test. Does not judge: use ``assert_valid(result)``. Raises
+    SessionClusterActive when eos_cluster is up in this session, ScenarioError for a bad
+    scenario, and what harness.runner.run_scenario raises.
+    """
+    from harness.scenario import Scenario, load_scenario
+
+    config = request.config
+
+    def run(scenario, *, seed: int | None = None, duration: float | None = None,
+            kafka_version: str | None = None, stop=None):
+        source = None
+        if isinstance(scenario, (str, Path)):
+            source, scenario = str(scenario), load_scenario(scenario)
+        elif isinstance(scenario, dict):
+            scenario = Scenario.model_validate(scenario)
+        first = lambda name: (config.getoption(name) or [None])[0]  # noqa: E731
+        scn = merge_options(scenario, seed=seed if seed is not None else first("eos_seed"),
+                            duration=duration if duration is not None else config.getoption("eos_duration"),
+                            kafka_version=kafka_version or first("eos_kafka_version"))
+        _guard(config)
+        res = run_scenario(scn, eos_results, source=source, stop=stop)
+        _record_run(request.node, config, res, _title(res_scenario(scn, res)))
+        return res
+
+    return run
+
+
+@pytest.fixture
+def eos_check() -> Callable[..., dict]:
+    """``eos_check(history, meta=None, allowed=None, max_examples=10) -> verdict dict``.
+
+    ``history`` is a run folder (its history.jsonl, with meta.json and the ``expected`` list of
+    scenario.yaml when ``meta`` / ``allowed`` are not given), a history.jsonl path, a list of
+    event dicts or a checkers.History. The verdict shape is checkers.check's. Pure: no cluster.
+    """
+    import checkers
+
+    def check(history, meta: dict | None = None, allowed=None, max_examples: int = 10) -> dict:
+        if isinstance(history, (str, Path)) and Path(history).is_dir():
+            d = Path(history)
+            history = d / "history.jsonl"
+            if meta is None and (d / "meta.json").is_file():
+                meta = json.loads((d / "meta.json").read_text())
+            if allowed is None and (d / "scenario.yaml").is_file():
+                allowed = (yaml.safe_load((d / "scenario.yaml").read_text()) or {}).get("expected") or []
+        return checkers.check(history, meta=meta, allowed=allowed or (), max_examples=max_examples)
+
+    return check
+
+
+@dataclass
+class SessionCluster:
+    """The session's real cluster: ``cluster`` (harness.cluster.Cluster), ``network``
+    (harness.net.TestNetwork), ``agent`` (harness.agent.Agent: admin requests such as
+    ``describe`` and ``create_topics``), ``workdir`` (node data and logs)."""
+
+    network: Any
+    cluster: Any
+    agent: Any
+    workdir: Path
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def bootstrap(self) -> str:
+        """host:port,... of the brokers; reachable from the client namespace only
+        (run clients with ``network.client.exec_prefix()`` or through harness.pool)."""
+        return self.cluster.bootstrap
+
+    @property
+    def kafka_version(self) -> str:
+        return self.cluster.dist.version
+
+
+@pytest.fixture(scope="session")
+def eos_cluster(pytestconfig: pytest.Config, tmp_path_factory) -> Iterator[SessionCluster]:
+    """A real 3-node KRaft cluster for the whole session, on Kafka --eos-kafka-version (first
+    value) or the default, each node in its own network namespace (root needed).
+
+    Holds the machine's cluster lock until the session ends: no scenario run (item or eos_run)
+    can happen meanwhile; such tests are ordered first. Startup waits up to 180 s for 3
+    registered brokers and a controller. Teardown kills nodes, the agent and the namespaces,
+    and fails the session's last test teardown with what it could not undo.
+    """
+    if os.geteuid() != 0:
+        pytest.skip("eos_cluster needs root (network namespaces)")
+    from harness import net
+    from harness.agent import Agent
+    from harness.artifacts import DEFAULT_KAFKA_VERSION, kafka_dist
+    from harness.cluster import Cluster
+    from harness.lock import cluster_lock
+    from harness.runner import cluster_ready
+    from harness.util import wait_until
+
+    version = (pytestconfig.getoption("eos_kafka_version") or [DEFAULT_KAFKA_VERSION])[0]
+    workdir = tmp_path_factory.mktemp("eos-cluster")
+    (workdir / "logs").mkdir()
+    problems: list[str] = []
+    with cluster_lock():
+        pytestconfig.stash[_CLUSTER_UP] = True
+        network = net.TestNetwork([1, 2, 3])
+        cluster = agent = None
+        try:
+            problems += [f"leftover of an earlier run removed: {p}" for p in net.cleanup()]
+            network.up()
+            cluster = Cluster(kafka_dist(version), network, workdir / "nodes", workdir / "logs")
+            cluster.format_and_start()
+            agent = Agent(network.client, cluster.bootstrap, workdir / "logs" / "agent.log")
+            wait_until(lambda: cluster_ready(agent, 3), 180,
+                       f"3 brokers registered with an active controller (see {workdir}/logs)")
+            yield SessionCluster(network, cluster, agent, workdir, problems)
+        finally:
+            left: list[str] = []
+            for what, step in (("admin agent", lambda: agent.close() if agent else None),
+                               ("cluster", lambda: cluster.shutdown() if cluster else []),
+                               ("network", network.down)):
+                try:
+                    left += step() or []
+                except Exception as exc:  # keep tearing down; report what was left
+                    left.append(f"teardown of {what} failed: {type(exc).__name__}: {exc}")
+            pytestconfig.stash[_CLUSTER_UP] = False
+    if left:
+        pytest.fail("eos_cluster teardown could not undo: " + "; ".join(left), pytrace=False)

@@ -1,0 +1,690 @@
+"""Suites: a matrix of scenarios x seeds x Kafka versions, run one after another, resumable.
+
+A suite file is YAML with a top-level ``suite:`` key, which tells it apart from a scenario
+file in the same folder (``is_suite_file``)::
+
+    suite: nightly                      # the suite's name
+    description: every scenario, three seeds, both Kafka lines
+    scenarios: ["*.yaml"]               # paths or globs, relative to the suite file; suite
+                                        # files are never matched. An entry may also be
+                                        # {path: smoke.yaml, seeds: [...], kafka_versions: [...], duration: 120}
+    seeds: [1, 2, 3]                    # or a count: 3 means [1, 2, 3]
+    kafka_versions: [4.3.1, 3.9.1]
+    duration: 180                       # seconds of load per run; omitted: each scenario's own
+
+A *cell* of the matrix is one run: a scenario with its seed, Kafka version and duration
+merged in. Cells run seed-major (every scenario and version at the first seed, then the
+next seed), so an interrupted suite has covered every scenario once as early as possible.
+
+The suite folder (default ``<results>/suites/<suite>/``) holds::
+
+    runs.jsonl     one record per run that ended (finished, errored or interrupted); append-only,
+                   the last record of a cell wins
+    index.html     one row per cell: scenario, seed, version, verdict, anomaly counts, duration, report link
+    junit.xml      one testcase per cell (failure = invalid, error = unknown or error, skipped = not run)
+    summary.json   totals, the exit code and one row per cell
+
+Paths inside these files are relative to the suite folder, so the folder and its run folders
+can be moved together (a CI artifact of the whole ``results/``).
+
+Resume: a cell is not run again when its last record says valid, invalid or unknown, its
+scenario fingerprint (the merged scenario as run, description aside) is unchanged and its run
+folder still holds verdict.json. Errored and interrupted cells run again.
+"""
+from __future__ import annotations
+
+import glob as globlib
+import hashlib
+import json
+import os
+import socket
+import statistics
+import threading
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import yaml
+from pydantic import Field, ValidationError, field_validator
+
+from harness.artifacts import DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION
+from harness.scenario import Scenario, ScenarioError, load_scenario
+from harness.workloads.base import Strict
+
+#: statuses of a cell. The first three are verdicts (``valid`` True / False / "unknown").
+VALID, INVALID, UNKNOWN, ERROR, INTERRUPTED, NOT_RUN = (
+    "valid", "invalid", "unknown", "error", "interrupted", "not-run")
+STATUSES = (VALID, INVALID, UNKNOWN, ERROR, INTERRUPTED, NOT_RUN)
+FINISHED = frozenset({VALID, INVALID, UNKNOWN})
+#: seconds a run takes beyond its load duration (cluster start, heal, drain, check, report),
+#: before any run of this suite has been measured; measured: 39 s for smoke on 2 cores.
+DEFAULT_OVERHEAD_S = 40.0
+RECORDS = "runs.jsonl"
+
+
+class SuiteError(ValueError):
+    """The suite file is missing, not YAML, not a suite, or names scenarios that do not load."""
+
+
+class SuiteEntry(Strict):
+    """One ``scenarios:`` entry; unset fields fall back to the suite's."""
+
+    path: str
+    seeds: list[int] | int | None = None
+    kafka_versions: list[str] | None = None
+    duration: float | None = Field(None, gt=0)
+
+
+class Suite(Strict):
+    suite: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    scenarios: list[str | SuiteEntry] = Field(min_length=1)
+    seeds: list[int] | int = Field(default_factory=lambda: [1])
+    kafka_versions: list[str] = Field(default_factory=lambda: [DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION],
+                                      min_length=1)
+    duration: float | None = Field(None, gt=0, description="seconds of load per run")
+
+    @field_validator("seeds")
+    @classmethod
+    def _some_seeds(cls, v):
+        if (isinstance(v, int) and v < 1) or (isinstance(v, list) and not v):
+            raise ValueError("give at least one seed (a list, or a count >= 1)")
+        return v
+
+
+def _seed_list(seeds: list[int] | int) -> list[int]:
+    return list(range(1, seeds + 1)) if isinstance(seeds, int) else list(seeds)
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return None
+
+
+def is_suite_file(path: str | Path) -> bool:
+    """True when ``path`` is a YAML mapping with a top-level ``suite`` key (never raises)."""
+    data = _read_yaml(Path(path))
+    return isinstance(data, dict) and "suite" in data
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Read and validate a suite file. Raises SuiteError saying what to fix."""
+    p = Path(path)
+    if not p.is_file():
+        raise SuiteError(f"suite file {p} does not exist")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        raise SuiteError(f"{p} is not valid YAML: {exc}") from exc
+    if not isinstance(data, dict) or "suite" not in data:
+        raise SuiteError(f"{p} is not a suite file (no top-level `suite:` key); "
+                         "to run one scenario use `eos-chaos run`")
+    try:
+        return Suite.model_validate(data)
+    except ValidationError as exc:
+        lines = [f"  {'.'.join(str(x) for x in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors()]
+        raise SuiteError(f"{p} is not a valid suite:\n" + "\n".join(lines)) from exc
+
+
+# ---------------------------------------------------------------- the matrix
+
+@dataclass
+class Cell:
+    """One run of the matrix. ``scenario`` has seed, duration and Kafka version merged in."""
+
+    scenario: Scenario
+    source: str  # the scenario file, as a path relative to the working directory when possible
+
+    @property
+    def name(self) -> str:
+        return self.scenario.name
+
+    @property
+    def seed(self) -> int:
+        return int(self.scenario.seed)
+
+    @property
+    def kafka_version(self) -> str:
+        return self.scenario.cluster.kafka_version
+
+    @property
+    def duration(self) -> float:
+        return float(self.scenario.duration)
+
+    @property
+    def id(self) -> str:
+        """``<scenario>/s<seed>/kafka-<version>``: unique within a suite."""
+        return f"{self.name}/s{self.seed}/kafka-{self.kafka_version}"
+
+    @property
+    def title(self) -> str:
+        return f"{self.name} (seed {self.seed}, Kafka {self.kafka_version}, {self.duration:g} s)"
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.scenario)
+
+
+def fingerprint(scn: Scenario) -> str:
+    """12 hex digits of sha256 over the scenario as run (JSON, sorted keys), description aside."""
+    data = scn.model_dump(mode="json", exclude={"description"})
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _display_path(p: Path) -> str:
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p.resolve())
+
+
+def _entry_files(entry: SuiteEntry, base: Path) -> list[Path]:
+    pattern = entry.path if os.path.isabs(entry.path) else str(base / entry.path)
+    if globlib.has_magic(entry.path):
+        found = sorted(Path(f) for f in globlib.glob(pattern) if f.endswith((".yaml", ".yml")))
+        return [f for f in found if not is_suite_file(f)]
+    p = Path(pattern)
+    if not p.is_file():
+        raise SuiteError(f"scenario file {entry.path} (from {base}) does not exist")
+    if is_suite_file(p):
+        raise SuiteError(f"{entry.path} is a suite, not a scenario; suites do not nest")
+    return [p]
+
+
+def expand(suite: Suite, base_dir: str | Path, *, seeds: Iterable[int] | None = None,
+           kafka_versions: Iterable[str] | None = None, duration: float | None = None) -> list[Cell]:
+    """The suite's cells in run order (seed-major, then scenario entry, then version).
+
+    ``base_dir`` is the suite file's folder (scenario paths are relative to it). ``seeds``,
+    ``kafka_versions`` and ``duration`` (seconds), when given, replace the suite's and the
+    entries' own. When a file is named by several entries (a glob and an explicit entry), the
+    last entry wins. Raises SuiteError for a missing or invalid scenario file, or for two files
+    with the same scenario name.
+    """
+    base = Path(base_dir)
+    per_file: dict[Path, SuiteEntry] = {}
+    for raw in suite.scenarios:
+        entry = SuiteEntry(path=raw) if isinstance(raw, str) else raw
+        files = _entry_files(entry, base)
+        if not files:
+            raise SuiteError(f"scenario pattern {entry.path!r} matches no scenario file in {base}")
+        for f in files:
+            per_file.pop(f.resolve(), None)  # re-insert: the last entry wins and sets the order
+            per_file[f.resolve()] = entry
+    keyed: list[tuple[tuple[int, int, int], Cell]] = []
+    names: dict[str, Path] = {}
+    for e_i, (path, entry) in enumerate(per_file.items()):
+        try:
+            scn = load_scenario(path)
+        except ScenarioError as exc:
+            raise SuiteError(str(exc)) from exc
+        if scn.name in names:
+            raise SuiteError(f"{names[scn.name]} and {path} both name scenario {scn.name!r}: "
+                             "run ids and results folders would collide")
+        names[scn.name] = path
+        cell_seeds = list(seeds) if seeds else _seed_list(entry.seeds if entry.seeds is not None else suite.seeds)
+        versions = list(kafka_versions) if kafka_versions else (entry.kafka_versions or suite.kafka_versions)
+        dur = duration or entry.duration or suite.duration or scn.duration
+        for s_i, seed in enumerate(cell_seeds):
+            for v_i, version in enumerate(dict.fromkeys(versions)):
+                merged = scn.model_copy(update={
+                    "seed": seed, "duration": float(dur),
+                    "cluster": scn.cluster.model_copy(update={"kafka_version": version})})
+                keyed.append(((s_i, e_i, v_i), Cell(merged, _display_path(path))))
+    cells = [c for _, c in sorted(keyed, key=lambda kc: kc[0])]
+    seen: set[str] = set()
+    unique = []
+    for c in cells:  # a seed listed twice is one run
+        if c.id not in seen:
+            seen.add(c.id)
+            unique.append(c)
+    return unique
+
+
+# ---------------------------------------------------------------- records and resume
+
+def read_records(path: str | Path) -> dict[str, dict]:
+    """The last record per cell id from a runs.jsonl (missing file: empty). Lines that are not
+    JSON objects with an ``id`` (a write cut short by a crash) are skipped."""
+    out: dict[str, dict] = {}
+    p = Path(path)
+    if not p.is_file():
+        return out
+    for line in p.read_text(errors="replace").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(rec, dict) and isinstance(rec.get("id"), str):
+            out[rec["id"]] = rec
+    return out
+
+
+def append_record(path: str | Path, record: dict) -> None:
+    """Append one record as a JSON line and fsync it, so a crash right after keeps it."""
+    with open(path, "a") as f:
+        f.write(json.dumps(record, default=str) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def current_record(cell: Cell, records: dict[str, dict]) -> dict | None:
+    """The cell's record if it is for this very scenario (same fingerprint), else None."""
+    rec = records.get(cell.id)
+    return rec if rec is not None and rec.get("fingerprint") == cell.fingerprint else None
+
+
+def is_finished(cell: Cell, records: dict[str, dict], suite_dir: str | Path) -> bool:
+    """True when the cell need not run again: a verdict (valid/invalid/unknown) for the same
+    fingerprint, with verdict.json still in its run folder."""
+    rec = current_record(cell, records)
+    if rec is None or rec.get("status") not in FINISHED or not rec.get("run_dir"):
+        return False
+    return (Path(suite_dir) / rec["run_dir"] / "verdict.json").is_file()
+
+
+def pending(cells: list[Cell], records: dict[str, dict], suite_dir: str | Path) -> list[Cell]:
+    """The cells still to run, in run order."""
+    return [c for c in cells if not is_finished(c, records, suite_dir)]
+
+
+def _rel(path: str | Path | None, suite_dir: Path) -> str | None:
+    if path is None:
+        return None
+    return Path(os.path.relpath(Path(path).resolve(), suite_dir.resolve())).as_posix()
+
+
+def _explain(example: Any, width: int = 500) -> str:
+    """An example's ``explanation``, else its compact JSON; cut to ``width`` characters."""
+    text = example.get("explanation") if isinstance(example, dict) else None
+    text = text or json.dumps(example, default=str)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def first_examples(verdict: dict, width: int = 300) -> dict[str, str]:
+    """Anomaly name -> its first example's explanation (or compact JSON), cut to ``width`` chars."""
+    return {name: _explain(exs[0], width) for name, exs in (verdict.get("anomalies") or {}).items() if exs}
+
+
+def status_of(verdict: dict) -> str:
+    return {True: VALID, False: INVALID}.get(verdict.get("valid"), UNKNOWN)
+
+
+def make_record(cell: Cell, suite_dir: str | Path, *, status: str, started: float, wall_s: float,
+                verdict: dict | None = None, run_dir: Path | None = None, report: Path | None = None,
+                problems: list[str] | None = None, error: str | None = None) -> dict:
+    """The runs.jsonl record of one run. ``started`` is a Unix time (s), ``wall_s`` seconds."""
+    suite_dir = Path(suite_dir)
+    verdict = verdict or {}
+    return {
+        "id": cell.id, "fingerprint": cell.fingerprint, "scenario": cell.name, "source": cell.source,
+        "seed": cell.seed, "kafka_version": cell.kafka_version, "duration_s": cell.duration,
+        "status": status, "valid": verdict.get("valid"),
+        "anomaly_counts": verdict.get("anomaly_counts") or {},
+        "failing": verdict.get("failing") or [],
+        "allowed": verdict.get("allowed") or [],
+        "first_examples": first_examples(verdict),
+        "unknown_reasons": verdict.get("unknown_reasons") or [],
+        "problems": problems or [], "error": error,
+        "run_dir": _rel(run_dir, suite_dir), "report": _rel(report, suite_dir),
+        "started_at": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
+        "wall_s": round(wall_s, 1),
+    }
+
+
+def describe_verdict(title: str, verdict: dict, *, report: str | Path | None = None,
+                     run_dir: str | Path | None = None, problems: Iterable[str] = (),
+                     max_examples: int = 1) -> str:
+    """A failure message: title and verdict, each anomaly with its count and first example(s),
+    unknown reasons, notes, and where the report is. Used by the JUnit output and the pytest plugin."""
+    label = {True: "VALID", False: "INVALID"}.get(verdict.get("valid"), "UNKNOWN")
+    lines = [f"{title}: {label}"]
+    examples = verdict.get("anomalies") or {}
+    firsts = verdict.get("first_examples") or {}
+    counts = verdict.get("anomaly_counts") or {k: len(v) for k, v in examples.items()}
+    allowed = set(verdict.get("allowed") or ())
+    failing = set(verdict["failing"]) if "failing" in verdict else set(counts) - allowed
+    for name in sorted(counts, key=lambda n: (n not in failing, n)):
+        note = "" if name in failing else (" (allowed)" if name in allowed else " (not failing)")
+        lines.append(f"  {name}: {counts[name]} case(s){note}")
+        texts = [_explain(ex) for ex in examples.get(name, [])[:max_examples]]
+        for text in texts or ([firsts[name]] if name in firsts else []):
+            lines.append(f"    e.g. {text}")
+    lines += [f"  unknown: {r}" for r in verdict.get("unknown_reasons") or []]
+    lines += [f"  note: {p}" for p in problems]
+    if run_dir:
+        lines.append(f"run folder: {run_dir}")
+    lines.append(f"report: {report if report else '(none)'}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- summary and outputs
+
+def rows(cells: list[Cell], records: dict[str, dict]) -> list[dict]:
+    """One row per cell in run order: its current record, or a not-run row."""
+    out = []
+    for c in cells:
+        rec = current_record(c, records)
+        if rec is None:
+            rec = {"id": c.id, "fingerprint": c.fingerprint, "scenario": c.name, "source": c.source,
+                   "seed": c.seed, "kafka_version": c.kafka_version, "duration_s": c.duration,
+                   "status": NOT_RUN, "valid": None, "anomaly_counts": {}, "failing": [], "allowed": [],
+                   "first_examples": {}, "unknown_reasons": [], "problems": [], "error": None,
+                   "run_dir": None, "report": None, "started_at": None, "wall_s": None}
+        out.append(rec)
+    return out
+
+
+def exit_code(statuses: Iterable[str]) -> int:
+    """1 when any run is invalid; else 2 when any is unknown, errored, interrupted or not run; else 0."""
+    s = set(statuses)
+    if INVALID in s:
+        return 1
+    return 2 if s - {VALID} else 0
+
+
+def summarize(name: str, source: str | None, cells: list[Cell], records: dict[str, dict]) -> dict:
+    """The summary.json document: ``{suite, source, generated_at, host, complete, exit_code,
+    totals: {runs, valid, invalid, unknown, error, interrupted, not-run}, anomaly_counts:
+    {name: cases over all runs}, wall_s, runs: [row, ...]}``."""
+    rs = rows(cells, records)
+    totals = {"runs": len(rs), **{s: sum(r["status"] == s for r in rs) for s in STATUSES}}
+    anomalies: dict[str, int] = {}
+    for r in rs:
+        for k, n in (r.get("anomaly_counts") or {}).items():
+            anomalies[k] = anomalies.get(k, 0) + n
+    return {
+        "suite": name, "source": source,
+        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "host": socket.gethostname(),
+        "complete": all(r["status"] in FINISHED for r in rs),
+        "exit_code": exit_code(r["status"] for r in rs),
+        "totals": totals, "anomaly_counts": dict(sorted(anomalies.items())),
+        "wall_s": round(sum(r.get("wall_s") or 0 for r in rs), 1),
+        "runs": rs,
+    }
+
+
+def junit_xml(summary: dict) -> str:
+    """JUnit XML of a summary: testsuite = the suite, testcase = a cell (classname
+    ``<suite>.<scenario>``, name ``<scenario>[seed=N,kafka=V]``, time = wall seconds). Invalid
+    runs are failures, unknown and errored runs errors, interrupted and not-run cells skipped.
+    Each testcase carries properties report, run_dir, seed, kafka_version, status."""
+    t = summary["totals"]
+    attrs = {"name": summary["suite"], "tests": str(t["runs"]), "failures": str(t[INVALID]),
+             "errors": str(t[UNKNOWN] + t[ERROR]), "skipped": str(t[INTERRUPTED] + t[NOT_RUN]),
+             "time": f"{summary['wall_s']:.1f}"}
+    root = ET.Element("testsuites", attrs)
+    ts = ET.SubElement(root, "testsuite", dict(attrs, timestamp=summary["generated_at"],
+                                               hostname=summary.get("host") or ""))
+    props = ET.SubElement(ts, "properties")
+    ET.SubElement(props, "property", name="suite_source", value=str(summary.get("source")))
+    for r in summary["runs"]:
+        tc = ET.SubElement(ts, "testcase", classname=f"{summary['suite']}.{r['scenario']}",
+                           name=f"{r['scenario']}[seed={r['seed']},kafka={r['kafka_version']}]",
+                           time=f"{r.get('wall_s') or 0:.1f}", file=r.get("source") or "")
+        p = ET.SubElement(tc, "properties")
+        for k in ("report", "run_dir", "seed", "kafka_version", "status", "duration_s"):
+            if r.get(k) is not None:
+                ET.SubElement(p, "property", name=k, value=str(r[k]))
+        status = r["status"]
+        title = f"{r['scenario']} (seed {r['seed']}, Kafka {r['kafka_version']})"
+        text = describe_verdict(title, r, report=r.get("report"), run_dir=r.get("run_dir"),
+                                problems=r.get("problems") or [])
+        counts = ", ".join(f"{k} x{n}" for k, n in sorted((r.get("anomaly_counts") or {}).items()))
+        if status == INVALID:
+            failing = ", ".join(r.get("failing") or []) or counts
+            ET.SubElement(tc, "failure", type="invalid", message=f"INVALID: {failing}").text = text
+        elif status == UNKNOWN:
+            msg = "; ".join(r.get("unknown_reasons") or []) or "verdict unknown"
+            ET.SubElement(tc, "error", type="unknown", message=f"UNKNOWN: {msg}"[:1000]).text = text
+        elif status == ERROR:
+            ET.SubElement(tc, "error", type="error", message=(r.get("error") or "error")[:1000]).text = \
+                f"{r.get('error')}\nrun folder: {r.get('run_dir')}"
+        elif status == INTERRUPTED:
+            ET.SubElement(tc, "skipped", message="interrupted: the load phase was cut short; runs again on resume")
+        elif status == NOT_RUN:
+            ET.SubElement(tc, "skipped", message="not run (the suite was interrupted or is still running)")
+        if r.get("report"):
+            ET.SubElement(tc, "system-out").text = f"report: {r['report']}\nrun folder: {r.get('run_dir')}\n"
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def fmt_s(s: float | None) -> str:
+    """Seconds as 42s, 3m05s or 1h02m; None as an empty string."""
+    if s is None:
+        return ""
+    s = int(round(s))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else (f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s")
+
+
+def index_html(summary: dict) -> str:
+    """The suite index page (self-contained HTML, jinja2 with autoescaping)."""
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined)
+    env.filters["dur"] = fmt_s
+    return env.get_template("suite_index.html.j2").render(s=summary, labels={
+        VALID: "VALID", INVALID: "INVALID", UNKNOWN: "UNKNOWN", ERROR: "ERROR",
+        INTERRUPTED: "INTERRUPTED", NOT_RUN: "NOT RUN"})
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def write_outputs(suite_dir: str | Path, summary: dict) -> dict[str, Path]:
+    """Write summary.json, junit.xml and index.html into ``suite_dir`` (each atomically);
+    return their paths by name."""
+    d = Path(suite_dir)
+    paths = {"summary": d / "summary.json", "junit": d / "junit.xml", "index": d / "index.html"}
+    _atomic_write(paths["summary"], json.dumps(summary, indent=1, default=str) + "\n")
+    _atomic_write(paths["junit"], junit_xml(summary))
+    _atomic_write(paths["index"], index_html(summary))
+    return paths
+
+
+# ---------------------------------------------------------------- time left
+
+def overhead_s(records: Iterable[dict]) -> float:
+    """Median seconds a run took beyond its load duration, over records of finished runs;
+    DEFAULT_OVERHEAD_S when none has been measured."""
+    extra = [r["wall_s"] - r["duration_s"] for r in records
+             if r.get("status") in FINISHED and r.get("wall_s") is not None and r.get("duration_s") is not None]
+    return max(0.0, statistics.median(extra)) if extra else DEFAULT_OVERHEAD_S
+
+
+def estimate_left(todo: list[Cell], overhead: float, current_elapsed: float | None = None) -> float:
+    """Seconds left: each cell in ``todo`` takes its duration plus ``overhead``; the first one is
+    the run under way when ``current_elapsed`` (seconds it has run) is given."""
+    left = sum(c.duration + overhead for c in todo)
+    if todo and current_elapsed is not None:
+        left -= min(current_elapsed, todo[0].duration + overhead)
+    return max(0.0, left)
+
+
+# ---------------------------------------------------------------- the loop
+
+class SuiteListener:
+    """What ``run_suite`` tells its user interface; every method is optional."""
+
+    def begin(self, cells: list[Cell], todo: list[Cell], overhead: float, suite_dir: Path) -> None: ...
+    def run_started(self, cell: Cell, progress: Any) -> None: ...
+    def run_finished(self, cell: Cell, record: dict, overhead: float) -> None: ...
+    def end(self, summary: dict, paths: dict[str, Path]) -> None: ...
+
+
+@dataclass
+class SuiteResult:
+    summary: dict
+    paths: dict[str, Path]
+    ran: list[str] = field(default_factory=list)      # cell ids run by this call
+    skipped: list[str] = field(default_factory=list)  # cell ids finished earlier (resumed)
+
+    @property
+    def exit_code(self) -> int:
+        return self.summary["exit_code"]
+
+
+def default_suite_dir(results_root: str | Path, name: str) -> Path:
+    return Path(results_root) / "suites" / name
+
+
+def run_suite(cells: list[Cell], results_root: str | Path, suite_dir: str | Path, *, name: str,
+              source: str | None = None, runner: Callable[..., Any] | None = None,
+              stop: threading.Event | None = None, listener: SuiteListener | None = None,
+              fresh: bool = False) -> SuiteResult:
+    """Run the cells not finished earlier, one after another; after each, append its record and
+    rewrite the outputs. Returns the summary (also in ``suite_dir``).
+
+    ``runner`` is ``harness.runner.run_scenario`` unless given (same signature). ``stop`` ends
+    the current run's load early (it still heals, drains and checks; it is recorded as
+    interrupted) and runs no further cell. A runner exception is recorded as an error and the
+    suite goes on. ``fresh`` moves an existing runs.jsonl aside (``runs-<time>.jsonl``) first.
+    """
+    if runner is None:
+        from harness.runner import run_scenario as runner
+    from harness.runner import Progress
+
+    stop = stop or threading.Event()
+    listener = listener or SuiteListener()
+    d = Path(suite_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    rec_path = d / RECORDS
+    if fresh and rec_path.exists():
+        rec_path.rename(d / f"runs-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.jsonl")
+    records = read_records(rec_path)
+    todo = pending(cells, records, d)
+    todo_ids = {c.id for c in todo}
+    skipped = [c.id for c in cells if c.id not in todo_ids]
+    overhead = overhead_s(records.values())
+    listener.begin(cells, todo, overhead, d)
+    ran: list[str] = []
+    paths = write_outputs(d, summarize(name, source, cells, records))
+    for cell in todo:
+        if stop.is_set():
+            break
+        progress = Progress()
+        listener.run_started(cell, progress)
+        started, t0 = time.time(), time.monotonic()
+        try:
+            res = runner(cell.scenario, results_root, source=cell.source, progress=progress, stop=stop)
+        except Exception as exc:  # recorded, shown, and the suite goes on
+            status = INTERRUPTED if stop.is_set() else ERROR
+            rec = make_record(cell, d, status=status, started=started, wall_s=time.monotonic() - t0,
+                              error=f"{type(exc).__name__}: {exc}")
+        else:
+            status = INTERRUPTED if stop.is_set() else status_of(res.verdict)
+            rec = make_record(cell, d, status=status, started=started, wall_s=time.monotonic() - t0,
+                              verdict=res.verdict, run_dir=res.run_dir, report=res.report,
+                              problems=list(res.problems))
+        append_record(rec_path, rec)
+        records[cell.id] = rec
+        ran.append(cell.id)
+        overhead = overhead_s(records.values())
+        listener.run_finished(cell, rec, overhead)
+        paths = write_outputs(d, summarize(name, source, cells, records))
+    summary = summarize(name, source, cells, records)
+    paths = write_outputs(d, summary)
+    listener.end(summary, paths)
+    return SuiteResult(summary, paths, ran, skipped)
+
+
+# ---------------------------------------------------------------- terminal view (rich)
+
+class RichSuiteProgress(SuiteListener):
+    """The terminal view of a suite: a bar over its runs with elapsed time and an estimate of
+    the time left, a status line for the run under way (phase, seconds, ops, faults), and one
+    line per finished run. On a console that is not a terminal (CI logs) the bar is printed
+    once at the end and ``heartbeat()`` prints the status line every ``heartbeat_s`` seconds."""
+
+    def __init__(self, console, heartbeat_s: float = 60.0):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+        from rich.text import Text
+
+        ui = self
+
+        class LeftColumn(ProgressColumn):
+            def render(self, task):
+                return Text(f"~{fmt_s(ui.left())} left", style="progress.remaining")
+
+        class Bar(Progress):
+            def get_renderables(self):
+                yield ui.status_text()
+                yield self.make_tasks_table(self.tasks)
+
+        self.console = console
+        self.heartbeat_s = heartbeat_s
+        self._last_beat = time.monotonic()
+        self.todo: list[Cell] = []
+        self.overhead = DEFAULT_OVERHEAD_S
+        self.cell: Cell | None = None
+        self.state: Any = None
+        self.run_t0 = 0.0
+        self.bar = Bar(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                       TextColumn("runs"), TimeElapsedColumn(), LeftColumn(), console=console,
+                       auto_refresh=console.is_terminal, refresh_per_second=2)
+        self.task = None
+        self.suite_dir = Path(".")
+
+    def left(self) -> float:
+        """Seconds left in the suite (estimate_left with the measured overhead)."""
+        elapsed = time.monotonic() - self.run_t0 if self.cell is not None else None
+        return estimate_left(self.todo, self.overhead, elapsed)
+
+    def status_text(self):
+        from rich.text import Text
+
+        if self.cell is None:
+            return Text("")
+        p = self.state
+        ops = p.ops() if p is not None and hasattr(p, "ops") else {"ok": 0, "fail": 0, "info": 0}
+        phase = getattr(p, "phase", "?")
+        return Text(f"{self.cell.id}  phase {phase:<9} {time.monotonic() - self.run_t0:6.0f} s of ~"
+                    f"{self.cell.duration + self.overhead:.0f} s   ops ok {ops['ok']} fail {ops['fail']} "
+                    f"info {ops['info']}   faults {getattr(p, 'faults', 0)}")
+
+    def begin(self, cells, todo, overhead, suite_dir):
+        self.todo, self.overhead, self.suite_dir = list(todo), overhead, Path(suite_dir)
+        done = len(cells) - len(todo)
+        self.console.print(f"suite: {len(cells)} runs, {done} finished earlier, {len(todo)} to run "
+                           f"(~{fmt_s(estimate_left(self.todo, overhead))}); outputs in {suite_dir}", soft_wrap=True)
+        self.task = self.bar.add_task("suite", total=len(cells), completed=done)
+        self.bar.start()
+
+    def run_started(self, cell, progress):
+        self.cell, self.state, self.run_t0 = cell, progress, time.monotonic()
+        if not self.console.is_terminal:
+            self.console.print(f"run {cell.id} ({cell.duration:g} s of load) ...", soft_wrap=True)
+
+    def run_finished(self, cell, record, overhead):
+        self.todo = [c for c in self.todo if c.id != cell.id]
+        self.overhead, self.cell = overhead, None
+        self.bar.advance(self.task)
+        style = {VALID: "green", INVALID: "red"}.get(record["status"], "yellow")
+        counts = ", ".join(f"{k} x{n}" for k, n in sorted(record["anomaly_counts"].items()))
+        where = record.get("report") or record.get("run_dir")
+        where = os.path.normpath(self.suite_dir / where) if where else ""
+        self.console.print(f"[{style}]{record['status'].upper():<11}[/] {cell.id}  {fmt_s(record['wall_s'])}  "
+                           f"{counts}  {record.get('error') or ''}  {where}".rstrip(), soft_wrap=True, highlight=False)
+
+    def heartbeat(self) -> None:
+        """Call now and then: on a non-terminal, prints the status line every heartbeat_s."""
+        if self.console.is_terminal or self.cell is None:
+            return
+        if time.monotonic() - self._last_beat >= self.heartbeat_s:
+            self._last_beat = time.monotonic()
+            self.console.print(self.status_text(), f" (suite ~{fmt_s(self.left())} left)", soft_wrap=True)
+
+    def end(self, summary, paths):
+        self.cell = None
+        self.bar.stop()
