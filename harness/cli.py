@@ -128,6 +128,7 @@ def suite(
     """Run a matrix of scenarios x seeds x Kafka versions, resuming where an earlier call stopped;
     write index.html, junit.xml and summary.json. Exit 0 all valid, 1 any invalid, 2 otherwise."""
     from harness import suite as st
+    from harness.suite_outputs import RichSuiteProgress
 
     try:
         spec = st.load_suite(suite_file)
@@ -152,7 +153,7 @@ def suite(
     # no further run starts. The same command later resumes.
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    ui = st.RichSuiteProgress(console)
+    ui = RichSuiteProgress(console)
     box: dict = {}
 
     def work() -> None:
