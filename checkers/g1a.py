@@ -25,7 +25,7 @@ def g1a_cases(h: History) -> list[dict]:
         return []
     bad = (
         reads(h).join(aborted, on=["key", "value"], how="inner")
-        .sort("key", "value", "invoke_index")
+        .sort("key", "value", "op")
     )
     out = []
     for row in bad.iter_rows(named=True):

@@ -73,15 +73,21 @@ def _writes(h: History) -> pl.DataFrame:
 def reads(h: History) -> pl.DataFrame:
     """One row per record returned by a poll micro-op.
 
-    Columns: op, seq, key, offset, value, OP_COLS of the reading op.
+    Columns: op, seq, key, offset, value, and the reading op's process, final,
+    complete_time.
     """
     return h.cached("reads", _reads)
 
 
+READ_OP_COLS = ["op", "process", "final", "complete_time"]
+
+
 def _reads(h: History) -> pl.DataFrame:
+    # reads are the biggest frame (one row per returned record): carry only the op columns
+    # finders need; the rest is looked up per example through History.op_ref
     return (
         h.mops.filter(pl.col("kind") == "poll").drop("kind")
-        .join(h.ops.select(OP_COLS), on="op", how="left")
+        .join(h.ops.select(READ_OP_COLS), on="op", how="left")
     )
 
 

@@ -28,7 +28,7 @@ def lost_write_cases(h: History) -> list[dict]:
     if r.is_empty():
         return []
     top = (
-        r.sort("pos", "invoke_index").group_by("key")
+        r.sort("pos", "op").group_by("key")
         .agg(pl.all().last())
         .select("key", max_pos="pos", max_offset="offset", max_value="value",
                 max_op="op", max_process="process")

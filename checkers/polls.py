@@ -27,7 +27,7 @@ def segments(h: History) -> pl.DataFrame:
         # resets (with a reset at each process's first op) serves every process at once
         return o.select(
             "op",
-            seg=(~pl.col("f").is_in(READ_FS) | (pl.col("prev_type").fill_null("x") != "ok"))
+            seg=(~pl.col("f").is_in(READ_FS) | (pl.col("prev_type") != "ok").fill_null(True))
             .cast(pl.UInt32).cum_sum())
     return h.cached("segments", build)
 
