@@ -459,6 +459,16 @@ class SuiteResult:
         return self.summary["exit_code"]
 
 
+def run_dir_since(results_root: str | Path, cell: Cell, started: float) -> Path | None:
+    """The newest run folder of ``cell`` begun at or after Unix time ``started`` (s), found by
+    its name (``<UTC start>-s<seed>``, harness.runner): where an errored run left its logs."""
+    stamp = datetime.fromtimestamp(int(started), timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    folder = Path(results_root) / cell.name
+    found = sorted(p for p in folder.glob(f"*-s{cell.seed}") if p.is_dir() and p.name >= stamp) \
+        if folder.is_dir() else []
+    return found[-1] if found else None
+
+
 def default_suite_dir(results_root: str | Path, name: str) -> Path:
     return Path(results_root) / "suites" / name
 
@@ -506,7 +516,8 @@ def run_suite(cells: list[Cell], results_root: str | Path, suite_dir: str | Path
         except Exception as exc:  # recorded, shown, and the suite goes on
             status = INTERRUPTED if stop.is_set() else ERROR
             rec = make_record(cell, d, status=status, started=started, wall_s=time.monotonic() - t0,
-                              error=f"{type(exc).__name__}: {exc}")
+                              error=f"{type(exc).__name__}: {exc}",
+                              run_dir=run_dir_since(results_root, cell, started))
         else:
             status = INTERRUPTED if stop.is_set() else status_of(res.verdict)
             rec = make_record(cell, d, status=status, started=started, wall_s=time.monotonic() - t0,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -231,7 +232,8 @@ class StandInRunner:
 
     def __call__(self, scn, results_root, *, source=None, progress=None, stop=None):
         self.calls.append((scn.name, scn.seed, scn.cluster.kafka_version, scn.duration, source))
-        if scn.seed == self.fail_on_seed:
+        if scn.seed == self.fail_on_seed:  # as harness.runner does: the run folder exists, then it fails
+            (Path(results_root) / scn.name / f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-s{scn.seed}").mkdir(parents=True)
             raise RuntimeError("3 brokers registered: timed out after 180 s")
         if scn.seed == self.stop_on_seed:
             self.stop.set()  # as Ctrl-C during the load phase would
@@ -257,7 +259,8 @@ def test_run_suite_records_writes_outputs_and_resumes_without_repeating(tmp_path
     statuses = [r["status"] for r in res.summary["runs"]]
     assert statuses == [st.VALID, st.INVALID, st.ERROR]
     err = res.summary["runs"][2]
-    assert "timed out after 180 s" in err["error"] and err["run_dir"] is None
+    assert "timed out after 180 s" in err["error"]
+    assert err["run_dir"].startswith("../../alpha/") and err["run_dir"].endswith("-s3"), "where its logs are"
     row = res.summary["runs"][1]
     assert row["first_examples"] == {"lost-write": "value 7 acknowledged, never read"}
     assert (suite_dir / row["report"]).read_text() == "<html>report</html>", "paths are relative to the suite folder"
