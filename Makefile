@@ -24,14 +24,15 @@ system-deps:
 $(BIN)/eos-chaos: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,spark]'
 	touch $@
 
 venv: $(BIN)/eos-chaos
 
-# Kafka 4.3.1 (default) and 3.9.1 (version matrix) jars from Maven Central, toxiproxy via go install
+# Kafka 4.3.1 (default) and 3.9.1 (version matrix) jars and Spark's Kafka connector jars from
+# Maven Central, toxiproxy via go install
 artifacts: venv
-	$(BIN)/eos-chaos setup --kafka-version 4.3.1 --kafka-version 3.9.1
+	$(BIN)/eos-chaos setup --kafka-version 4.3.1 --kafka-version 3.9.1 --spark
 
 demo: setup
 	$(SUDO) $(BIN)/eos-chaos run scenarios/smoke.yaml

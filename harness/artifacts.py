@@ -16,6 +16,7 @@ Everything here is idempotent and works offline once cached.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -156,3 +157,105 @@ def toxiproxy_server(*, fetch: bool = True) -> Path:
 def ensure_system_tools() -> list[str]:
     """Check the system tools the harness drives; return the names of the missing ones."""
     return [t for t in ("ip", "iptables", "java") if shutil.which(t) is None]
+
+
+# -- Spark's Kafka connector -------------------------------------------------------------------
+
+#: Spark version -> (spark-sql-kafka-0-10, spark-token-provider-kafka-0-10) versions to try, in
+#: order. Maven Central as this project reaches it (checked 2026-11) has neither artifact at
+#: 4.3.0, spark-sql-kafka-0-10 up to 4.2.0, and spark-token-provider-kafka-0-10 only up to
+#: 4.0.0 (4.1.0-preview1 aside): the second pair is the newest that resolves. The connector's
+#: use of Spark's APIs is checked by the Spark integration tests against the real cluster.
+SPARK_CONNECTOR_CANDIDATES: dict[str, list[tuple[str, str]]] = {
+    "4.3.0": [("4.3.0", "4.3.0"), ("4.2.0", "4.0.0")],
+}
+SPARK_SCALA = "2.13"
+
+
+def _spark_pom(sql_kafka: str, token_provider: str) -> str:
+    g, s = "org.apache.spark", SPARK_SCALA
+    return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>kafka-eos-chaos</groupId>
+  <artifactId>spark-kafka-connector</artifactId>
+  <version>{sql_kafka}</version>
+  <dependencies>
+    <dependency><groupId>{g}</groupId><artifactId>spark-sql-kafka-0-10_{s}</artifactId><version>{sql_kafka}</version>
+      <exclusions><exclusion><groupId>{g}</groupId><artifactId>spark-token-provider-kafka-0-10_{s}</artifactId></exclusion></exclusions>
+    </dependency>
+    <dependency><groupId>{g}</groupId><artifactId>spark-token-provider-kafka-0-10_{s}</artifactId><version>{token_provider}</version></dependency>
+  </dependencies>
+</project>
+"""
+
+
+def _artifact_name(jar: str) -> str:
+    """``spark-sql-kafka-0-10_2.13-4.2.0.jar`` -> ``spark-sql-kafka-0-10_2.13``: the file name
+    without its version (the first ``-<digits>.<digits>...`` part) and ``.jar``."""
+    m = re.match(r"^(.*?)-\d+(?:\.\d+)+", jar)
+    return m.group(1) if m else jar.removesuffix(".jar")
+
+
+def _pyspark_jar_names() -> set[str]:
+    """Artifact names of the jars the installed pyspark ships (empty when it is not installed)."""
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("pyspark")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        return set()
+    jars = Path(list(spec.submodule_search_locations)[0]) / "jars"
+    return {_artifact_name(p.name) for p in jars.glob("*.jar")}
+
+
+def spark_connector_jars(version: str = "4.3.0", *, fetch: bool = True) -> list[Path]:
+    """Local jar paths of Spark's Kafka connector for Spark ``version``, for ``spark.jars``.
+
+    Resolves ``org.apache.spark:spark-sql-kafka-0-10_2.13`` and
+    ``spark-token-provider-kafka-0-10_2.13`` with their runtime dependencies through Maven
+    (as ``kafka_dist`` does), trying the pairs of ``SPARK_CONNECTOR_CANDIDATES[version]`` in
+    order (just ``(version, version)`` for other versions); the pair used is written to
+    ``spark/<version>/.complete``. Cached under ``cache_dir()/spark/<version>/jars/``. Returns
+    the sorted paths of the jars that pyspark does not already ship (by artifact name, e.g.
+    ``spark-sql-kafka-0-10_2.13``, ``spark-token-provider-kafka-0-10_2.13``,
+    ``kafka-clients``, ``commons-pool2``), so that Spark's own scala-library, slf4j and
+    hadoop-client stay the only ones on its classpath.
+
+    Raises ArtifactError when Java or Maven is missing, when nothing is cached and ``fetch``
+    is false, or when no candidate pair resolves (the message quotes Maven's last lines).
+    """
+    home = cache_dir() / "spark" / version
+    jars = home / "jars"
+    if not (home / ".complete").exists():
+        if not fetch:
+            raise ArtifactError(f"Spark's Kafka connector {version} is not cached at {home}: "
+                                "run `eos-chaos setup --spark`")
+        _require("java", "install a JDK 17+ (Debian: apt-get install -y openjdk-17-jre-headless)")
+        mvn = _require("mvn", "install Maven (Debian: apt-get install -y maven)")
+        home.mkdir(parents=True, exist_ok=True)
+        staging = home / "jars.partial"
+        tails = []
+        for sql_kafka, token in SPARK_CONNECTOR_CANDIDATES.get(version, [(version, version)]):
+            shutil.rmtree(staging, ignore_errors=True)
+            with tempfile.TemporaryDirectory(prefix="eosc-spark-pom-") as tmp:
+                Path(tmp, "pom.xml").write_text(_spark_pom(sql_kafka, token))
+                proc = subprocess.run(
+                    [mvn, "-q", "-B", "dependency:copy-dependencies", "-DincludeScope=runtime",
+                     f"-DoutputDirectory={staging}"],
+                    cwd=tmp, capture_output=True, text=True,
+                )
+            if proc.returncode == 0:
+                break
+            tails.append(f"spark-sql-kafka-0-10 {sql_kafka} + spark-token-provider-kafka-0-10 {token}:\n"
+                         + "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:]))
+        else:
+            raise ArtifactError(f"Maven could not resolve Spark's Kafka connector for Spark {version} "
+                                "(is Maven Central reachable?):\n" + "\n\n".join(tails))
+        shutil.rmtree(jars, ignore_errors=True)
+        staging.rename(jars)
+        (home / ".complete").write_text(
+            f"spark-sql-kafka-0-10_{SPARK_SCALA} {sql_kafka}\nspark-token-provider-kafka-0-10_{SPARK_SCALA} {token}\n")
+    shipped = _pyspark_jar_names()
+    return sorted(p for p in jars.glob("*.jar") if _artifact_name(p.name) not in shipped)

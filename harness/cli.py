@@ -211,8 +211,10 @@ def check(
 
 
 @app.command()
-def setup(kafka_version: list[str] = typer.Option(None, help="versions to fetch (default: 4.3.1)")) -> None:
-    """Fetch and cache Kafka jars and the toxiproxy server; check system tools."""
+def setup(kafka_version: list[str] = typer.Option(None, help="versions to fetch (default: 4.3.1)"),
+          spark: bool = typer.Option(False, "--spark", help="also fetch Spark's Kafka connector jars (spark workload)"),
+          ) -> None:
+    """Fetch and cache Kafka jars and the toxiproxy server (and Spark's Kafka connector); check system tools."""
     from harness.artifacts import DEFAULT_KAFKA_VERSION, ArtifactError, ensure_system_tools, kafka_dist, toxiproxy_server
 
     try:
@@ -220,6 +222,10 @@ def setup(kafka_version: list[str] = typer.Option(None, help="versions to fetch 
             dist = kafka_dist(v)
             out.print(f"kafka {v}: {dist.libs}")
         out.print(f"toxiproxy: {toxiproxy_server()}")
+        if spark:
+            from harness.artifacts import spark_connector_jars
+
+            out.print(f"spark kafka connector: {', '.join(p.name for p in spark_connector_jars())}")
     except ArtifactError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2)

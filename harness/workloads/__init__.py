@@ -8,10 +8,11 @@ from typing import Annotated, Union
 
 from pydantic import Field
 
+from harness.workloads.spark import Spark, SparkSpec
 from harness.workloads.txn_queue import TxnQueue, TxnQueueSpec
 
-WORKLOADS = {"txn-queue": TxnQueue}
+WORKLOADS = {"spark": Spark, "txn-queue": TxnQueue}
 
-WorkloadSpec = Annotated[Union[TxnQueueSpec], Field(discriminator="name")]
+WorkloadSpec = Annotated[Union[TxnQueueSpec, SparkSpec], Field(discriminator="name")]
 
-__all__ = ["WORKLOADS", "WorkloadSpec", "TxnQueueSpec"]
+__all__ = ["WORKLOADS", "WorkloadSpec", "TxnQueueSpec", "SparkSpec"]
