@@ -24,6 +24,9 @@ from harness.net import Host, TestNetwork
 
 BROKER_PORT = 9092
 CONTROLLER_PORT = 9093
+#: the CLIENT listener (only when a run proxies client links, see harness.toxiproxy): clients
+#: connect through a proxy, and the broker advertises that proxy's address on this listener
+CLIENT_PORT = 9094
 
 #: broker settings of KAFKA-EOS.md ("the normal production shape") plus what a test needs.
 BROKER_DEFAULTS: dict[str, str] = {
@@ -86,6 +89,8 @@ class KafkaNode:
     log_path: Path
     heap_mb: int = 512
     overrides: dict[str, str] = field(default_factory=dict)
+    #: "host:port" of the proxy in front of this node's CLIENT listener; None: no CLIENT listener
+    client_advertised: str | None = None
     proc: subprocess.Popen | None = None
     paused: bool = False
 
@@ -101,17 +106,34 @@ class KafkaNode:
     def config_path(self) -> Path:
         return self.workdir / "server.properties"
 
+    def listener_config(self) -> dict[str, str]:
+        """Listeners: PLAINTEXT (inter-broker traffic, the admin agent, clients of runs without
+        proxies), CONTROLLER (KRaft quorum) and, with ``client_advertised``, CLIENT on port
+        9094 advertised at the proxy, so that clients which bootstrap through the proxies are
+        told to reconnect through them too (a client learns the addresses of the listener it
+        connected to)."""
+        listeners = [f"PLAINTEXT://{self.address}:{BROKER_PORT}", f"CONTROLLER://{self.address}:{CONTROLLER_PORT}"]
+        advertised = [f"PLAINTEXT://{self.address}:{BROKER_PORT}"]
+        protocols = ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT"]
+        if self.client_advertised:
+            listeners.append(f"CLIENT://{self.address}:{CLIENT_PORT}")
+            advertised.append(f"CLIENT://{self.client_advertised}")
+            protocols.append("CLIENT:PLAINTEXT")
+        return {
+            "listeners": ",".join(listeners),
+            "advertised.listeners": ",".join(advertised),
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": ",".join(protocols),
+        }
+
     def write_config(self, voters: str) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         conf = {
             "process.roles": "broker,controller",
             "node.id": str(self.node_id),
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://{self.address}:{BROKER_PORT},CONTROLLER://{self.address}:{CONTROLLER_PORT}",
-            "advertised.listeners": f"PLAINTEXT://{self.address}:{BROKER_PORT}",
-            "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            **self.listener_config(),
             "log.dirs": str(self.workdir / "data"),
             **BROKER_DEFAULTS,
             **self.overrides,
@@ -204,13 +226,17 @@ class Cluster:
     """N KRaft nodes on a TestNetwork. Node ids are 1..N."""
 
     def __init__(self, dist: KafkaDist, network: TestNetwork, workdir: Path, logdir: Path,
-                 nodes: int = 3, heap_mb: int = 512, overrides: dict[str, str] | None = None):
+                 nodes: int = 3, heap_mb: int = 512, overrides: dict[str, str] | None = None,
+                 client_listeners: dict[int, str] | None = None):
+        """``client_listeners`` (node id -> "host:port" of its proxy) adds the CLIENT listener
+        (KafkaNode.listener_config); without it the nodes have PLAINTEXT and CONTROLLER only."""
         self.dist = dist
         self.network = network
         self.cluster_id = random_cluster_id()
         self.nodes: dict[int, KafkaNode] = {
             i: KafkaNode(i, network.node(i), dist, workdir / f"n{i}", logdir / f"n{i}.log",
-                         heap_mb=heap_mb, overrides=dict(overrides or {}))
+                         heap_mb=heap_mb, overrides=dict(overrides or {}),
+                         client_advertised=(client_listeners or {}).get(i))
             for i in range(1, nodes + 1)
         }
 

@@ -63,6 +63,22 @@ class Host:
         """argv prefix that runs a command inside this host's namespace (pid is preserved)."""
         return ["ip", "netns", "exec", self.netns]
 
+    def run(self, *argv: str, check: bool = True, timeout: float = 30.0) -> subprocess.CompletedProcess:
+        """Run ``argv`` inside this host's namespace and wait (``timeout`` seconds) for it.
+
+        Used by the partition nemesis for ``iptables``: rules made this way live in this
+        namespace only, never in the root namespace. Returns the completed process (text
+        stdout/stderr); raises NetError naming the command and its stderr when it fails
+        (non-zero exit with ``check``, or a timeout)."""
+        cmd = self.exec_prefix() + list(argv)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            raise NetError(f"`{' '.join(cmd)}` timed out after {timeout:.0f} s") from exc
+        if check and proc.returncode != 0:
+            raise NetError(f"`{' '.join(cmd)}` failed ({proc.returncode}): {proc.stderr.strip()}")
+        return proc
+
 
 class TestNetwork:
     """The bridge and the hosts of one run. ``up()`` creates them, ``down()`` removes them."""
@@ -131,6 +147,13 @@ def cleanup() -> list[str]:
 
     Safe to call at any time, also when nothing exists. Returns a list of human-readable
     descriptions of what could not be undone (empty when everything is gone).
+
+    Firewall rules: the partition nemesis only ever adds iptables rules inside the harness's
+    namespaces (its own chain ``EOSC`` there), never in the root namespace. A network
+    namespace owns its netfilter tables, so deleting it removes its rules with it (checked on
+    this kernel with the nft backend: a rule added in a namespace is gone with ``ip netns del``
+    and the root ruleset never changes). Nothing extra is needed for rules here; a namespace
+    that cannot be deleted is reported, and with it whatever rules it still holds.
     """
     problems: list[str] = []
     for netns in list_namespaces():

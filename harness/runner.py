@@ -31,10 +31,11 @@ from harness.history import HistoryWriter
 from harness.lock import cluster_lock
 from harness.pool import Pool
 from harness.scenario import Scenario
+from harness.toxiproxy import ClientProxies
 from harness.util import wait_until
 from harness.workloads import WORKLOADS
 from nemesis.core import Composite, NemesisContext
-from nemesis.registry import build_nemesis, start_fs
+from nemesis.registry import build_nemesis, needs, start_fs
 from nemesis.schedule import fault_schedule
 
 NEMESIS = "nemesis"
@@ -150,6 +151,9 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
     node_ids = list(range(1, scn.cluster.nodes + 1))
     network = net.TestNetwork(node_ids)
     cluster = agent = pool = history = None
+    # link faults (issue 4): a toxiproxy proxy in front of every broker when a fault needs it
+    proxies = (ClientProxies(network, node_ids, logs, seed=scn.seed)
+               if "toxiproxy" in needs([f.fault for f in scn.nemesis.faults]) else None)
     meta: dict = {"scenario": scn.name, "workload": scn.workload.name, "seed": scn.seed,
                   "kafka_version": dist.version, "fail_on": scn.fail_on,
                   "stalled_lso_bound_s": scn.stalled_lso_bound_s}
@@ -159,12 +163,17 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         t0 = time.monotonic()
         network.up()
         cluster = Cluster(dist, network, run_dir / "nodes", logs, nodes=scn.cluster.nodes,
-                          heap_mb=scn.cluster.heap_mb, overrides=scn.cluster.broker)
+                          heap_mb=scn.cluster.heap_mb, overrides=scn.cluster.broker,
+                          client_listeners=proxies.advertised if proxies else None)
         cluster.format_and_start()
         agent = Agent(network.client, cluster.bootstrap, logs / "agent.log")
         wait_until(lambda: cluster_ready(agent, scn.cluster.nodes), 180,
                    f"{scn.cluster.nodes} brokers registered with an active controller (see logs/n*.log)")
-        workload = WORKLOADS[scn.workload.name](scn.workload, cluster.bootstrap, scn.seed)
+        if proxies:  # clients then bootstrap through the proxies; the admin agent stays direct
+            proxies.start()
+            meta["toxiproxy"] = proxies.config()
+        bootstrap = proxies.bootstrap if proxies else cluster.bootstrap
+        workload = WORKLOADS[scn.workload.name](scn.workload, bootstrap, scn.seed)
         meta.update(workload.meta(), keys=workload.keys())
         min_isr = min(2, scn.cluster.nodes)
         topics = workload.topics()
@@ -186,7 +195,7 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         pool = Pool(network.client, history, logs, respawn=workload.respawn)
         readers = [pool.spawn(w).name for w in workload.readers()]
         writers = [pool.spawn(w).name for w in workload.writers()]
-        ctx = NemesisContext(cluster=cluster, clients=pool, admin=agent, extra={"network": network})
+        ctx = NemesisContext(cluster=cluster, clients=pool, admin=agent, extra={"network": network, "toxiproxy": proxies})
         timings["load_s"] = _load(scn, run_dir, ctx, history, progress, stop)
 
         t0 = time.monotonic()
@@ -208,6 +217,11 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         timings["heal_and_drain_s"] = round(time.monotonic() - t0, 2)
     finally:
         progress.phase = "teardown"
+        if proxies:  # link faults (issue 4): stop toxiproxy before the network goes
+            try:
+                problems += proxies.stop()
+            except Exception as exc:  # report, don't swallow
+                problems.append(f"teardown of toxiproxy failed: {type(exc).__name__}: {exc}")
         problems += _teardown(pool, history, agent, cluster, network)
         meta["timings"] = timings
         meta["teardown_problems"] = problems

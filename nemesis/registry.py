@@ -12,8 +12,10 @@ from typing import Any, Callable
 
 from nemesis.clients import ClientKillNemesis, ClientPauseNemesis
 from nemesis.core import Composite, NemesisContext
+from nemesis.partition import PartitionNemesis, choose_partition
 from nemesis.process import KillNemesis, PauseNemesis
 from nemesis.targets import choose_client, choose_node
+from nemesis.toxiproxy import ToxicNemesis, choose_toxic_target
 
 #: (rng, fault spec as a dict, node ids, client names) -> the op value naming the target
 Chooser = Callable[[random.Random, dict[str, Any], list[int], list[str]], dict[str, Any]]
@@ -43,6 +45,9 @@ class FaultKind:
     end_f: str
     make: Callable[[NemesisContext], Any]  # the nemesis class (or factory); one instance per run
     choose: Chooser = choose_node_target
+    #: what the runner must put in NemesisContext.extra for this kind: "network" (the
+    #: TestNetwork), "toxiproxy" (client links through toxiproxy, harness.toxiproxy)
+    needs: tuple[str, ...] = ()
 
 
 FAULTS: dict[str, FaultKind] = {}
@@ -57,8 +62,16 @@ for _kind in (
     FaultKind("pause", "pause", "resume", PauseNemesis),
     FaultKind("kill-client", "kill-client", "restart-client", ClientKillNemesis, choose_client_target),
     FaultKind("pause-client", "pause-client", "resume-client", ClientPauseNemesis, choose_client_target),
+    # issue 4: partitions (iptables in the namespaces) and client-link toxics (toxiproxy)
+    FaultKind("partition", "partition", "heal-partition", PartitionNemesis, choose_partition, ("network",)),
+    FaultKind("toxic", "toxic", "untoxic", ToxicNemesis, choose_toxic_target, ("toxiproxy",)),
 ):
     register(_kind)
+
+
+def needs(fault_names: list[str]) -> set[str]:
+    """What the named fault kinds need from the runner (FaultKind.needs). KeyError if unknown."""
+    return {n for name in fault_names for n in FAULTS[name].needs}
 
 
 def start_fs() -> set[str]:

@@ -1,0 +1,166 @@
+"""Network partitions: a grudge (nemesis.grudge) applied as iptables rules in the namespaces.
+
+``partition`` applies the grudge in its op value: for every host h and every host s that h
+must not hear from, ``ip netns exec eosc-<h> iptables -A EOSC -s <address of s> -j DROP``
+(Jepsen ``net.clj`` iptables ``drop!``: DROP on INPUT by source, so packets vanish without
+an answer and connections hang until they time out). ``heal-partition`` flushes the chain in
+every namespace (Jepsen ``heal!``). The name ``heal`` stays the runner's final heal event.
+
+The rules live in a chain of ours, ``EOSC``, created in each host's namespace at setup and
+jumped to first from INPUT, so healing removes exactly our rules and teardown removes the
+chain and the jump too. iptables inside a namespace changes only that namespace; nothing here
+ever runs iptables in the root namespace (every command goes through Host.run, which is
+``ip netns exec eosc-<host>``). Needs ``ctx.extra["network"]``: the run's test network,
+whose ``hosts`` map a host name to an object with ``address`` and ``run(*argv)``.
+
+Op values: the schedule holds ``{"kind": "halves", "grudge": {"n1": ["n2", "n3"], ...},
+"params": {"grudge": "halves"}}`` (nemesis.grudge.to_json form), or for ``isolate-one`` /
+``client-broker`` aimed at a role, ``{"kind": ..., "role": "coordinator", "transactional_id":
+...}`` and the grudge is computed when the fault begins. The completion adds the grudge
+applied, the node resolved (role targets), ``rules`` (our rules the namespaces hold afterwards,
+read back with ``iptables -S``), ``symmetric`` and ``result``.
+"""
+from __future__ import annotations
+
+import random
+from typing import Any, Protocol
+
+from nemesis import grudge as g
+from nemesis.core import NemesisContext, Op
+from nemesis.targets import resolve_role
+
+CHAIN = "EOSC"
+
+
+class HostView(Protocol):
+    """One host of the test network (harness.net.Host)."""
+
+    name: str
+    address: str
+
+    def run(self, *argv: str, check: bool = True, timeout: float = 30.0) -> Any: ...
+
+
+class NetworkView(Protocol):
+    """The test network (harness.net.TestNetwork): host name -> host, and the client host."""
+
+    hosts: dict[str, HostView]
+
+    @property
+    def client(self) -> HostView: ...
+
+
+def choose_partition(rng: random.Random, spec: dict, nodes: list[int], clients: list[str]) -> dict:
+    """Schedule-time value of a ``partition`` fault (nemesis.registry Chooser): the grudge of
+    ``spec["grudge"]`` (default isolate-one) over the nodes, as data. For isolate-one and
+    client-broker with ``target`` coordinator/leader/controller, the role instead (resolved
+    when applied). Raises ValueError for an unknown grudge kind or a role on another kind."""
+    kind = spec.get("grudge", "isolate-one")
+    role = spec.get("target", "random")
+    if kind not in g.GRUDGE_KINDS:
+        raise ValueError(f"unknown grudge {kind!r}; known: {list(g.GRUDGE_KINDS)}")
+    if role != "random":
+        if kind not in g.SINGLE_NODE_KINDS:
+            raise ValueError(f"target {role} needs a single-node grudge {list(g.SINGLE_NODE_KINDS)}, not {kind}")
+        value = {"kind": kind, "role": role}
+        for k in ("transactional_id", "key"):
+            if spec.get(k):
+                value[k] = spec[k]
+        return value
+    return {"kind": kind, "grudge": g.to_json(g.make_grudge(kind, g.node_names(nodes), rng))}
+
+
+class PartitionNemesis:
+    """Applies grudges with iptables in the hosts' namespaces; see the module docstring."""
+
+    start_f, end_f = "partition", "heal-partition"
+
+    def __init__(self, ctx: NemesisContext):
+        network = ctx.extra.get("network")
+        if network is None:
+            raise ValueError("the partition fault needs the test network (ctx.extra['network'])")
+        self.ctx = ctx
+        self.network: NetworkView = network
+        self.prepared: list[str] = []  # hosts whose namespace has our chain and jump
+
+    def fs(self) -> set[str]:
+        return {self.start_f, self.end_f}
+
+    def _iptables(self, host: str, *args: str, check: bool = True):
+        return self.network.hosts[host].run("iptables", "-w", "5", *args, check=check, timeout=15)
+
+    def setup(self) -> None:
+        """Create chain EOSC and the jump INPUT -> EOSC in every host's namespace. Raises
+        NetError (from Host.run) when iptables fails; what was made is undone by teardown."""
+        for host in sorted(self.network.hosts):
+            if self._iptables(host, "-S", CHAIN, check=False).returncode != 0:
+                self._iptables(host, "-N", CHAIN)
+            if host not in self.prepared:
+                self.prepared.append(host)
+            if self._iptables(host, "-C", "INPUT", "-j", CHAIN, check=False).returncode != 0:
+                self._iptables(host, "-I", "INPUT", "1", "-j", CHAIN)
+
+    def invoke(self, op: Op) -> Op:
+        if op["f"] == self.start_f:
+            return {"f": op["f"], "value": dict(op["value"], **self._partition(op["value"]))}
+        removed = self.heal()
+        return {"f": op["f"], "value": dict(op["value"], rules=removed, result=f"removed {removed} rules")}
+
+    def _grudge(self, value: dict) -> tuple[g.Grudge, int | None]:
+        if "grudge" in value:
+            return g.from_json(value["grudge"]), None
+        node = self._resolve(value)
+        nodes = [h for h in self.network.hosts if h != self.network.client.name]
+        grudge = g.make_grudge(value["kind"], nodes, random.Random(0), node=f"n{node}",
+                               client=self.network.client.name)
+        return grudge, node
+
+    def _resolve(self, target: dict) -> int:
+        if self.ctx.admin is None:
+            raise RuntimeError(f"role target {target} needs the admin API")
+        topics = ["__transaction_state"] if target["role"] == "coordinator" else None
+        if target["role"] == "leader":
+            topics = [target["key"].rsplit("/", 1)[0]]
+        return resolve_role(target, self.ctx.admin.request("describe", timeout=5, topics=topics))
+
+    def _partition(self, value: dict) -> dict:
+        grudge, node = self._grudge(value)
+        unknown = sorted(({h for h in grudge} | {s for v in grudge.values() for s in v}) - set(self.network.hosts))
+        if unknown:
+            raise ValueError(f"grudge names hosts that are not on the test network: {unknown}")
+        for host, srcs in g.to_json(grudge).items():
+            for src in srcs:
+                self._iptables(host, "-A", CHAIN, "-s", self.network.hosts[src].address, "-j", "DROP")
+        rules = sum(self._count(h) for h in grudge)  # read back: what the namespaces now hold
+        out: dict[str, Any] = {"grudge": g.to_json(grudge), "rules": rules,
+                               "symmetric": g.is_symmetric(grudge), "result": g.describe(grudge)}
+        if node is not None:
+            out["node"] = node
+        return out
+
+    def _count(self, host: str) -> int:
+        listing = self._iptables(host, "-S", CHAIN).stdout
+        return sum(1 for line in listing.splitlines() if line.startswith(f"-A {CHAIN} "))
+
+    def heal(self) -> int:
+        """Flush our chain in every prepared namespace; return how many rules were removed.
+        Raises NetError when a flush fails."""
+        removed = 0
+        for host in self.prepared:
+            removed += self._count(host)
+            self._iptables(host, "-F", CHAIN)
+        return removed
+
+    def teardown(self) -> list[str]:
+        """Flush and delete chain EOSC and its jump in every namespace we prepared; return
+        what could not be removed (a namespace already gone takes its rules with it)."""
+        problems = []
+        for host in list(self.prepared):
+            for args in (("-F", CHAIN), ("-D", "INPUT", "-j", CHAIN), ("-X", CHAIN)):
+                proc = self._iptables(host, *args, check=False)
+                if proc.returncode != 0:
+                    problems.append(f"iptables {' '.join(args)} in {host}'s namespace failed: {proc.stderr.strip()}")
+                    break
+            else:
+                self.prepared.remove(host)
+        return problems
