@@ -54,8 +54,10 @@ class ErrorFacts:
 
 
 #: (phase, condition) -> decision. Conditions are checked in this order; first match wins.
-#: phases: init = init_transactions, send = begin/produce/flush, commit = commit_transaction,
-#: abort = abort_transaction (commit_requested tells whether commit had been called before).
+#: phases: init = init_transactions, send = begin/produce/flush, offsets =
+#: send_offsets_to_transaction, commit = commit_transaction, abort = abort_transaction
+#: (commit_requested tells whether commit had been called before), produce = a
+#: non-transactional record's delivery report.
 TABLE: list[tuple[str, str, Decision]] = [
     ("init", "fatal", Decision(Action.FAIL, replace=True)),
     ("init", "retriable", Decision(Action.RETRY, replace=False)),
@@ -64,6 +66,13 @@ TABLE: list[tuple[str, str, Decision]] = [
     ("send", "txn_requires_abort", Decision(Action.ABORT, replace=False)),
     ("send", "retriable", Decision(Action.ABORT, replace=False)),
     ("send", "other", Decision(Action.ABORT, replace=False)),
+    # send_offsets_to_transaction (a consume-transform-produce processor, KIP-447): commit not
+    # yet requested, so nothing of the transaction can become visible; a stale group
+    # generation (a fenced zombie member) comes back abortable
+    ("offsets", "fatal", Decision(Action.FAIL, replace=True)),
+    ("offsets", "txn_requires_abort", Decision(Action.ABORT, replace=False)),
+    ("offsets", "retriable", Decision(Action.RETRY, replace=False)),
+    ("offsets", "other", Decision(Action.ABORT, replace=False)),
     ("commit", "fatal", Decision(Action.INFO, replace=True)),  # e.g. fenced mid-commit: unknown
     ("commit", "txn_requires_abort", Decision(Action.ABORT, replace=False)),  # commit refused
     ("commit", "retriable", Decision(Action.RETRY, replace=False)),  # e.g. _TIMED_OUT

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -85,6 +86,21 @@ class WorkerHandle:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def retire(self, timeout: float) -> bool:
+        """Tell the worker a replacement takes over its transactional.id; True when it
+        acknowledged within ``timeout`` s (a worker role without retirement never does)."""
+        try:
+            self.proc.stdin.write(b"retire\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            return False
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(c.get("retired") for c in self.control):
+                return True
+            time.sleep(0.02)
+        return False
+
     def request_stop(self) -> None:
         """Ask the worker to finish its current op and exit."""
         try:
@@ -134,6 +150,9 @@ class Pool:
         self.workers: dict[str, WorkerHandle] = {}
         self.specs: dict[str, WorkerSpec] = {}
         self.paused: set[str] = set()
+        #: zombie faults: a retired worker -> the worker that replaced it
+        self.replacements: dict[str, str] = {}
+        self._replace_seq = itertools.count(1)
 
     def spawn(self, spec: WorkerSpec) -> WorkerHandle:
         """Start the worker ``spec`` describes; a name already used replaces the dead worker."""
@@ -161,9 +180,33 @@ class Pool:
         return f"killed pid {w.pid}"
 
     def restart_client(self, name: str) -> str:
+        if name in self.replacements:  # restarting it would fence its replacement
+            return f"retired (replaced by {self.replacements[name]}); not restarted"
         if self.workers[name].alive():
             return "still running"
         return f"restarted as pid {self.spawn(self.respawn(self.specs[name])).pid}"
+
+    def replace_client(self, name: str, fresh_id: bool = False) -> str:
+        """Zombie-maker: retire worker ``name`` (a ``retire`` line on its stdin, acknowledged
+        within 5 s; see harness.workers.retire), SIGSTOP it, and start a replacement worker
+        ``<name>.z<n>`` from the workload's respawn of its spec: the same transactional.id, or
+        ``<id>.z<n>`` when ``fresh_id`` (a negative control). Returns the replacement's name.
+        The old worker stays paused until ``resume_client(name)``; ``stop`` also stops the
+        replacement. Raises KeyError for an unknown name."""
+        w = self.workers[name]
+        n = next(self._replace_seq)
+        if w.alive():
+            w.retire(timeout=5.0)
+            os.kill(w.pid, signal.SIGSTOP)
+            self.paused.add(name)
+        spec = self.respawn(self.specs[name])
+        cfg = dict(spec.cfg)
+        if fresh_id and "transactional_id" in cfg:
+            cfg["transactional_id"] = f"{cfg['transactional_id']}.z{n}"
+        new = WorkerSpec(f"{name}.z{n}", spec.role, cfg)
+        self.spawn(new)
+        self.replacements[name] = new.name
+        return new.name
 
     def pause_client(self, name: str) -> str:
         w = self.workers[name]
@@ -182,8 +225,13 @@ class Pool:
         return f"resumed pid {w.pid}"
 
     def stop(self, names: list[str], timeout: float = 60.0) -> list[str]:
-        """Stop the named workers gracefully, SIGKILL what does not exit; return problems."""
+        """Stop the named workers and their replacements (``replace_client``) gracefully,
+        SIGKILL what does not exit; return problems."""
         problems = []
+        names = list(names)
+        for n in names:
+            if n in self.replacements and self.replacements[n] not in names:
+                names.append(self.replacements[n])
         for n in names:
             if n in self.paused:
                 self.resume_client(n)

@@ -15,6 +15,7 @@ from nemesis.core import Composite, NemesisContext
 from nemesis.partition import PartitionNemesis, choose_partition
 from nemesis.process import KillNemesis, PauseNemesis
 from nemesis.targets import choose_client, choose_node
+from nemesis.zombie import ZombieNemesis
 from nemesis.toxiproxy import ToxicNemesis, choose_toxic_target
 
 #: (rng, fault spec as a dict, node ids, client names) -> the op value naming the target
@@ -62,6 +63,8 @@ for _kind in (
     FaultKind("pause", "pause", "resume", PauseNemesis),
     FaultKind("kill-client", "kill-client", "restart-client", ClientKillNemesis, choose_client_target),
     FaultKind("pause-client", "pause-client", "resume-client", ClientPauseNemesis, choose_client_target),
+    # issue 4 part 8: pause a transactional client, start a replacement with its id (nemesis.zombie)
+    FaultKind("zombie", "zombie", "resume-zombie", ZombieNemesis, choose_client_target),
     # issue 4: partitions (iptables in the namespaces) and client-link toxics (toxiproxy)
     FaultKind("partition", "partition", "heal-partition", PartitionNemesis, choose_partition, ("network",)),
     FaultKind("toxic", "toxic", "untoxic", ToxicNemesis, choose_toxic_target, ("toxiproxy",)),

@@ -2,9 +2,16 @@ import json
 import sys
 
 from harness.workers.consumer import ConsumerWorker, DrainWorker
-from harness.workers.txn_producer import TxnProducerWorker
+from harness.workers.idempotent_producer import IdempotentProducerWorker
+from harness.workers.pipeline_drain import PipelineDrainWorker
+from harness.workers.processor import ProcessorWorker
+from harness.workers.retire import RetirableTxnProducer
 
-ROLES = {"txn-producer": TxnProducerWorker, "consumer": ConsumerWorker, "drain": DrainWorker}
+# txn-producer is TxnProducerWorker plus retirement (harness.workers.retire): identical until a
+# zombie fault retires it
+ROLES = {"txn-producer": RetirableTxnProducer, "consumer": ConsumerWorker, "drain": DrainWorker,
+         "idempotent-producer": IdempotentProducerWorker, "processor": ProcessorWorker,
+         "pipeline-drain": PipelineDrainWorker}
 
 # Spark (harness.workloads.spark): the worker process is the Spark driver; its drain also waits
 # for Spark to reach the end of the input

@@ -8,11 +8,13 @@ from typing import Annotated, Union
 
 from pydantic import Field
 
+from harness.workloads.eos_pipeline import EosPipeline, EosPipelineSpec
+from harness.workloads.idempotent import Idempotent, IdempotentSpec
 from harness.workloads.spark import Spark, SparkSpec
 from harness.workloads.txn_queue import TxnQueue, TxnQueueSpec
 
-WORKLOADS = {"spark": Spark, "txn-queue": TxnQueue}
+WORKLOADS = {"txn-queue": TxnQueue, "idempotent": Idempotent, "eos-pipeline": EosPipeline, "spark": Spark}
 
-WorkloadSpec = Annotated[Union[TxnQueueSpec, SparkSpec], Field(discriminator="name")]
+WorkloadSpec = Annotated[Union[TxnQueueSpec, IdempotentSpec, EosPipelineSpec, SparkSpec], Field(discriminator="name")]
 
-__all__ = ["WORKLOADS", "WorkloadSpec", "TxnQueueSpec", "SparkSpec"]
+__all__ = ["WORKLOADS", "WorkloadSpec", "TxnQueueSpec", "IdempotentSpec", "EosPipelineSpec", "SparkSpec"]

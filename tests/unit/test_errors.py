@@ -18,6 +18,12 @@ def E(**kw):
     ("init", E(retriable=True), Action.RETRY, False),
     ("init", E(fatal=True), Action.FAIL, True),
     ("abort", E(), Action.FAIL, True),
+    ("offsets", E(fatal=True), Action.FAIL, True),       # fenced before commit: cannot commit
+    ("offsets", E(txn_requires_abort=True), Action.ABORT, False),  # e.g. stale generation
+    ("offsets", E(retriable=True), Action.RETRY, False),
+    ("offsets", E(), Action.ABORT, False),
+    ("produce", E(fatal=True), Action.INFO, True),       # idempotence broken: new instance
+    ("produce", E(retriable=True), Action.INFO, False),  # e.g. _MSG_TIMED_OUT: maybe written
 ])
 def test_table(phase, facts, action, replace):
     d = classify(facts, phase)

@@ -1,0 +1,133 @@
+"""Idempotent (non-transactional) producer worker: Jepsen's queue workload without transactions.
+
+Config keys: ``bootstrap``, ``keys`` (list of "topic/partition"), ``seed``, ``value_base``
+(first value; every worker spawn gets its own base, so values are unique per run),
+``max_sends`` (1..max_sends records per op; keys drawn with replacement, so one op may send
+several records to one partition, in order), ``producer`` (extra librdkafka settings, e.g.
+``enable.idempotence: false`` for the negative control), ``flush_timeout_s``.
+
+Each op is one ``send`` op (HISTORY.md): invoke ``[["send", key, value], ...]``, then every
+record is produced asynchronously and ``flush()`` waits for all delivery reports. The
+completion lists ``["send", key, [offset, value]]`` in send order (offset ``null`` for a
+record whose delivery failed). Outcome: ``ok`` when every record was acknowledged; ``info``
+when any delivery failed (a non-transactional record that timed out or hit an error may or
+may not be in the log: librdkafka's ``PossiblyPersisted``), using harness.errors' ``produce``
+rows; a fatal error (e.g. an idempotence sequence error) replaces the producer instance, which
+is a new logical process with a new producer id.
+
+What this exercises (KIP-98 idempotent producer; librdkafka INTRODUCTION.md "Idempotent
+Producer"): with ``enable.idempotence=true`` (librdkafka default false; the workload turns it
+on) internal retries after leader failover, request timeouts or connection resets must never
+duplicate (``duplicate``) or reorder (``int-nonmonotonic-send``/``nonmonotonic-send``) a
+partition's records, up to ``max.in.flight.requests.per.connection`` = 5.
+``message.timeout.ms`` is long (60 s) and the flush waits longer still, so every record gets
+a delivery report before its op completes.
+"""
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from confluent_kafka import KafkaException, Producer
+
+from harness.errors import classify, error_pair
+from harness.workers.base import Worker
+
+
+class IdempotentProducerWorker(Worker):
+    def __init__(self, cfg: dict[str, Any]):
+        super().__init__(cfg)
+        self.rng = random.Random(cfg["seed"])
+        self.next_value = cfg["value_base"]
+        self.producer: Producer | None = None
+        self.fatal: list | None = None
+
+    def conf(self) -> dict:
+        return {
+            "bootstrap.servers": self.cfg["bootstrap"],
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 0,  # no batching delay: a partition's records go out in several requests
+            "max.in.flight.requests.per.connection": 5,
+            "message.timeout.ms": 60000,
+            "socket.timeout.ms": 10000,
+            "error_cb": self._on_error,
+            **self.cfg.get("producer", {}),
+        }
+
+    def _on_error(self, err) -> None:
+        if err.fatal():
+            self.fatal = error_pair(err)
+        self.log(f"producer error: {err}")
+
+    def choose_sends(self) -> list[tuple[str, int]]:
+        keys = self.cfg["keys"]
+        n = self.rng.randint(1, self.cfg.get("max_sends", 4))
+        sends = []
+        for key in self.rng.choices(keys, k=n):
+            sends.append((key, self.next_value))
+            self.next_value += 1
+        return sends
+
+    def send(self) -> None:
+        """One ``send`` op; see the module docstring for outcomes."""
+        if self.producer is None:
+            self.producer = Producer(self.conf())
+            self.fatal = None
+        sends = self.choose_sends()
+        offsets: dict[int, int] = {}
+        errors: dict[int, Any] = {}
+
+        def on_delivery(err, msg):
+            value = int(msg.value())
+            if err is not None:
+                errors[value] = err
+            else:
+                offsets[value] = msg.offset()
+
+        self.emit("invoke", "send", [["send", k, v] for k, v in sends])
+        error = None
+        try:
+            for key, value in sends:
+                topic, part = key.rsplit("/", 1)
+                while True:
+                    try:
+                        self.producer.produce(topic, value=str(value).encode(), partition=int(part),
+                                              on_delivery=on_delivery)
+                        break
+                    except BufferError:  # local queue full: serve delivery reports, then retry
+                        self.producer.poll(0.1)
+            remaining = self.producer.flush(float(self.cfg.get("flush_timeout_s", 90)))
+            if remaining:
+                error = ["_FLUSH_TIMEOUT", f"{remaining} records without a delivery report"]
+        except KafkaException as exc:
+            errors.setdefault(-1, exc)
+        completed = [["send", k, [offsets.get(v), v]] for k, v in sends]
+        first = next(iter(errors.values()), None)
+        if first is None and error is None:
+            self.emit("ok", "send", completed)
+            return
+        replace = bool(self.fatal)
+        if first is not None:
+            d = classify(first, "produce")
+            replace = replace or d.replace
+            error = error or error_pair(first)
+        self.emit("info", "send", completed, error=error)
+        if replace or error[0] == "_FLUSH_TIMEOUT":
+            # a fatal error leaves the instance unusable; records still queued after a flush
+            # timeout would be reported to no op. A new instance is a new logical process.
+            self.log(f"replacing the producer instance after {error}")
+            try:  # fail what is still queued, so that destroying the instance does not block
+                self.producer.purge()
+                self.producer.flush(1)
+            except Exception as exc:  # a fatal instance may refuse; it is dropped anyway
+                self.log(f"purge: {exc}")
+            self.producer = None
+            self.new_instance()
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            self.send()
+        if self.producer is not None:
+            self.producer.flush(10)
+        self.control(done=True, next_value=self.next_value)

@@ -1,0 +1,251 @@
+"""Consume-transform-produce processor worker (KIP-98 transactions, KIP-447 group fencing).
+
+Config keys: ``bootstrap``, ``input_topic``, ``output_topic`` (input key ``in/p`` feeds output
+key ``out/p``), ``transactional_id``, ``group_id``, ``spawn`` (0..999, unique per spawn), ``max_batch`` (records per transaction),
+``abort_probability`` (transactions aborted on purpose), ``offsets`` and ``group_metadata``
+(below), ``group_instance_id`` (static membership, KIP-345; optional), ``producer`` /
+``consumer`` (extra librdkafka settings), ``timeout_s`` (per call).
+
+One processor instance is a transactional producer plus a consumer in group ``group_id``
+(``subscribe``, ``isolation.level=read_committed``, no auto-commit). Each cycle:
+
+1. ``consume()`` up to ``max_batch`` records: wait up to 0.5 s for one, then take what is
+   already fetched (empty polls are not recorded);
+2. one ``txn`` op, invoked with ``[["poll"], ["send", out_key, value], ...]``:
+   ``begin_transaction``; every input record becomes one record on the output key of its
+   partition whose value encodes the input value and the attempt (``output_value``):
+   ``input_value * OUTPUT_FACTOR + spawn * 1000 + n``, where ``spawn`` is unique per worker
+   spawn (``cfg["spawn"]``) and ``n`` counts this worker's attempts at that input. So
+   ``output // OUTPUT_FACTOR`` is the input value, and every send of an output key carries a
+   value no other send carries (HISTORY.md), also when an input is processed again after an
+   abort, a crash or a rebalance, which exactly-once processing must do;
+   ``send_offsets_to_transaction`` with the next offset of every input partition of
+   the batch and the consumer's group metadata (KIP-447: the group coordinator rejects the
+   offsets of a member whose generation is stale, which fences zombie processors whatever
+   their transactional.id); ``commit_transaction``;
+3. the completion holds ``["poll", {in_key: [[offset, value], ...]}]`` and the sends with
+   their offsets: ``ok`` when commit returned, ``fail`` after a clean abort (the consumer is
+   rewound to the batch's first offsets, so the records are processed again), ``info`` when
+   unknown (the instance is replaced: a new logical process, a new ``init`` on the same
+   transactional.id, a new group member).
+
+Rebalances are recorded as ``assign`` ops (value: the keys now assigned; meta ``group_id``,
+``via: rebalance``), so that checkers do not compare reads across a reassignment.
+
+Negative-control switches (misconfigured pipelines the checkers must catch):
+
+* ``offsets: consumer`` commits the input offsets with ``Consumer.commit()`` *after* the
+  transaction committed, instead of inside it: a crash between the two reprocesses the batch
+  (eos-duplicate).
+* ``group_metadata: group-only`` sends offsets with the metadata of a consumer that never
+  joins the group (generation -1, no member id), like the deprecated
+  ``sendOffsetsToTransaction(offsets, groupId)``: the coordinator cannot fence a zombie by
+  generation, only by transactional.id epoch.
+
+Error handling follows harness.errors (phases ``send``, ``offsets``, ``commit``, ``abort``).
+A retired processor (harness.workers.retire) exits when its instance is lost.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from harness.errors import Action, classify, error_pair
+from harness.workers.retire import RetirableTxnProducer
+from harness.workers.txn_producer import TxnOutcome
+
+
+#: output value = input value * OUTPUT_FACTOR + attempt tag (< OUTPUT_FACTOR)
+OUTPUT_FACTOR = 1_000_000
+
+
+def output_value(input_value: int, spawn: int, attempt: int) -> int:
+    """The output value of one attempt at an input value; ``// OUTPUT_FACTOR`` gives the
+    input back. ``spawn`` in 0..999 (one per worker spawn), ``attempt`` in 0..999 (this
+    spawn's attempts at this input). Raises ValueError outside those ranges (the tag would
+    no longer be unique)."""
+    if not (0 <= spawn < 1000 and 0 <= attempt < 1000):
+        raise ValueError(f"attempt tag out of range: spawn {spawn}, attempt {attempt}")
+    return input_value * OUTPUT_FACTOR + spawn * 1000 + attempt
+
+
+def _tp(key: str, offset: int) -> TopicPartition:
+    topic, part = key.rsplit("/", 1)
+    return TopicPartition(topic, int(part), offset)
+
+
+class ProcessorWorker(RetirableTxnProducer):
+    def __init__(self, cfg: dict[str, Any]):
+        super().__init__({"seed": 0, "value_base": 0, **cfg})
+        self.group = cfg["group_id"]
+        self.consumer: Consumer | None = None
+        self.standalone: Consumer | None = None  # group-only metadata source
+        self._pending: list[TopicPartition] | None = None
+        self.spawn = int(cfg.get("spawn", 0))
+        self.attempts: dict[int, int] = {}  # input value -> attempts of this worker so far
+
+    # -- instances -----------------------------------------------------------------------
+    def consumer_conf(self) -> dict:
+        return {
+            "bootstrap.servers": self.cfg["bootstrap"],
+            "group.id": self.group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": False,
+            "fetch.wait.max.ms": 100,
+            "socket.timeout.ms": 10000,
+            # a killed or paused member leaves the group after 10 s (broker minimum 6 s)
+            "session.timeout.ms": 10000,
+            "heartbeat.interval.ms": 1000,
+            # static membership (KIP-345): a restarted processor takes its old member's place at
+            # once instead of waiting for that member's session to expire
+            **({"group.instance.id": self.cfg["group_instance_id"]} if self.cfg.get("group_instance_id") else {}),
+            **self.cfg.get("consumer", {}),
+        }
+
+    def start_instance(self) -> bool:
+        """``init`` (fences every older instance of the transactional.id and aborts its open
+        transaction), then join the group. False when init failed."""
+        if not self.init():
+            return False
+        self.consumer = Consumer(self.consumer_conf())
+        self.consumer.subscribe([self.cfg["input_topic"]], on_assign=self._on_assign,
+                                on_revoke=self._on_revoke)
+        return True
+
+    def _on_assign(self, consumer, partitions) -> None:
+        keys = sorted(f"{tp.topic}/{tp.partition}" for tp in partitions)
+        meta = {"group_id": self.group, "via": "rebalance", "transactional_id": self.tid}
+        self.emit("invoke", "assign", keys, meta=meta)
+        self.emit("ok", "assign", keys, meta=meta)
+
+    def _on_revoke(self, consumer, partitions) -> None:
+        self.log(f"revoked {[f'{tp.topic}/{tp.partition}' for tp in partitions]}")
+
+    def close_consumer(self) -> None:
+        for c in (self.consumer, self.standalone):
+            if c is not None:
+                try:
+                    c.close()  # leave the group now rather than after session.timeout.ms
+                except Exception as exc:  # a consumer of a broken instance may refuse
+                    self.log(f"consumer close: {exc}")
+        self.consumer = self.standalone = None
+
+    def replace(self) -> None:
+        self.close_consumer()
+        super().replace()
+
+    # -- one transaction -----------------------------------------------------------------
+    def out_key(self, in_key: str) -> str:
+        return f"{self.cfg['output_topic']}/{in_key.rsplit('/', 1)[1]}"
+
+    def group_metadata(self):
+        if self.cfg.get("group_metadata", "member") == "group-only":
+            if self.standalone is None:  # never subscribes: generation -1, no member id
+                self.standalone = Consumer({"bootstrap.servers": self.cfg["bootstrap"],
+                                            "group.id": self.group})
+            return self.standalone.consumer_group_metadata()
+        return self.consumer.consumer_group_metadata()
+
+    def step(self) -> None:
+        t0 = self.now()
+        try:  # wait for one record, then take what else is already fetched, up to max_batch
+            msgs = self.consumer.consume(num_messages=1, timeout=0.5)
+            if msgs:
+                msgs += self.consumer.consume(num_messages=int(self.cfg.get("max_batch", 50)) - 1, timeout=0)
+        except KafkaException as exc:  # a fatal consumer error: this instance is done
+            self.log(f"consume: {exc}; replacing the instance")
+            self.replace()
+            return
+        by_key: dict[str, list] = {}
+        first: dict[str, int] = {}
+        sends: list[tuple[str, int]] = []
+        for m in msgs:
+            if m.error() is not None:
+                self.log(f"consumer error: {m.error()}")
+                if m.error().fatal():  # e.g. static member fenced by a newer one with its id
+                    self.replace()
+                    return
+                continue
+            key = f"{m.topic()}/{m.partition()}"
+            value = int(m.value())
+            by_key.setdefault(key, []).append([m.offset(), value])
+            first.setdefault(key, m.offset())
+            n = self.attempts.get(value, 0)
+            self.attempts[value] = n + 1
+            sends.append((self.out_key(key), output_value(value, self.spawn, n)))
+        if not sends:
+            return
+        nxt = [_tp(k, recs[-1][0] + 1) for k, recs in by_key.items()]
+        meta = {"transactional_id": self.tid, "group_id": self.group}
+        self.emit("invoke", "txn", [["poll"]] + [["send", k, v] for k, v in sends], time_ns=t0, meta=meta)
+        offsets: dict[int, int | None] = {}
+        abort_on_purpose = self.rng.random() < self.cfg.get("abort_probability", 0.0)
+        consumer_mode = self.cfg.get("offsets", "transaction") == "consumer"
+        self._pending = None if consumer_mode else nxt
+
+        def completed() -> list:
+            return [["poll", by_key]] + [["send", k, [offsets.get(v), v]] for k, v in sends]
+
+        try:
+            self._run_txn(sends, offsets, abort_on_purpose)  # its commit sends the offsets first
+        except TxnOutcome as out:
+            m = dict(meta, abort="chosen") if out.error is None and out.type == "fail" else meta
+            self.emit(out.type, "txn", completed(), error=out.error, meta=m)
+            if out.replace:
+                self.replace()
+            elif out.type == "fail":
+                self.rewind(first)
+            return
+        if consumer_mode:
+            try:  # the negative control: offsets outside the transaction, after its commit
+                self.consumer.commit(offsets=nxt, asynchronous=False)
+            except KafkaException as exc:
+                meta = dict(meta, consumer_commit_error=error_pair(exc))
+        self.emit("ok", "txn", completed(), meta=meta)
+
+    def _commit(self) -> None:
+        """send_offsets_to_transaction (unless offsets go through the consumer), then commit."""
+        if self._pending is not None:
+            self._send_offsets(self._pending)
+        super()._commit()
+
+    def _send_offsets(self, tps: list[TopicPartition]) -> None:
+        deadline = time.monotonic() + 4 * self.timeout
+        while True:
+            try:
+                self.producer.send_offsets_to_transaction(tps, self.group_metadata(), self.timeout)
+                return
+            except KafkaException as exc:
+                d = classify(exc, "offsets")
+                if d.action == Action.RETRY and time.monotonic() < deadline:
+                    continue
+                if d.action == Action.FAIL:
+                    raise TxnOutcome("fail", error_pair(exc), d.replace)
+                raise TxnOutcome(*self._abort(error_pair(exc), False))
+
+    def rewind(self, first: dict[str, int]) -> None:
+        """After an abort: seek back to the batch's first offsets, so it is processed again."""
+        assigned = {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
+        for key, off in first.items():
+            tp = _tp(key, off)
+            if (tp.topic, tp.partition) not in assigned:
+                continue  # revoked meanwhile: its new owner starts from the committed offset
+            try:
+                self.consumer.seek(tp)
+            except KafkaException as exc:
+                self.log(f"seek {key}@{off}: {exc}; replacing the instance")
+                self.replace()
+                return
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            if self.producer is None and not self.start_instance():
+                time.sleep(0.5)
+                continue
+            self.step()
+        self.close_consumer()
+        self.control(done=True)

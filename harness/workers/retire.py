@@ -1,0 +1,49 @@
+"""Retirement: how a client instance learns that a replacement took over its transactional.id.
+
+A zombie fault (nemesis.zombie) pauses a transactional client and starts a replacement with
+the same transactional.id. Before pausing it, the controller writes ``retire`` on the old
+worker's stdin (harness.pool ``Pool.replace_client``); the worker acknowledges with a
+``{"ctl": {"retired": true}}`` line. A retired worker behaves like an application that
+received ``ProducerFencedException`` (KIP-98; librdkafka ``_FENCED``): when its current
+client instance becomes unusable it *exits* instead of registering a new instance, which
+would fence its own replacement and start a fencing war. Until then it keeps trying: its
+in-flight transaction runs on when it is resumed, and must be fenced.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+from harness.workers.txn_producer import TxnProducerWorker
+
+
+class Retirable:
+    """Mixin for a harness.workers.base.Worker: adds ``self.retired`` (a threading.Event) set
+    by a ``retire`` line on stdin. List it before the Worker class in the bases."""
+
+    def __init__(self, cfg: dict[str, Any]):
+        self.retired = threading.Event()
+        super().__init__(cfg)  # type: ignore[call-arg]  # starts the stdin thread below
+
+    def _watch_stdin(self) -> None:
+        for line in sys.stdin:
+            cmd = line.strip()
+            if cmd == "stop":
+                self.stopping.set()  # type: ignore[attr-defined]
+            elif cmd == "retire":
+                self.retired.set()
+                self.control(retired=True)  # type: ignore[attr-defined]
+        self.stopping.set()  # type: ignore[attr-defined]  # stdin closed: the controller is gone
+
+
+class RetirableTxnProducer(Retirable, TxnProducerWorker):
+    """The ``txn-producer`` role: harness.workers.txn_producer.TxnProducerWorker that exits,
+    instead of re-registering, once it is retired and its producer instance is lost (fenced)."""
+
+    def replace(self) -> None:
+        super().replace()
+        if self.retired.is_set():
+            self.log("retired: the producer instance is gone (fenced); exiting instead of "
+                     "registering a new one, which would fence the replacement")
+            self.stopping.set()

@@ -1,0 +1,171 @@
+"""Unit tests of the idempotent and eos-pipeline workloads, the processor's output values,
+the zombie nemesis (on a fake ClientControl) and the pool's replacement bookkeeping."""
+import pytest
+from pydantic import ValidationError
+
+from harness.scenario import Scenario
+from harness.workers.processor import OUTPUT_FACTOR, output_value
+from harness.workloads import WORKLOADS, EosPipelineSpec, IdempotentSpec
+from harness.workloads.base import WorkerSpec
+from nemesis.core import NemesisContext
+from nemesis.registry import FAULTS
+from nemesis.schedule import fault_schedule
+from nemesis.zombie import ZombieNemesis
+
+
+def pipeline(**kw):
+    return WORKLOADS["eos-pipeline"](EosPipelineSpec(**kw), "198.18.0.11:9092", 7)
+
+
+def idem(**kw):
+    return WORKLOADS["idempotent"](IdempotentSpec(**kw), "198.18.0.11:9092", 7)
+
+
+# -- idempotent ------------------------------------------------------------------------------
+def test_idempotent_writers_turn_idempotence_on_and_keep_values_apart():
+    w = idem(producers=3)
+    ws = w.writers()
+    assert [x.role for x in ws] == ["idempotent-producer"] * 3
+    assert all(x.cfg["producer"]["enable.idempotence"] is True for x in ws)
+    bases = [x.cfg["value_base"] for x in ws] + [w.respawn(ws[0]).cfg["value_base"]]
+    assert len(set(bases)) == 4
+    assert w.meta()["transactional"] is False and w.drain().role == "drain"
+
+
+def test_idempotent_negative_control_switch_and_extra_settings():
+    w = idem(idempotence=False, producer={"retries": 100, "request.timeout.ms": 2000})
+    cfg = w.writers()[0].cfg["producer"]
+    assert cfg == {"enable.idempotence": False, "retries": 100, "request.timeout.ms": 2000}
+    assert w.meta()["idempotence"] is False
+
+
+# -- eos-pipeline ----------------------------------------------------------------------------
+def test_pipeline_topics_keys_and_meta_for_the_checker():
+    w = pipeline(partitions=3)
+    assert [(t.name, t.partitions) for t in w.topics()] == [("in", 3), ("out", 3)]
+    assert w.keys() == ["in/0", "in/1", "in/2", "out/0", "out/1", "out/2"]
+    p = w.meta()["pipeline"]
+    assert p["keys"] == {"in/0": "out/0", "in/1": "out/1", "in/2": "out/2"}
+    assert p["group_id"] == "eosc-proc" and p["value_divisor"] == OUTPUT_FACTOR
+
+
+def test_pipeline_writers_processors_and_drain():
+    w = pipeline(processors=2, input_producers=1)
+    ws = {x.name: x for x in w.writers()}
+    assert ws["producer-0"].role == "txn-producer" and ws["producer-0"].cfg["keys"] == ["in/0", "in/1", "in/2", "in/3"]
+    procs = [ws["processor-0"], ws["processor-1"]]
+    assert {p.cfg["transactional_id"] for p in procs} == {"eosc-proc-0", "eosc-proc-1"}
+    assert {p.cfg["group_id"] for p in procs} == {"eosc-proc"}
+    assert [p.cfg["group_instance_id"] for p in procs] == ["processor-0", "processor-1"]
+    assert len({p.cfg["spawn"] for p in procs}) == 2
+    d = w.drain()
+    assert d.role == "pipeline-drain" and d.cfg["pipeline_group"] == "eosc-proc"
+    assert d.cfg["input_keys"] == ["in/0", "in/1", "in/2", "in/3"] and set(d.cfg["keys"]) == set(w.keys())
+
+
+def test_pipeline_respawn_keeps_the_id_and_takes_a_fresh_spawn_number():
+    w = pipeline()
+    ws = {x.name: x for x in w.writers()}
+    p = ws["processor-1"]
+    r = w.respawn(p)
+    assert r.cfg["transactional_id"] == p.cfg["transactional_id"] and r.cfg["spawn"] != p.cfg["spawn"]
+    q = w.respawn(ws["producer-0"])
+    assert q.cfg["transactional_id"] == "eosc-in-0" and q.cfg["value_base"] != ws["producer-0"].cfg["value_base"]
+
+
+def test_pipeline_negative_control_switches_reach_the_processors():
+    w = pipeline(offsets="consumer", group_metadata="group-only", static_membership=False)
+    p = [x for x in w.writers() if x.role == "processor"][0]
+    assert (p.cfg["offsets"], p.cfg["group_metadata"], p.cfg["group_instance_id"]) == ("consumer", "group-only", None)
+    with pytest.raises(ValidationError):
+        EosPipelineSpec(offsets="auto")
+
+
+def test_scenario_picks_the_workload_by_name():
+    s = Scenario.model_validate({"name": "x", "workload": {"name": "eos-pipeline", "processors": 2}})
+    assert isinstance(s.workload, EosPipelineSpec)
+    s = Scenario.model_validate({"name": "x", "workload": {"name": "idempotent", "idempotence": False}})
+    assert isinstance(s.workload, IdempotentSpec) and s.workload.idempotence is False
+    with pytest.raises(ValidationError):
+        Scenario.model_validate({"name": "x", "workload": {"name": "idempotent", "max_sends_per_txn": 3}})
+
+
+# -- output values ---------------------------------------------------------------------------
+def test_output_values_decode_to_their_input_and_differ_per_attempt():
+    v = 300000017
+    outs = {output_value(v, s, a) for s in (0, 5, 999) for a in (0, 1, 999)}
+    assert len(outs) == 9 and {o // OUTPUT_FACTOR for o in outs} == {v}
+    assert output_value(v, 1, 0) != output_value(v + 1, 1, 0)
+    assert max(outs) < 2**63
+    for bad in ((1000, 0), (0, 1000), (-1, 0)):
+        with pytest.raises(ValueError):
+            output_value(v, *bad)
+
+
+# -- zombie nemesis --------------------------------------------------------------------------
+class FakeClients:
+    """Records calls; replace_client names replacements like harness.pool does."""
+
+    def __init__(self):
+        self.calls, self.n = [], 0
+
+    def client_names(self):
+        return ["processor-0", "producer-0"]
+
+    def replace_client(self, name, fresh_id=False):
+        self.n += 1
+        self.calls.append(("replace", name, fresh_id))
+        return f"{name}.z{self.n}"
+
+    def resume_client(self, name):
+        self.calls.append(("resume", name))
+        return f"resumed {name}"
+
+
+def test_zombie_replaces_then_resumes_the_old_incarnation_and_follows_the_chain():
+    c = FakeClients()
+    z = ZombieNemesis(NemesisContext(cluster=None, clients=c))
+    assert z.fs() == {"zombie", "resume-zombie"}
+    done = z.invoke({"f": "zombie", "value": {"client": "processor-0"}})
+    assert done["value"]["paused"] == "processor-0" and done["value"]["replacement"] == "processor-0.z1"
+    z.invoke({"f": "resume-zombie", "value": {"client": "processor-0"}})
+    z.invoke({"f": "zombie", "value": {"client": "processor-0", "params": {"fresh_id": True}}})
+    assert c.calls == [("replace", "processor-0", False), ("resume", "processor-0"),
+                       ("replace", "processor-0.z1", True)]
+    assert z.teardown() == [] and c.calls[-1] == ("resume", "processor-0.z1")
+
+
+def test_zombie_is_registered_with_a_client_target():
+    kind = FAULTS["zombie"]
+    assert (kind.start_f, kind.end_f) == ("zombie", "resume-zombie")
+    steps = fault_schedule(1, [{"fault": "zombie", "clients": ["processor-*"], "fresh_id": True}],
+                           [1, 2, 3], ["processor-0", "processor-1", "producer-0"], 60, (10, 15), (5, 10))
+    assert steps and all(s.value["client"].startswith("processor-") for s in steps)
+    assert steps[0].value["params"] == {"fresh_id": True}
+
+
+# -- pool bookkeeping ------------------------------------------------------------------------
+def test_pool_stop_also_stops_replacements_and_never_restarts_a_retired_worker(tmp_path):
+    from harness.pool import Pool
+
+    class Handle:
+        def __init__(self):
+            self.stopped = False
+
+        def alive(self):
+            return not self.stopped
+
+        def request_stop(self):
+            self.stopped = True
+
+        def wait(self, timeout):
+            return True
+
+    pool = Pool(host=None, history=None, logdir=tmp_path)
+    for n in ("processor-0", "processor-0.z1", "processor-0.z1.z2"):
+        pool.workers[n] = Handle()
+        pool.specs[n] = WorkerSpec(n, "processor", {})
+    pool.replacements = {"processor-0": "processor-0.z1", "processor-0.z1": "processor-0.z1.z2"}
+    assert pool.stop(["processor-0"]) == []
+    assert all(h.stopped for h in pool.workers.values())
+    assert "not restarted" in pool.restart_client("processor-0")
