@@ -279,6 +279,7 @@ def _teardown(pool, history, agent, cluster, network) -> list[str]:
         ("history", lambda: history.close() if history else None),
         ("admin agent", lambda: agent.close() if agent else None),
         ("cluster", lambda: cluster.shutdown() if cluster else []),
+        ("node data", lambda: cluster.discard_data() if cluster else None),
         ("network", network.down),
     ]
     for what, step in steps:
