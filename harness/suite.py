@@ -316,8 +316,9 @@ def status_of(verdict: dict) -> str:
 
 def make_record(cell: Cell, suite_dir: str | Path, *, status: str, started: float, wall_s: float,
                 verdict: dict | None = None, run_dir: Path | None = None, report: Path | None = None,
-                problems: list[str] | None = None, error: str | None = None) -> dict:
-    """The runs.jsonl record of one run. ``started`` is a Unix time (s), ``wall_s`` seconds."""
+                problems: list[str] | None = None, error: str | None = None, waited_s: float = 0.0) -> dict:
+    """The runs.jsonl record of one run. ``started`` is a Unix time (s); ``wall_s`` the seconds
+    the run took once it had the cluster lock; ``waited_s`` the seconds it waited for the lock."""
     suite_dir = Path(suite_dir)
     verdict = verdict or {}
     return {
@@ -332,7 +333,7 @@ def make_record(cell: Cell, suite_dir: str | Path, *, status: str, started: floa
         "problems": problems or [], "error": error,
         "run_dir": _rel(run_dir, suite_dir), "report": _rel(report, suite_dir),
         "started_at": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
-        "wall_s": round(wall_s, 1),
+        "wall_s": round(wall_s, 1), "waited_s": round(waited_s, 1),
     }
 
 
@@ -374,7 +375,7 @@ def rows(cells: list[Cell], records: dict[str, dict]) -> list[dict]:
                    "seed": c.seed, "kafka_version": c.kafka_version, "duration_s": c.duration,
                    "status": NOT_RUN, "valid": None, "anomaly_counts": {}, "failing": [], "allowed": [],
                    "first_examples": {}, "unknown_reasons": [], "problems": [], "error": None,
-                   "run_dir": None, "report": None, "started_at": None, "wall_s": None}
+                   "run_dir": None, "report": None, "started_at": None, "wall_s": None, "waited_s": None}
         out.append(rec)
     return out
 
@@ -469,6 +470,21 @@ def run_dir_since(results_root: str | Path, cell: Cell, started: float) -> Path 
     return found[-1] if found else None
 
 
+def clocked_progress():
+    """A harness.runner.Progress that notes ``working_since`` (time.monotonic()) when the run
+    got the machine's cluster lock, i.e. when its phase first left "starting"/"waiting"; so a
+    run's time excludes waiting for other runs."""
+    from harness.runner import Progress
+
+    class ClockedProgress(Progress):
+        def __setattr__(self, name, value):
+            if name == "phase" and value not in ("starting", "waiting") and "working_since" not in self.__dict__:
+                self.__dict__["working_since"] = time.monotonic()
+            super().__setattr__(name, value)
+
+    return ClockedProgress()
+
+
 def default_suite_dir(results_root: str | Path, name: str) -> Path:
     return Path(results_root) / "suites" / name
 
@@ -487,7 +503,6 @@ def run_suite(cells: list[Cell], results_root: str | Path, suite_dir: str | Path
     """
     if runner is None:
         from harness.runner import run_scenario as runner
-    from harness.runner import Progress
     from harness.suite_outputs import write_outputs
 
     stop = stop or threading.Event()
@@ -508,21 +523,23 @@ def run_suite(cells: list[Cell], results_root: str | Path, suite_dir: str | Path
     for cell in todo:
         if stop.is_set():
             break
-        progress = Progress()
+        progress = clocked_progress()
         listener.run_started(cell, progress)
         started, t0 = time.time(), time.monotonic()
         try:
             res = runner(cell.scenario, results_root, source=cell.source, progress=progress, stop=stop)
         except Exception as exc:  # recorded, shown, and the suite goes on
-            status = INTERRUPTED if stop.is_set() else ERROR
-            rec = make_record(cell, d, status=status, started=started, wall_s=time.monotonic() - t0,
-                              error=f"{type(exc).__name__}: {exc}",
-                              run_dir=run_dir_since(results_root, cell, started))
+            res, status, error = None, INTERRUPTED if stop.is_set() else ERROR, f"{type(exc).__name__}: {exc}"
         else:
             status = INTERRUPTED if stop.is_set() else status_of(res.verdict)
-            rec = make_record(cell, d, status=status, started=started, wall_s=time.monotonic() - t0,
-                              verdict=res.verdict, run_dir=res.run_dir, report=res.report,
-                              problems=list(res.problems))
+        begun = progress.__dict__.get("working_since", t0)
+        timing = dict(started=started, wall_s=time.monotonic() - begun, waited_s=begun - t0)
+        if res is None:
+            rec = make_record(cell, d, status=status, error=error,
+                              run_dir=run_dir_since(results_root, cell, started), **timing)
+        else:
+            rec = make_record(cell, d, status=status, verdict=res.verdict, run_dir=res.run_dir,
+                              report=res.report, problems=list(res.problems), **timing)
         append_record(rec_path, rec)
         records[cell.id] = rec
         ran.append(cell.id)

@@ -123,10 +123,14 @@ class RichSuiteProgress(SuiteListener):
         self.task = None
         self.suite_dir = Path(".")
 
+    def _elapsed(self) -> float:
+        """Seconds the current run has worked (since it got the cluster lock)."""
+        since = getattr(self.state, "__dict__", {}).get("working_since")
+        return time.monotonic() - since if since is not None else 0.0
+
     def left(self) -> float:
         """Seconds left in the suite (estimate_left with the measured overhead)."""
-        elapsed = time.monotonic() - self.run_t0 if self.cell is not None else None
-        return estimate_left(self.todo, self.overhead, elapsed)
+        return estimate_left(self.todo, self.overhead, self._elapsed() if self.cell is not None else None)
 
     def status_text(self):
         from rich.text import Text
@@ -136,7 +140,10 @@ class RichSuiteProgress(SuiteListener):
         p = self.state
         ops = p.ops() if p is not None and hasattr(p, "ops") else {"ok": 0, "fail": 0, "info": 0}
         phase = getattr(p, "phase", "?")
-        return Text(f"{self.cell.id}  phase {phase:<9} {time.monotonic() - self.run_t0:6.0f} s of ~"
+        if phase in ("starting", "waiting"):
+            return Text(f"{self.cell.id}  waiting for the machine's cluster lock (another run is on) "
+                        f"{time.monotonic() - self.run_t0:6.0f} s")
+        return Text(f"{self.cell.id}  phase {phase:<9} {self._elapsed():6.0f} s of ~"
                     f"{self.cell.duration + self.overhead:.0f} s   ops ok {ops['ok']} fail {ops['fail']} "
                     f"info {ops['info']}   faults {getattr(p, 'faults', 0)}")
 

@@ -19,7 +19,7 @@ EOS = Path(sys.executable).parent / "eos-chaos"
 
 def _suite(results: Path) -> subprocess.CompletedProcess:
     return subprocess.run([str(EOS), "suite", str(CI), "--results", str(results)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=3900)  # > the cluster lock's own 3600 s wait
 
 
 def test_ci_suite_runs_writes_its_outputs_and_resumes_without_rerunning(tmp_path):

@@ -16,7 +16,7 @@ def test_pytest_runs_a_scenario_file_as_a_real_item(pytester, tmp_path):
     junit = tmp_path / "junit.xml"
     res = pytester.runpytest_subprocess(
         str(SMOKE), "--eos-duration", "20", "--eos-seed", "2", "--eos-results", str(tmp_path / "results"),
-        f"--junitxml={junit}", "-p", "no:cacheprovider", "-v", timeout=600)
+        f"--junitxml={junit}", "-p", "no:cacheprovider", "-v", timeout=3900)  # runs queue on the cluster lock (3600 s)
     assert res.ret == 0, res.stdout.str()[-4000:]
     res.assert_outcomes(passed=1)
     res.stdout.fnmatch_lines(["*scenarios/smoke.yaml::smoke PASSED*", "*eos-chaos runs*",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -298,6 +299,21 @@ def test_interrupted_suite_stops_records_the_cut_run_and_resumes_it(tmp_path):
     res2 = st.run_suite(cells, results, suite_dir, name="n", runner=resumed)
     assert [c[1] for c in resumed.calls] == [2, 3]
     assert res2.exit_code == 0 and res2.summary["complete"] is True
+
+
+def test_run_time_excludes_waiting_for_the_cluster_lock(tmp_path):
+    cell = _cells(tmp_path, seeds=1)[0]
+
+    def queued_runner(scn, results_root, *, source=None, progress=None, stop=None):
+        progress.phase = "waiting"  # as harness.runner does before taking the machine's lock
+        time.sleep(1.0)
+        progress.phase = "cleanup"
+        time.sleep(0.1)
+        return StandInRunner({})(scn, results_root, source=source, progress=progress, stop=stop)
+
+    res = st.run_suite([cell], tmp_path / "r", tmp_path / "r" / "suites" / "n", name="n", runner=queued_runner)
+    row = res.summary["runs"][0]
+    assert row["waited_s"] >= 1.0 and 0.1 <= row["wall_s"] < 1.0, row
 
 
 def test_listener_sees_every_run_and_a_shrinking_estimate(tmp_path):
