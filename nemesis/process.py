@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from nemesis.core import NemesisContext, Op
-from nemesis.targets import resolve_role
+from nemesis.targets import resolve_target
 
 
 class NodeFault:
@@ -28,14 +28,7 @@ class NodeFault:
         pass
 
     def _resolve(self, target: dict) -> int:
-        if "node" in target:
-            return int(target["node"])
-        if self.ctx.admin is None:
-            raise RuntimeError(f"role target {target} needs the admin API")
-        topics = ["__transaction_state"] if target["role"] == "coordinator" else None
-        if target["role"] == "leader":
-            topics = [target["key"].rsplit("/", 1)[0]]
-        return resolve_role(target, self.ctx.admin.request("describe", timeout=5, topics=topics))
+        return resolve_target(self.ctx.admin, target)
 
     def invoke(self, op: Op) -> Op:
         target = {k: v for k, v in op["value"].items() if k != "params"}

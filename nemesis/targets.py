@@ -64,3 +64,19 @@ def resolve_role(target: dict[str, Any], describe: dict[str, Any]) -> int:
         raise LookupError(f"no node is {role} now ({target})")
     return int(node)
 
+
+
+def resolve_target(admin, target: dict[str, Any]) -> int:
+    """Node id of ``target``: ``{"node": n}`` as is, a role through ``admin`` (an AdminView:
+    the harness's agent) describing just the topics the role needs. Raises RuntimeError without
+    an admin view, LookupError when no node plays the role now."""
+    if "node" in target:
+        return int(target["node"])
+    if admin is None:
+        raise RuntimeError(f"role target {target} needs the admin API")
+    topics = None
+    if target["role"] == "coordinator":
+        topics = ["__transaction_state"]
+    elif target["role"] == "leader":
+        topics = [target["key"].rsplit("/", 1)[0]]
+    return resolve_role(target, admin.request("describe", timeout=5, topics=topics))
