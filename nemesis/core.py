@@ -6,6 +6,7 @@ harness.agent.Agent an AdminView).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -61,6 +62,64 @@ class Nemesis(Protocol):
     def setup(self) -> None: ...
     def invoke(self, op: Op) -> Op: ...
     def teardown(self) -> list[str]: ...
+
+
+class PairedFault:
+    """A fault begun by ``start_f`` and undone by ``end_f`` on the same target.
+
+    Subclasses say how an op value resolves to a target (``resolve``, called when the fault
+    begins) and what ``begin``/``end`` do to it; the completion adds ``result`` and the fields
+    ``describe`` gives (e.g. the node a role resolved to). The target of each begun fault is
+    remembered under its op value, so the end op undoes exactly that one, and ``teardown``
+    undoes whatever is still begun.
+    """
+
+    start_f = end_f = ""
+
+    def __init__(self, ctx: NemesisContext):
+        self.ctx = ctx
+        self.active: dict[str, Any] = {}  # op value (as JSON, without params) -> target
+
+    def fs(self) -> set[str]:
+        return {self.start_f, self.end_f}
+
+    def setup(self) -> None:
+        pass
+
+    def resolve(self, value: dict) -> Any:
+        raise NotImplementedError
+
+    def describe(self, target: Any) -> dict:
+        return {}
+
+    def begin(self, target: Any) -> str:
+        raise NotImplementedError
+
+    def end(self, target: Any) -> str:
+        raise NotImplementedError
+
+    def invoke(self, op: Op) -> Op:
+        key = json.dumps({k: v for k, v in op["value"].items() if k != "params"}, sort_keys=True)
+        if op["f"] == self.start_f:
+            target = self.resolve(op["value"])
+            self.active[key] = target
+            result = self.begin(target)
+        else:
+            target = self.active.pop(key, None)
+            if target is None:
+                target = self.resolve(op["value"])
+            result = self.end(target)
+        return {"f": op["f"], "value": dict(op["value"], **self.describe(target), result=result)}
+
+    def teardown(self) -> list[str]:
+        problems = []
+        for key, target in list(self.active.items()):
+            try:
+                self.end(target)
+            except Exception as exc:  # keep undoing the others; report this one
+                problems.append(f"could not undo {self.start_f} of {key}: {exc}")
+        self.active.clear()
+        return problems
 
 
 class Composite:

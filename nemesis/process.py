@@ -8,57 +8,16 @@ that was hit. The end op undoes it on the same node.
 """
 from __future__ import annotations
 
-import json
-
-from nemesis.core import NemesisContext, Op
+from nemesis.core import PairedFault
 from nemesis.targets import resolve_target
 
 
-class NodeFault:
-    start_f = end_f = ""
+class NodeFault(PairedFault):
+    def resolve(self, value: dict) -> int:
+        return resolve_target(self.ctx.admin, value)
 
-    def __init__(self, ctx: NemesisContext):
-        self.ctx = ctx
-        self.active: dict[str, int] = {}  # target (as JSON) -> node hit by the start op
-
-    def fs(self) -> set[str]:
-        return {self.start_f, self.end_f}
-
-    def setup(self) -> None:
-        pass
-
-    def _resolve(self, target: dict) -> int:
-        return resolve_target(self.ctx.admin, target)
-
-    def invoke(self, op: Op) -> Op:
-        target = {k: v for k, v in op["value"].items() if k != "params"}
-        key = json.dumps(target, sort_keys=True)
-        if op["f"] == self.start_f:
-            node_id = self._resolve(target)
-            self.active[key] = node_id
-            result = self.begin(node_id)
-        else:
-            node_id = self.active.pop(key, None)
-            if node_id is None:
-                node_id = self._resolve(target)
-            result = self.end(node_id)
-        return {"f": op["f"], "value": dict(op["value"], node=node_id, result=result)}
-
-    def begin(self, node_id: int) -> str:
-        raise NotImplementedError
-
-    def end(self, node_id: int) -> str:
-        raise NotImplementedError
-
-    def teardown(self) -> list[str]:
-        problems = []
-        for node_id in sorted(set(self.active.values())):
-            try:
-                self.end(node_id)
-            except Exception as exc:
-                problems.append(f"could not undo {self.start_f} of n{node_id}: {exc}")
-        self.active.clear()
-        return problems
+    def describe(self, node_id: int) -> dict:
+        return {"node": node_id}
 
 
 class KillNemesis(NodeFault):
