@@ -1,12 +1,15 @@
 """pytest plugin ``eos_chaos`` (entry point pytest11): scenario files as test items, and fixtures.
 
-Collection is opt-in: a YAML file becomes a test item only when it, or a folder holding it, is
-named on the pytest command line (``pytest scenarios/``, ``pytest scenarios/smoke.yaml``);
-paths that come from ``testpaths`` or the current folder are never searched for scenarios, so
-``pytest`` and ``pytest tests`` run the project's own tests only. Named files are always tried
-(a broken one is a collection error); files found in a named folder are tried when they look
-like scenarios (a mapping with ``name`` and one of workload/cluster/nemesis/duration/expected).
-Suite files (top-level ``suite:``) are never collected: run them with ``eos-chaos suite``.
+Collection is opt-in: a YAML file becomes test items only when it is named on the pytest
+command line (``pytest scenarios/smoke.yaml``; a suite file named so gives one item per cell),
+or lies under a named folder and inside a folder called ``scenarios`` below the rootdir
+(``pytest scenarios/``, ``pytest scenarios/more``, ``pytest .``) and looks like a scenario (a
+mapping with ``name`` and one of workload/cluster/nemesis/duration/expected, no ``suite``, not
+a run folder's scenario.yaml).
+Paths from ``testpaths`` or the current folder are never searched, and ``pytest tests`` finds
+no ``scenarios`` folder, so the project's own test run never starts a scenario. A named or
+found file that does not load is a collection error saying what to fix. Suite files found in a
+folder are skipped: run them with ``eos-chaos suite``.
 
 Each scenario file gives one item per (seed, Kafka version) of the options below. An item runs
 the scenario on a fresh real cluster (root needed) and fails unless the verdict is valid; the
@@ -114,8 +117,12 @@ def wants(config: pytest.Config, path: Path) -> str | None:
     named = _named_paths(config)
     if path in named:
         return "suite" if _is_suite(path) else "scenario"
-    if any(p in path.parents for p in named) and _looks_like_scenario(path):
-        return "scenario"
+    root = Path(config.rootpath).resolve()
+    for p in named:
+        if p in path.parents:
+            base = root if root in path.parents else p.parent
+            if "scenarios" in path.relative_to(base).parts[:-1]:
+                return "scenario" if _looks_like_scenario(path) else None
     return None
 
 

@@ -59,6 +59,10 @@ def project(pytester):
     (run_dir / "scenario.yaml").write_text(SCENARIO.format(name="alpha") + "source: scenarios/alpha.yaml\n")
     tests = pytester.mkdir("tests")
     (tests / "test_plain.py").write_text("def test_plain():\n    assert True\n")
+    (tests / "data").mkdir()  # a scenario used as test data is not a scenario to run
+    (tests / "data" / "fixture.yaml").write_text(SCENARIO.format(name="fixture"))
+    (sc / "more").mkdir()
+    (sc / "more" / "beta.yaml").write_text(SCENARIO.format(name="beta"))
     return pytester
 
 
@@ -75,7 +79,11 @@ def collected(result) -> list[str]:
 
 def test_a_named_folder_collects_its_scenarios_only(project):
     res = project.runpytest(*FAST, "--collect-only", "-q", "scenarios")
-    assert collected(res) == ["scenarios/alpha.yaml::alpha"]
+    assert collected(res) == ["scenarios/alpha.yaml::alpha", "scenarios/more/beta.yaml::beta"]
+    res = project.runpytest(*FAST, "--collect-only", "-q", "scenarios/more")
+    assert collected(res) == ["scenarios/more/beta.yaml::beta"]
+    res = project.runpytest(*FAST, "--collect-only", "-q", "tests/data/fixture.yaml")
+    assert collected(res) == ["tests/data/fixture.yaml::fixture"], "a file named itself always counts"
 
 
 def test_the_projects_own_test_run_never_collects_scenarios(project):
@@ -83,7 +91,8 @@ def test_the_projects_own_test_run_never_collects_scenarios(project):
         res = project.runpytest(*FAST, "--collect-only", "-q", *args)
         assert collected(res) == ["tests/test_plain.py::test_plain"], args
     res = project.runpytest(*FAST, "--collect-only", "-q", ".")
-    assert "scenarios/alpha.yaml::alpha" in collected(res), "a named root is a named folder"
+    assert collected(res) == ["scenarios/alpha.yaml::alpha", "scenarios/more/beta.yaml::beta",
+                              "tests/test_plain.py::test_plain"], "only YAML inside a scenarios folder"
     project.makeini("[pytest]\n")  # no testpaths: pytest searches the invocation folder, not named
     res = project.runpytest(*FAST, "--collect-only", "-q")
     assert collected(res) == ["tests/test_plain.py::test_plain"]
@@ -229,3 +238,6 @@ def test_collection_rule_is_pure_on_paths(project):
     assert plugin.wants(config, sc / "old-results" / "alpha" / "run-1" / "scenario.yaml") is None
     assert plugin.wants(project.parseconfig(*FAST, "scenarios/nightly.yaml"), sc / "nightly.yaml") == "suite"
     assert plugin.wants(project.parseconfig(*FAST, "tests"), sc / "alpha.yaml") is None
+    data = project.path / "tests" / "data" / "fixture.yaml"
+    assert plugin.wants(project.parseconfig(*FAST, "tests"), data) is None
+    assert plugin.wants(project.parseconfig(*FAST, "."), data) is None
