@@ -137,21 +137,17 @@ def op_counts(ops: list[ClientOp]) -> list[dict[str, Any]]:
     return rows
 
 
-def latency_summary(ops: list[ClientOp]) -> list[dict[str, Any]]:
+def latency_summary(ops: "list[ClientOp] | OpColumns") -> list[dict[str, Any]]:
     """p50/p99/max latency of completed ops per f, in nanoseconds."""
-    by_f: dict[str, list[int]] = {}
-    for op in ops:
-        lat = op.latency_ns
-        if lat is not None:
-            by_f.setdefault(op.f, []).append(lat)
+    cols = ops if isinstance(ops, OpColumns) else op_columns(ops)
     rows = []
-    for f in sorted(by_f):
-        arr = np.asarray(by_f[f], dtype=np.float64)
-        rows.append({
-            "f": f, "n": int(arr.size),
-            "p50": float(np.percentile(arr, 50)), "p99": float(np.percentile(arr, 99)),
-            "max": float(arr.max()),
-        })
+    for fi, f in enumerate(cols.fs):
+        arr = cols.latency_ns[(cols.f == fi) & ~np.isnan(cols.latency_ns)]
+        if not arr.size:
+            continue
+        p50, p99 = np.percentile(arr, (50, 99))
+        rows.append({"f": f, "n": int(arr.size), "p50": float(p50), "p99": float(p99),
+                     "max": float(arr.max())})
     return rows
 
 
@@ -331,15 +327,45 @@ def fault_windows(events: list[dict[str, Any]]) -> list[FaultWindow]:
 
 
 @dataclass
+class OpColumns:
+    """The completed client ops as numpy columns (one row per completed op)."""
+
+    fs: list[str]  # f code -> name, sorted
+    f: np.ndarray  # int16 code into fs
+    outcome: np.ndarray  # int8 index into OUTCOMES
+    done_ns: np.ndarray  # int64 completion time
+    latency_ns: np.ndarray  # float64, nan where the invoke is missing
+
+
+def op_columns(ops: list[ClientOp]) -> OpColumns:
+    done = [op for op in ops if op.completion is not None]
+    fs = sorted({op.f for op in done})
+    code = {f: i for i, f in enumerate(fs)}
+    out_code = {o: i for i, o in enumerate(OUTCOMES)}
+    f = np.fromiter((code[op.f] for op in done), dtype=np.int16, count=len(done))
+    outcome = np.fromiter((out_code[op.outcome] for op in done), dtype=np.int8, count=len(done))
+    done_ns = np.fromiter((_time(op.completion) for op in done), dtype=np.int64, count=len(done))
+    inv_ns = np.fromiter((_time(op.invoke) if op.invoke is not None else -1 for op in done),
+                         dtype=np.int64, count=len(done))
+    lat = np.where(inv_ns >= 0, np.maximum(done_ns - inv_ns, 0), np.nan).astype(np.float64)
+    return OpColumns(fs, f, outcome, done_ns, lat)
+
+
+@dataclass
 class Series:
     bin_ns: int
     n_bins: int
     throughput: dict[tuple[str, str], np.ndarray]  # (f, outcome) -> completions per second
-    p50_ns: np.ndarray  # nan where no completion
-    p99_ns: np.ndarray
+    # f -> (p50, p99) latency per window in ns, nan where the f completed nothing
+    latency: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # (f, outcome) for fail and info -> (completion times, latencies) of those ops, at most
+    # MAX_POINTS each (evenly thinned beyond), and how many there were in all
+    odd_points: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, int]] = field(
+        default_factory=dict)
 
 
 NICE_BINS_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600)
+MAX_POINTS = 400
 
 
 def choose_bin_ns(run_end_ns: int, max_bins: int = 600) -> int:
@@ -349,37 +375,58 @@ def choose_bin_ns(run_end_ns: int, max_bins: int = 600) -> int:
     return int(np.ceil(run_end_ns / max_bins))
 
 
-def time_series(ops: list[ClientOp], run_end_ns: int) -> Series:
-    """Completed ops per second (per f and outcome) and latency percentiles per time window.
+def thin(n: int, cap: int) -> np.ndarray:
+    """Indices of at most cap of n items, evenly spread, first and last kept."""
+    if n <= cap:
+        return np.arange(n)
+    return np.unique(np.linspace(0, n - 1, cap).round().astype(np.int64))
+
+
+def time_series(ops: list[ClientOp] | OpColumns, run_end_ns: int) -> Series:
+    """Completed ops per second (per f and outcome) and latency percentiles per f and window.
 
     Ops count in the window of their completion; invokes that never completed are not counted.
-    Latency covers every completed op (ok, fail and info alike).
+    Latency percentiles cover every completed op of an f (ok, fail and info alike); the fail and
+    info ops are also kept as single points so that their latencies show on their own.
     """
+    cols = ops if isinstance(ops, OpColumns) else op_columns(ops)
     bin_ns = choose_bin_ns(run_end_ns)
     n_bins = max(1, int(np.ceil(max(run_end_ns, 1) / bin_ns)))
-    per_key: dict[tuple[str, str], list[int]] = {}
-    lat_bins: list[list[int]] = [[] for _ in range(n_bins)]
-    for op in ops:
-        if op.completion is None:
-            continue
-        b = min(n_bins - 1, max(0, _time(op.completion) // bin_ns))
-        per_key.setdefault((op.f, op.outcome), []).append(b)
-        lat = op.latency_ns
-        if lat is not None:
-            lat_bins[b].append(lat)
+    b = np.clip(cols.done_ns // bin_ns, 0, n_bins - 1)
     seconds = bin_ns / 1e9
-    throughput = {
-        k: np.bincount(np.asarray(v, dtype=np.int64), minlength=n_bins)[:n_bins] / seconds
-        for k, v in sorted(per_key.items())
-    }
+    throughput: dict[tuple[str, str], np.ndarray] = {}
+    latency: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    odd: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, int]] = {}
+    for fi, f in enumerate(cols.fs):
+        in_f = cols.f == fi
+        for oi, outcome in enumerate(OUTCOMES):
+            sel = in_f & (cols.outcome == oi)
+            if not sel.any():
+                continue
+            throughput[(f, outcome)] = np.bincount(b[sel], minlength=n_bins)[:n_bins] / seconds
+            if outcome != "ok":
+                has = sel & ~np.isnan(cols.latency_ns)
+                t, lat = cols.done_ns[has], cols.latency_ns[has]
+                keep = thin(t.size, MAX_POINTS)
+                odd[(f, outcome)] = (t[keep], lat[keep], int(t.size))
+        has = in_f & ~np.isnan(cols.latency_ns)
+        if has.any():
+            latency[f] = _binned_percentiles(b[has], cols.latency_ns[has], n_bins)
+    return Series(bin_ns, n_bins, dict(sorted(throughput.items())), latency, odd)
+
+
+def _binned_percentiles(bins: np.ndarray, values: np.ndarray, n_bins: int
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """p50 and p99 of values per bin (nan for empty bins)."""
     p50 = np.full(n_bins, np.nan)
     p99 = np.full(n_bins, np.nan)
-    for i, lats in enumerate(lat_bins):
-        if lats:
-            arr = np.asarray(lats, dtype=np.float64)
-            p50[i] = np.percentile(arr, 50)
-            p99[i] = np.percentile(arr, 99)
-    return Series(bin_ns, n_bins, throughput, p50, p99)
+    order = np.argsort(bins, kind="stable")
+    bins, values = bins[order], values[order]
+    cuts = np.flatnonzero(np.diff(bins)) + 1
+    for chunk_b, chunk in zip(np.split(bins, cuts), np.split(values, cuts)):
+        if chunk.size:
+            p50[chunk_b[0]], p99[chunk_b[0]] = np.percentile(chunk, (50, 99))
+    return p50, p99
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from markupsafe import Markup, escape
 
+from .analysis import MAX_POINTS as MAX_ODD_POINTS
 from .analysis import FaultWindow, Series, fmt_duration, fmt_seconds
 
 F_COLORS = {
@@ -53,7 +54,7 @@ class LegendEntry:
     label: str
     color: str
     dash: str
-    kind: str  # ok (a line), fail / info (dashed with markers), box (a fault)
+    kind: str  # ok (a line), fail / info (dashed with markers), lat (solid + dashed), box (a fault)
 
 
 def _nice_step(span: float, target: int, steps: tuple[float, ...]) -> float:
@@ -80,16 +81,29 @@ def _num(v: float) -> str:
 
 
 def _path(xs: np.ndarray, ys: np.ndarray) -> str:
-    """An SVG path through the points, broken where y is nan."""
+    """An SVG path through the points, broken where y is nan; a point with no neighbour gets a
+    zero-length segment, which a round line cap draws as a dot."""
     parts: list[str] = []
-    pen_down = False
+    run = 0
     for x, y in zip(xs, ys):
         if np.isnan(y):
-            pen_down = False
+            if run == 1:
+                parts.append("h0")
+            run = 0
             continue
-        parts.append(f"{'L' if pen_down else 'M'}{x:.1f},{y:.1f}")
-        pen_down = True
+        parts.append(f"{'L' if run else 'M'}{x:.1f},{y:.1f}")
+        run += 1
+    if run == 1:
+        parts.append("h0")
     return " ".join(parts)
+
+
+def _isolated(ys: np.ndarray) -> list[int]:
+    """Indices of finite values whose neighbours are both missing."""
+    ok = ~np.isnan(ys)
+    prev = np.r_[False, ok[:-1]]
+    nxt = np.r_[ok[1:], False]
+    return list(np.flatnonzero(ok & ~prev & ~nxt))
 
 
 def timeline_svg(series: Series, windows: list[FaultWindow], run_end_ns: int
@@ -97,7 +111,6 @@ def timeline_svg(series: Series, windows: list[FaultWindow], run_end_ns: int
     """The timeline chart and its legend entries."""
     run_end_ns = max(run_end_ns, series.bin_ns, 1)
     plot_w = WIDTH - LEFT - RIGHT
-    ns_per_px = run_end_ns / plot_w
 
     def x_of(ns: float) -> float:
         return LEFT + plot_w * min(max(ns, 0), run_end_ns) / run_end_ns
@@ -200,11 +213,16 @@ def timeline_svg(series: Series, windows: list[FaultWindow], run_end_ns: int
                    f'fill="#777">no completed client ops</text>')
     out.extend(_x_ticks(thr_top + THR_H, run_end_ns, x_of))
 
-    # latency panel, log scale
-    out.extend(_frame(lat_top, LAT_H, f"Latency of completed client ops per {bin_label} window "
-                      "(log scale)"))
-    finite = np.concatenate([series.p50_ns[~np.isnan(series.p50_ns)],
-                             series.p99_ns[~np.isnan(series.p99_ns)]])
+    # latency panel, log scale: p50 and p99 per f, fail and info ops as single points
+    odd_note = ""
+    thinned = [k for k, (_, _, n) in series.odd_points.items() if n > len(series.odd_points[k][0])]
+    if thinned:
+        odd_note = f"; fail/info points thinned to {MAX_ODD_POINTS} per line"
+    out.extend(_frame(lat_top, LAT_H, f"Latency by f per {bin_label} window: p50 solid, p99 "
+                      f"dashed; fail ✕ and info ○ ops one by one (log scale){odd_note}"))
+    finite = np.concatenate([a[~np.isnan(a)] for p50, p99 in series.latency.values()
+                             for a in (p50, p99)] +
+                            [lat for _, lat, _ in series.odd_points.values()] + [np.zeros(0)])
     finite = finite[finite > 0]
     if finite.size:
         lo = math.floor(math.log10(float(finite.min())))
@@ -220,12 +238,30 @@ def timeline_svg(series: Series, windows: list[FaultWindow], run_end_ns: int
                        f'stroke="#e3e3e3"/>')
             out.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end" fill="#555">'
                        f'{escape(_decade(e))}</text>')
-        for name, arr, color, dash in (("p50", series.p50_ns, "#333", ""),
-                                       ("p99", series.p99_ns, "#d62728", "")):
-            out.append(f'<path d="{_path(xs, y_lat(arr))}" fill="none" stroke="{color}" '
-                       f'stroke-width="1.6" stroke-linejoin="round" stroke-linecap="round">'
-                       f'<title>{name} latency</title></path>')
-            legend.append(LegendEntry(f"latency {name}", color, dash, "ok"))
+        for f, (p50, p99) in series.latency.items():
+            color = f_color(f, known_f)
+            for name, arr, dash, width in (("p50", p50, "", 1.6), ("p99", p99, "6 3", 1.4)):
+                d = ' stroke-dasharray="%s"' % dash if dash else ""
+                out.append(f'<path class="lat lat-{escape(f)}" d="{_path(xs, y_lat(arr))}" '
+                           f'fill="none" stroke="{color}" stroke-width="{width}"{d} '
+                           f'stroke-linejoin="round" stroke-linecap="round">'
+                           f'<title>{escape(f)} latency {name}</title></path>')
+                # a window whose neighbours are empty is a lone point: a dot, or it would vanish
+                ys_arr = y_lat(arr)
+                for i in _isolated(ys_arr):
+                    out.append(f'<circle cx="{xs[i]:.1f}" cy="{ys_arr[i]:.1f}" r="2.4" '
+                               f'fill="{color}"><title>{escape(f)} latency {name}</title>'
+                               f'</circle>')
+            legend.append(LegendEntry(f"{f} latency p50 / p99", color, "", "lat"))
+        for (f, outcome), (ts, lats, n) in series.odd_points.items():
+            color = f_color(f, known_f)
+            ys = y_lat(lats)
+            shown = f"{len(ts)} of {n} shown" if n > len(ts) else f"{n}"
+            out.append(f'<g class="odd"><title>{escape(f)} {escape(outcome)} ops: latency of each '
+                       f'({shown})</title>')
+            for t, y in zip(ts, ys):
+                out.append(_marker(outcome, x_of(float(t)), float(y), color))
+            out.append("</g>")
     else:
         out.append(f'<text x="{LEFT + plot_w / 2}" y="{lat_top + LAT_H / 2}" text-anchor="middle" '
                    f'fill="#777">no latencies</text>')

@@ -2,27 +2,28 @@
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import shlex
 from pathlib import Path
 from typing import Any
 
 import jinja2
+import numpy as np
 import yaml
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from . import analysis as an
 from .charts import bin_label_of, timeline_svg
-from .definitions import anomaly_definition
-from .loading import read_history, read_json, read_yaml
+from . import examples as ex
+from .liveness import lag_histogram_svg, liveness_svg
+from .loading import gc_paused, read_history, read_json, read_yaml
+from .orders import MAX_KEY_PLOTS, STYLE_NAMES, key_plots, marks_from_verdict, stall_windows
+from .records import extract_records, realtime_lags, unseen_over_time
 
 MAX_FULL_TABLE = 3000  # events; above this the table shows an excerpt
 EDGE_ROWS = 500  # first and last events kept in an excerpt
-MAX_EXAMPLES = 50  # examples rendered per anomaly
+MAX_EXAMPLES = ex.MAX_EXAMPLES  # examples rendered per anomaly
 OPEN_EXAMPLES = 5  # of which shown unfolded
 MAX_CELL = 240  # characters of a value shown in a table cell
-OP_REF_KEYS = {"ops", "op", "op_index", "op_indices", "index", "indices", "invoke", "completion",
-               "invoke_index", "completion_index"}
 
 _env = jinja2.Environment(
     loader=jinja2.PackageLoader("harness.report", "templates"),
@@ -36,6 +37,16 @@ _env = jinja2.Environment(
 def render_report(run_dir: Path) -> Path:
     """Render run_dir/report.html from the run's history, verdict, scenario and meta files."""
     run_dir = Path(run_dir)
+    with gc_paused():
+        html = _render_dir(run_dir)
+    out = run_dir / "report.html"
+    tmp = run_dir / "report.html.tmp"
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(out)
+    return out
+
+
+def _render_dir(run_dir: Path) -> str:
     warnings: list[str] = []
     events, w = read_history(run_dir / "history.jsonl")
     warnings += w
@@ -50,13 +61,8 @@ def render_report(run_dir: Path) -> Path:
     if verdict is None:
         verdict = {"valid": "unknown",
                    "unknown_reasons": ["verdict.json is missing or unreadable: no checker verdict."]}
-    html = render_report_html(events, verdict, scenario or {}, meta, warnings=warnings,
+    return render_report_html(events, verdict, scenario or {}, meta, warnings=warnings,
                               run_dir=run_dir)
-    out = run_dir / "report.html"
-    tmp = run_dir / "report.html.tmp"
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(out)
-    return out
 
 
 def render_report_html(history_events: list[dict], verdict: dict, scenario: dict,
@@ -67,27 +73,54 @@ def render_report_html(history_events: list[dict], verdict: dict, scenario: dict
     warnings: problems met while reading the run's files, shown at the top.
     run_dir: where the run's files are, shown with the run's details.
     """
+    with gc_paused():
+        ctx = _context(history_events, verdict, scenario, meta, warnings, run_dir)
+        return _env.get_template("report.html.j2").render(**ctx)
+
+
+def _context(history_events: list[dict], verdict: dict, scenario: dict, meta: dict | None,
+             warnings: list[str] | None, run_dir: Path | None) -> dict[str, Any]:
     events = [e for e in history_events if isinstance(e, dict)]
     meta = meta or {}
     verdict = verdict or {}
+    scenario = scenario or {}
     pairing = an.pair_ops(events)
+    cols = an.op_columns(pairing.ops)
     run_end = max((e.get("time", 0) for e in events if isinstance(e.get("time"), (int, float))),
                   default=0)
     run_end = int(run_end)
     windows = an.fault_windows(events)
-    series = an.time_series(pairing.ops, run_end)
+    series = an.time_series(cols, run_end)
     svg, legend = timeline_svg(series, windows, run_end)
 
     state, banner = _state(verdict.get("valid", "unknown"))
-    anomalies = _anomalies(verdict)
+    known = {e["index"] for e in events if isinstance(e.get("index"), int)}
+    anomalies = _anomalies(verdict, known)
     # ops the shown examples link to (not all examples: a verdict may hold thousands)
     referenced = {i for a in anomalies for ex in a["all_examples"][:MAX_EXAMPLES]
-                  for i in _op_refs(ex)}
+                  for i in _op_refs(ex)} & known
     table = _history_table(events, pairing, referenced)
-    found = [a for a in anomalies if not a["allowed"]]
-    allowed = [a for a in anomalies if a["allowed"]]
+    found = [a for a in anomalies if a["status"] == "fails"]
+    others = [a for a in anomalies if a["status"] != "fails"]
 
-    ctx = {
+    rec = extract_records(pairing.ops)
+    lags = realtime_lags(rec)
+    unseen = unseen_over_time(rec)
+    stalls = [st for a in anomalies if a["name"] == "stalled-lso"
+              for st in stall_windows(a["all_examples"], rec, run_end, a["status"] != "fails")]
+    plots, unplotted = key_plots(rec, marks_from_verdict(anomalies), windows, run_end, stalls)
+    live_svg, live_notes = liveness_svg(lags, unseen, rec, stalls, windows, run_end)
+    lag_stats = (verdict.get("stats") or {}).get("realtime_lag_ms")
+    own_lag = None
+    if lags.lag_ns.size:
+        q = np.percentile(lags.lag_ns / 1e6, (50, 90, 99))
+        own_lag = {"n": int(lags.lag_ns.size), "p50": q[0], "p90": q[1], "p99": q[2],
+                   "max": float(lags.lag_ns.max() / 1e6)}
+    if rec.skipped:
+        warnings = [*(warnings or []), f"{rec.skipped:,} micro-op record(s) in the history could "
+                    "not be read (not [offset, value] pairs) and are left out of the plots."]
+
+    return {
         "title": _title(scenario, meta),
         "state": state,
         "banner": banner,
@@ -95,7 +128,7 @@ def render_report_html(history_events: list[dict], verdict: dict, scenario: dict
         "unknown_reasons": [str(r) for r in (verdict.get("unknown_reasons") or [])],
         "found": found,
         "open_examples": OPEN_EXAMPLES,
-        "allowed_found": allowed,
+        "allowed_found": others,
         "allowed_names": [str(x) for x in (verdict.get("allowed") or [])],
         "scenario_rows": _scenario_rows(scenario, {"run_dir": str(run_dir) if run_dir else None,
                                                    **meta}),
@@ -108,11 +141,24 @@ def render_report_html(history_events: list[dict], verdict: dict, scenario: dict
         "counts": an.op_counts(pairing.ops),
         "latencies": [
             {**r, "p50": an.fmt_duration(r["p50"]), "p99": an.fmt_duration(r["p99"]),
-             "max": an.fmt_duration(r["max"])} for r in an.latency_summary(pairing.ops)],
+             "max": an.fmt_duration(r["max"])} for r in an.latency_summary(cols)],
         "svg": svg,
         "legend": legend,
         "bin": bin_label_of(series.bin_ns),
         "windows": [_window_row(w, run_end) for w in windows],
+        "key_plots": plots,
+        "unplotted_keys": unplotted,
+        "max_key_plots": MAX_KEY_PLOTS,
+        "shape_legend": _shape_legend(),
+        "liveness_svg": live_svg,
+        "liveness_notes": live_notes,
+        "lag_hist": lag_histogram_svg(lags, lag_stats),
+        "lag_rows": _lag_rows(lag_stats, own_lag),
+        "unseen": {"never": unseen.never, "total": unseen.total,
+                   "verdict": (verdict.get("anomaly_counts") or {}).get("unseen")},
+        "stalls": [{"label": st.label, "key": st.key, "process": st.process,
+                    "start": an.fmt_seconds(st.start_ns), "end": an.fmt_seconds(st.end_ns),
+                    "length": an.fmt_duration(st.end_ns - st.start_ns)} for st in stalls],
         "table": table,
         "n_events": len(events),
         "n_clients": len({op.process for op in pairing.ops}),
@@ -120,7 +166,8 @@ def render_report_html(history_events: list[dict], verdict: dict, scenario: dict
         "warnings": list(warnings or []),
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
     }
-    return _env.get_template("report.html.j2").render(**ctx)
+
+
 
 
 # ---------------------------------------------------------------------------------------------
@@ -140,95 +187,50 @@ def _title(scenario: dict, meta: dict) -> str:
     return f"{name} · {run_id}" if run_id else str(name)
 
 
-def _anchor(name: str) -> str:
-    return "anomaly-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in name)
-
-
-def _anomalies(verdict: dict) -> list[dict[str, Any]]:
-    examples = verdict.get("anomalies") or {}
-    counts = verdict.get("anomaly_counts") or {}
-    allowed = {str(x) for x in (verdict.get("allowed") or [])}
-    names = list(dict.fromkeys([*examples.keys(), *counts.keys()]))
-    out = []
-    for name in names:
-        exs = examples.get(name) or []
-        if not isinstance(exs, list):
-            exs = [exs]
-        count = counts.get(name, len(exs))
-        if not exs and not count:
-            continue
-        out.append({
-            "name": str(name),
-            "anchor": _anchor(str(name)),
-            "count": count,
-            "allowed": str(name) in allowed,
-            "definition": anomaly_definition(str(name)),
-            "all_examples": exs,
-            "examples": [_example(ex) for ex in exs[:MAX_EXAMPLES]],
-            "more": max(0, len(exs) - MAX_EXAMPLES),
-        })
-    out.sort(key=lambda a: a["allowed"])  # stable: the verdict's order within each group
-    return out
-
-
-def _example(ex: Any) -> dict[str, Any]:
-    if not isinstance(ex, dict):
-        return {"explanation": None, "fields": [("value", escape(_compact(ex)))]}
-    fields = [(str(k), _field_html(str(k), v)) for k, v in ex.items() if k != "explanation"]
-    return {"explanation": ex.get("explanation"), "fields": fields}
-
-
-def _is_op_ref_key(key: str) -> bool:
-    k = key.lower()
-    return k in OP_REF_KEYS or k.endswith("_op") or k.endswith("_ops")
-
-
-def _ints(v: Any) -> list[int] | None:
-    """Op indices in a field value: an int, an op dict with an int index, or a list of those."""
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return [v]
-    if isinstance(v, dict) and isinstance(v.get("index"), int) and not isinstance(v["index"], bool):
-        return [v["index"]]
-    if isinstance(v, list) and v:
-        out: list[int] = []
-        for x in v:
-            got = _ints(x) if not isinstance(x, list) else None
-            if got is None:
-                return None
-            out += got
-        return out
-    return None
-
-
-def _op_refs(ex: Any) -> set[int]:
-    refs: set[int] = set()
-    if isinstance(ex, dict):
-        for k, v in ex.items():
-            if _is_op_ref_key(str(k)):
-                refs.update(_ints(v) or [])
-    return refs
-
-
-def _op_link(i: int) -> Markup:
-    return Markup('<a class="op-link" href="#op-{0}">#{0}</a>').format(i)
-
-
-def _field_html(key: str, v: Any) -> Markup:
-    ints = _ints(v) if _is_op_ref_key(key) else None
-    if ints is not None:
-        return Markup(", ").join(_op_link(i) for i in ints)
-    if isinstance(v, str):
-        return escape(v)
-    return Markup("<code>{}</code>").format(_compact(v, 600))
-
-
 def _compact(v: Any, limit: int | None = None) -> str:
-    s = json.dumps(v, separators=(",", ":"), default=str, ensure_ascii=False)
-    if limit and len(s) > limit:
-        s = s[: limit - 1] + "…"
-    return s
+    return ex.compact(v, limit)
+
+
+def _op_refs(example: Any) -> set[int]:
+    return ex.op_refs(example)
+
+
+def _anomalies(verdict: dict, known: set[int] | None = None) -> list[dict[str, Any]]:
+    return ex.anomalies(verdict, known)
+
+
+def _lag_rows(verdict_ms: Any, own: dict[str, Any] | None) -> list[dict[str, str]]:
+    rows = []
+    for name in ("n", "p50", "p90", "p99", "max"):
+        v = verdict_ms.get(name) if isinstance(verdict_ms, dict) else None
+        o = own.get(name) if own else None
+
+        def fmt(x: Any) -> str:
+            if not isinstance(x, (int, float)):
+                return "–"
+            return f"{int(x):,}" if name == "n" else an.fmt_duration(x * 1e6)
+        rows.append({"name": name, "verdict": fmt(v), "own": fmt(o)})
+    return rows
+
+
+def _shape_legend() -> list[tuple[str, Markup]]:
+    """The point shapes of the key plots, as small inline SVGs."""
+    shapes = {
+        "send (ok)": '<path d="M9,2 l4,7 h-8 z" fill="#555" stroke="#555"/>',
+        "send, outcome unknown (info)": '<path d="M9,2 l4,7 h-8 z" fill="#fff" stroke="#555"/>',
+        "aborted write (txn fail)": '<path d="M5,2 l8,8 m0,-8 l-8,8" stroke="#555" '
+                                    'stroke-width="2.2"/>',
+        "poll": '<path d="M9,6 h0" stroke="#555" stroke-width="4.4" stroke-linecap="round"/>',
+        "final-drain poll": '<path d="M9,6 h0" stroke="#555" stroke-width="5" '
+                            'stroke-opacity="0.35" stroke-linecap="square"/>',
+        "record an anomaly example names": '<circle cx="9" cy="6" r="5" fill="none" '
+                                           'stroke="#d00000" stroke-width="1.8"/>',
+        "stalled-lso window": '<rect x="1" y="1" width="16" height="10" fill="#b26a00" '
+                              'fill-opacity="0.25"/>',
+    }
+    assert set(shapes) >= set(STYLE_NAMES.values())
+    return [(label, Markup('<svg width="18" height="12">' + svg + "</svg>"))
+            for label, svg in shapes.items()]
 
 
 def _scenario_rows(scenario: dict, meta: dict) -> list[tuple[str, str]]:

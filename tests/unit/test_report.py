@@ -59,6 +59,10 @@ SCENARIO = {"name": "txn-kill", "source": "scenarios/txn-kill.yaml", "seed": 42,
             "kafka_version": "4.3.1", "versions": {"confluent-kafka": "2.16.1"}}
 
 
+def text_of(html: str) -> str:
+    return re.sub(r"<[^>]+>", "", html)
+
+
 def external_refs(html: str) -> list[str]:
     return re.findall(r"""(?:src|href|xlink:href|action)\s*=\s*["']?\s*(?:https?:)?//""", html,
                       flags=re.I) + re.findall(r"url\(\s*['\"]?(?:https?:)?//", html, flags=re.I)
@@ -69,7 +73,8 @@ def test_invalid_report_shows_anomalies_first_with_links_and_faults():
     assert "INVALID" in html and 'class="banner invalid"' in html
     for name in ("G1a", "inconsistent-offsets"):
         assert f'id="anomaly-{name}"' in html
-    assert "Process 1 polled value 2 of t0/0, written by op 7 which aborted." in html
+    assert "Process 1 polled value 2 of t0/0, written by op 7 which aborted." in text_of(html)
+    assert 'op <a class="op-link" href="#op-7">7</a> which aborted' in html  # linked in the text
     assert "Aborted read" in html  # the definition
     # autoescape: data from the verdict never becomes markup
     assert "<b>bold</b>" not in html and "&lt;b&gt;bold&lt;/b&gt;" in html
