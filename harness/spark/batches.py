@@ -273,6 +273,36 @@ def poll_events(sb: SinkBatches, clock: Clock, starts: list[tuple[int, int]], pr
     return out
 
 
+def crash_events(events: list[dict], kill_times: dict[int, int], process_base: int,
+                 meta: dict | None = None) -> list[dict]:
+    """A ``crash`` op (invoke + info, HISTORY.md) for every driver instance that did not stop
+    gracefully (a ``start`` event without a ``stopped`` one): at its kill time from
+    ``kill_times`` (pid -> ns on the history's clock, from the nemesis's kill-client results),
+    else at its last event line. Without it an instance's last batch would look like the
+    consumer stalling until the end of the history."""
+    out = []
+    stopped = {e["instance"] for e in events if e.get("event") == "stopped"}
+    for start in (e for e in events if e.get("event") == "start"):
+        inst = start["instance"]
+        if inst in stopped:
+            continue
+        t = kill_times.get(start.get("pid"))
+        if t is None:
+            t = max(e["time"] for e in events if e.get("instance") == inst)
+        m = dict(meta or {}, spark=True, instance=inst, pid=start.get("pid"))
+        proc = process_base + inst
+        out.append({"process": proc, "type": "invoke", "f": "crash", "value": None, "time": t, "meta": m})
+        out.append({"process": proc, "type": "info", "f": "crash", "value": None, "time": t, "meta": m})
+    return out
+
+
+def in_time_order(events: list[dict]) -> list[dict]:
+    """Invoke/completion pairs (consecutive, as the functions above make them) ordered by their
+    completion time, each pair kept together."""
+    pairs = [events[i:i + 2] for i in range(0, len(events), 2)]
+    return [e for pair in sorted(pairs, key=lambda p: (p[-1]["time"], p[0]["process"])) for e in pair]
+
+
 def sink_meta(sb: SinkBatches, keys: list[str]) -> dict:
     """``meta["sink"]`` for checkers.sink (docs/checkers.md): every sink record as
     ``[source key, value]`` (duplicates kept, foreign values left out) and the judged keys."""

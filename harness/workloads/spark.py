@@ -171,12 +171,12 @@ class Spark:
         events = sb.read_events(self.work)
         clock = sb.Clock(events, fallback=time.time_ns() - history.now())
         read = sb.parquet_batches(self.work) if self.spec.sink == "parquet" else sb.kafka_batches(self.work)
-        writes, base = _history_facts(Path(history.path))
+        writes, base, kills = _history_facts(Path(history.path))
         base += PROCESS_GAP
         starts = sb.instance_starts(events)
-        ops = sb.poll_events(read, clock, starts, base, meta={
-            "worker": SPARK_WORKER, "isolation_level": self.spec.isolation_level})
-        for ev in ops:
+        meta = {"worker": SPARK_WORKER, "isolation_level": self.spec.isolation_level}
+        ops = sb.poll_events(read, clock, starts, base, meta=meta)
+        for ev in sb.in_time_order(ops + sb.crash_events(events, kills, base, meta=meta)):
             history.append(ev)
         self._sink_meta.update(sb.sink_meta(read, self.keys()))
         catchup = _json_or_none(self.work / "catchup.json")
@@ -190,10 +190,12 @@ class Spark:
         self._spark_meta["files"] = str(out)
 
 
-def _history_facts(path: Path) -> tuple[dict[tuple[str, int], int], int]:
-    """(commit time of every value an ok txn/send wrote, by (key, value); the largest integer
-    process number) from the history file as written so far."""
+def _history_facts(path: Path) -> tuple[dict[tuple[str, int], int], int, dict[int, int]]:
+    """From the history file as written so far: the commit time of every value an ok txn/send
+    wrote, by (key, value); the largest integer process number; the time of every kill-client
+    of the Spark worker, by the pid its result names ("killed pid 1234")."""
     writes: dict[tuple[str, int], int] = {}
+    kills: dict[int, int] = {}
     top = -1
     with open(path) as f:
         for line in f:
@@ -204,11 +206,16 @@ def _history_facts(path: Path) -> tuple[dict[tuple[str, int], int], int]:
             p = ev.get("process")
             if isinstance(p, int):
                 top = max(top, p)
+            elif p == "nemesis" and ev.get("f") == "kill-client":
+                v = ev.get("value") or {}
+                res = str(v.get("result", ""))
+                if v.get("client") == SPARK_WORKER and res.startswith("killed pid "):
+                    kills[int(res.split()[-1])] = ev["time"]
             if ev.get("type") == "ok" and ev.get("f") in ("txn", "send"):
                 for mop in ev.get("value") or []:
                     if mop and mop[0] == "send" and isinstance(mop[2], list):
                         writes.setdefault((mop[1], mop[2][1]), ev["time"])
-    return writes, max(top, 0)
+    return writes, max(top, 0), kills
 
 
 def _quantiles_ms(xs: list[int]) -> dict:
@@ -241,6 +248,8 @@ def _summary(read, ops: list[dict], events: list[dict], writes: dict, catchup: d
         "sink_records_more_than_once": sum(1 for n in copies.values() if n > 1),
         "driver_instances": sorted({e["instance"] for e in events if e.get("event") == "start"}),
         "startup_s": [e.get("startup_s") for e in started],
+        "driver_crashes": len({e["instance"] for e in events if e.get("event") == "start"}
+                              - {e["instance"] for e in events if e.get("event") == "stopped"}),
         "query_failures": sum(1 for e in events if e.get("event") == "query-terminated" and e.get("exception")),
         "processes": sorted({e["process"] for e in oks}),
         "caught_up": (catchup or {}).get("caught_up"),

@@ -261,3 +261,20 @@ def test_scenario_files_validate():
         if (root / name).exists():
             scn = load_scenario(root / name)
             assert scn.workload.name == "spark"
+
+
+def test_a_killed_driver_instance_ends_with_a_crash_op_at_its_kill():
+    events = [{"instance": 1, "event": "start", "time": 1 * SEC, "pid": 41},
+              {"instance": 1, "event": "progress", "time": 9 * SEC},
+              {"instance": 2, "event": "start", "time": 20 * SEC, "pid": 42},
+              {"instance": 2, "event": "progress", "time": 30 * SEC},
+              {"instance": 3, "event": "start", "time": 40 * SEC, "pid": 43},
+              {"instance": 3, "event": "stopped", "time": 50 * SEC}]
+    crashes = sb.crash_events(events, {41: 12 * SEC}, 1000)
+    assert [(e["process"], e["type"], e["f"], e["time"]) for e in crashes] == [
+        (1001, "invoke", "crash", 12 * SEC), (1001, "info", "crash", 12 * SEC),  # killed by the nemesis
+        (1002, "invoke", "crash", 30 * SEC), (1002, "info", "crash", 30 * SEC)]  # no kill known: last event
+    polls = [{"process": 1002, "type": "invoke", "time": 21 * SEC}, {"process": 1002, "type": "ok", "time": 25 * SEC}]
+    ordered = sb.in_time_order(polls + crashes)
+    assert [(e["process"], e["time"]) for e in ordered] == [
+        (1001, 12 * SEC), (1001, 12 * SEC), (1002, 21 * SEC), (1002, 25 * SEC), (1002, 30 * SEC), (1002, 30 * SEC)]
