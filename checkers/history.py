@@ -11,13 +11,14 @@ An *op* is an invoke paired with its completion: the next event of the same proc
 Completions with no open invoke are reported and ignored. Nemesis events
 (``process == "nemesis"``) are kept apart in ``History.nemesis``.
 
-Columnar layout (polars), built in one streaming pass:
+Columnar layout (polars):
 
 ``History.ops`` - one row per op, ordered by ``invoke_index`` (row number == ``op``):
     op (u32), invoke_index (i64), complete_index (i64, null if none), process (i64),
-    f (str), type ("ok" | "fail" | "info"), invoke_time / complete_time (i64 ns since run
-    start; complete_time null if none), transactional_id (str|null), group_id (str|null),
-    final (bool: meta.final on invoke or completion), error (str|null: error name).
+    f (categorical), type ("ok" | "fail" | "info"), invoke_time / complete_time (i64 ns since
+    run start; complete_time null if none), transactional_id (str|null), group_id
+    (str|null), final (bool: meta.final on invoke or completion), error (str|null: error
+    name).
 
 ``History.mops`` - one row per micro-op, ordered by (op, seq):
     op (u32), seq (u32, order inside the op; a poll's records keep the consumer's order),
@@ -27,21 +28,43 @@ Columnar layout (polars), built in one streaming pass:
 
 ``History.extras`` maps op id -> {"value", "completion_value", "meta"} for ops other than
 send/poll/txn (``assign``, ``subscribe``, ``init``, unknown ``f``s): they are few.
+
+How a file is read (the fast path; see docs/checkers.md "The loader"):
+
+1. polars parses the JSON Lines natively (``pl.read_ndjson`` with a fixed schema: the
+   top-level fields typed, ``meta`` as a struct of the three fields the checkers use,
+   ``value`` and ``error`` re-serialised by polars as canonical JSON text). A file with
+   garbled lines fails as a whole; it is then bisected by line ranges down to the lines
+   polars rejects, which are tried once more with orjson and otherwise counted as garbled.
+2. A line is *regular* when its fields have the expected types, its ``f`` is send/poll/txn,
+   its ``value`` matches the micro-op grammar exactly (a regular expression over the
+   canonical text; integers of at most 18 digits) and the raw line holds no backslash (so
+   no string needs unescaping). Every other line (nemesis events, assign/init/..., anything
+   odd) is parsed again with orjson and goes through the exact per-event code below, the
+   same code that reads a list of event dicts.
+3. Regular values are cut into tokens by one ``str.extract_all`` (a send's key, a poll's
+   key, integers, ``null``) and numpy turns the token stream into micro-op rows.
+4. Invokes are paired with completions by sorting events by (process, position) and
+   comparing each with its neighbour: no Python loop over events.
 """
 
 from __future__ import annotations
 
 import gc
+import io
 import json
-from array import array
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import polars as pl
 
-try:  # orjson parses JSON Lines several times faster; json is the fallback
+from .timing import laps
+
+try:  # orjson parses JSON several times faster; json is the fallback
     import orjson as _orjson
 
     _loads = _orjson.loads
@@ -53,12 +76,13 @@ except ImportError:  # pragma: no cover - depends on the environment
 #: fs whose values are lists of micro-operations (HISTORY.md "Micro-operations")
 BULK_FS = frozenset({"send", "poll", "txn"})
 COMPLETION_TYPES = frozenset({"ok", "fail", "info"})
+EVENT_TYPES = ["invoke", "ok", "fail", "info"]
 MAX_PROBLEMS = 200  # beyond this, problems are only counted
 
-NO_OFFSET = -(1 << 63)  # sentinel for an unknown offset in the typed offset column
 SEND, POLL = "send", "poll"
 KIND = pl.Enum([SEND, POLL])
 TYPE = pl.Enum(["ok", "fail", "info"])
+END = 1 << 62  # problem position of what is only known at the end of the history
 
 
 @dataclass
@@ -80,11 +104,16 @@ class History:
     def key_name(self, key_id: int) -> str:
         return self.keys[key_id]
 
-    def cached(self, name: str, build):
+    def cached(self, name, build):
         """Memoise a derived frame (the log, writes, reads) shared by several finders."""
         if name not in self._cache:
             self._cache[name] = build(self)
         return self._cache[name]
+
+    def drop_cached(self, *names) -> None:
+        """Forget derived frames no finder will ask for again (peak memory)."""
+        for n in names:
+            self._cache.pop(n, None)
 
     def op_ref(self, op: int) -> dict:
         """Data naming one op: indices, process, f, type, transactional_id."""
@@ -100,59 +129,84 @@ class History:
         }
 
 
-class _Builder:
-    """Streaming pairing of events into op and micro-op columns."""
+# -- problems -------------------------------------------------------------------------------
+
+class _Problems:
+    """Problem messages with a sort key (position in the source, sub-order); only the first
+    MAX_PROBLEMS by that order are kept, all are counted."""
 
     def __init__(self) -> None:
-        self.problems: list[str] = []
-        self.n_problems = 0
-        self.key_ids: dict[str, int] = {}
-        self.keys: list[str] = []
-        self.open: dict[Any, int] = {}  # process -> op id of its in-flight invoke
-        self.inv_value: dict[int, Any] = {}
-        # op columns (appended at invoke, completion fields filled later)
-        self.o_inv: list[int] = []
-        self.o_cmp: list[int | None] = []
-        self.o_proc: list[int | None] = []
-        self.o_f: list[str] = []
-        self.o_type: list[str] = []
-        self.o_tinv: list[int | None] = []
-        self.o_tcmp: list[int | None] = []
-        self.o_tid: list[str | None] = []
-        self.o_gid: list[str | None] = []
-        self.o_final: list[bool] = []
-        self.o_err: list[str | None] = []
-        # micro-op columns as typed arrays: 8 bytes an entry instead of a list slot plus an
-        # int object, which keeps a million-op history's loader well under 1 GiB
-        self.m_op = array("q")
-        self.m_seq = array("q")
-        self.m_kind = array("b")
-        self.m_key = array("q")
-        self.m_off = array("q")  # NO_OFFSET where unknown
-        self.m_val = array("q")
-        self.nemesis: list[dict] = []
-        self.extras: dict[int, dict] = {}
+        self.items: list[tuple[int, int, int, str]] = []
+        self.count = 0
+
+    def _prune(self) -> None:
+        if len(self.items) > 8 * MAX_PROBLEMS:
+            self.items = sorted(self.items)[:MAX_PROBLEMS]
+
+    def add(self, pos: int, sub: int, msg: str) -> None:
+        self.count += 1
+        self.items.append((pos, sub, len(self.items), msg))
+        self._prune()
+
+    def add_first(self, count: int, first: Iterable[tuple[int, int, str]]) -> None:
+        """``count`` problems of one kind, of which ``first`` (at least the MAX_PROBLEMS
+        earliest) are spelled out."""
+        self.count += count
+        for pos, sub, msg in first:
+            self.items.append((pos, sub, len(self.items), msg))
+        self._prune()
+
+    def result(self) -> list[str]:
+        return [m for *_, m in sorted(self.items)[:MAX_PROBLEMS]]
+
+
+# -- events ---------------------------------------------------------------------------------
+
+_EV_SCHEMA = {
+    "pos": pl.Int64, "index": pl.Int64, "time": pl.Int64, "process": pl.Int64,
+    "type": pl.String, "f": pl.String, "tid": pl.String, "gid": pl.String,
+    "final": pl.Boolean, "err": pl.String, "fast": pl.Boolean, "nsend": pl.Int64,
+}
+
+
+def _error_name(err: Any) -> str | None:
+    if isinstance(err, list) and err and isinstance(err[0], str):
+        return err[0]
+    if isinstance(err, str):
+        return err
+    return None
+
+
+class _Events:
+    """Client events gathered from the fast columnar path and from the exact per-event path,
+    plus nemesis events, problems and counters. Positions (``pos``) order everything: a
+    physical line number - 1 for files, the event's ordinal for lists."""
+
+    def __init__(self, where: Callable[[int], str]) -> None:
+        self.where = where
+        self.problems = _Problems()
+        self.nemesis: list[tuple[int, dict]] = []
         self.n_events = 0
-        self.last_index: int | None = None
+        self.x_cols: dict[str, list] = {k: [] for k in _EV_SCHEMA}
+        self.x_ev: dict[int, dict] = {}  # pos -> event dict (exact events only)
+        self.i_pos: list[int] = []  # (pos, index) of exact events for the index-gap check
+        self.i_index: list[int] = []
+        self.fast: pl.DataFrame | None = None  # fast rows: _EV_SCHEMA columns + value
+        self.raw: Callable[[int], Any] | None = None  # pos -> event parsed from the source
+        self.truncated = False
+        self.garbled = 0
 
-    def problem(self, msg: str) -> None:
-        self.n_problems += 1
-        if len(self.problems) < MAX_PROBLEMS:
-            self.problems.append(msg)
+    def event_at(self, pos: int) -> Any:
+        ev = self.x_ev.get(pos)
+        if ev is None and self.raw is not None:
+            ev = self.raw(pos)
+        return ev if isinstance(ev, dict) else {}
 
-    def key(self, k: Any) -> int:
-        kid = self.key_ids.get(k)
-        if kid is None:
-            if not isinstance(k, str):
-                raise ValueError(f"key {k!r} is not a string")
-            kid = self.key_ids[k] = len(self.keys)
-            self.keys.append(k)
-        return kid
-
-    # -- events -----------------------------------------------------------------------
-    def event(self, ev: Any, where: str) -> None:
+    def event(self, ev: Any, pos: int) -> None:
+        """The exact path: one event dict (Jepsen-style validation, same rules as ever)."""
+        where = self.where(pos)
         if not isinstance(ev, dict):
-            self.problem(f"{where}: event is not a JSON object")
+            self.problems.add(pos, 0, f"{where}: event is not a JSON object")
             return
         self.n_events += 1
         idx = ev.get("index")
@@ -160,223 +214,702 @@ class _Builder:
         proc = ev.get("process")
         f = ev.get("f")
         if not isinstance(idx, int) or not isinstance(typ, str) or not isinstance(f, str):
-            self.problem(f"{where}: event lacks an int index, a type or an f")
+            self.problems.add(pos, 0, f"{where}: event lacks an int index, a type or an f")
             return
-        if self.last_index is not None and idx != self.last_index + 1:
-            self.problem(f"{where}: index {idx} follows {self.last_index} (gap or disorder)")
-        self.last_index = idx
-        if proc == "nemesis" or isinstance(proc, str) or proc is None:
-            if proc != "nemesis":
-                self.problem(f"{where}: event {idx} has non-integer process {proc!r}; ignored")
-            else:
-                self.nemesis.append(ev)
+        self.i_pos.append(pos)
+        self.i_index.append(int(idx))
+        if proc == "nemesis":
+            self.nemesis.append((pos, ev))
             return
-        if typ == "invoke":
-            self.invoke(ev, idx, proc, f, where)
-        elif typ in COMPLETION_TYPES:
-            self.complete(ev, idx, proc, f, typ, where)
-        else:
-            self.problem(f"{where}: event {idx} has unknown type {typ!r}; ignored")
-
-    def invoke(self, ev: dict, idx: int, proc: int, f: str, where: str) -> None:
-        prev = self.open.get(proc)
-        if prev is not None:
-            self.problem(
-                f"{where}: process {proc} invoked {idx} while op {self.o_inv[prev]} was in "
-                "flight; the earlier op reads as info"
-            )
-            self.finish_missing(prev)
-        op = len(self.o_inv)
-        self.open[proc] = op
+        if not isinstance(proc, int):
+            self.problems.add(pos, 1, f"{where}: event {idx} has non-integer process {proc!r}; ignored")
+            return
+        if typ != "invoke" and typ not in COMPLETION_TYPES:
+            self.problems.add(pos, 1, f"{where}: event {idx} has unknown type {typ!r}; ignored")
+            return
         meta = ev.get("meta")
         if not isinstance(meta, dict):
             meta = {}
-        self.o_inv.append(idx)
-        self.o_cmp.append(None)
-        self.o_proc.append(proc)
-        self.o_f.append(f)
-        self.o_type.append("info")
         t = ev.get("time")
-        self.o_tinv.append(t if isinstance(t, int) else None)
-        self.o_tcmp.append(None)
-        self.o_tid.append(meta.get("transactional_id"))
-        self.o_gid.append(meta.get("group_id"))
-        self.o_final.append(meta.get("final") is True)
-        self.o_err.append(None)
-        if f in BULK_FS:
-            self.inv_value[op] = ev.get("value")
-        else:
-            self.extras[op] = {"value": ev.get("value"), "completion_value": None, "meta": meta}
+        tid, gid = meta.get("transactional_id"), meta.get("group_id")
+        c = self.x_cols
+        c["pos"].append(pos)
+        c["index"].append(int(idx))
+        c["time"].append(int(t) if isinstance(t, int) else None)
+        c["process"].append(int(proc))
+        c["type"].append(typ)
+        c["f"].append(f)
+        c["tid"].append(tid if isinstance(tid, str) else None)
+        c["gid"].append(gid if isinstance(gid, str) else None)
+        c["final"].append(meta.get("final") is True)
+        c["err"].append(_error_name(ev.get("error")))
+        c["fast"].append(False)
+        c["nsend"].append(None)
+        self.x_ev[pos] = ev
 
-    def complete(self, ev: dict, idx: int, proc: int, f: str, typ: str, where: str) -> None:
-        op = self.open.pop(proc, None)
-        if op is None:
-            self.problem(f"{where}: completion {idx} of process {proc} has no open invoke; ignored")
-            return
-        if f != self.o_f[op]:
-            self.problem(f"{where}: completion {idx} has f {f!r} but its invoke has {self.o_f[op]!r}")
-        self.o_cmp[op] = idx
-        self.o_type[op] = typ
-        t = ev.get("time")
-        self.o_tcmp[op] = t if isinstance(t, int) else None
-        meta = ev.get("meta")
-        if isinstance(meta, dict):
-            if meta.get("final") is True:
-                self.o_final[op] = True
-            if self.o_tid[op] is None:
-                self.o_tid[op] = meta.get("transactional_id")
-            if self.o_gid[op] is None:
-                self.o_gid[op] = meta.get("group_id")
-        err = ev.get("error")
-        if isinstance(err, list) and err and isinstance(err[0], str):
-            self.o_err[op] = err[0]
-        elif isinstance(err, str):
-            self.o_err[op] = err
-        if self.o_f[op] in BULK_FS:
-            self.micro_ops(op, self.inv_value.pop(op, None), ev.get("value"), where)
-        else:
-            ex = self.extras[op]
-            ex["completion_value"] = ev.get("value")
-            if isinstance(meta, dict):
-                ex["meta"] = {**ex["meta"], **meta}
+    def frame(self) -> pl.DataFrame:
+        """All client events (fast and exact), sorted by position."""
+        x = pl.DataFrame(self.x_cols, schema=_EV_SCHEMA)
+        if self.fast is None or self.fast.is_empty():
+            return x
+        fast = self.fast.select(list(_EV_SCHEMA))
+        if x.is_empty():
+            return fast
+        return pl.concat([fast, x]).sort("pos")
 
-    def finish_missing(self, op: int) -> None:
-        """An op that never completed: info, micro-ops from its invoke only."""
-        if self.o_f[op] in BULK_FS:
-            self.micro_ops(op, self.inv_value.pop(op, None), None, f"op {self.o_inv[op]}")
+    def index_gaps(self) -> None:
+        parts = [pl.DataFrame({"pos": self.i_pos, "index": self.i_index},
+                              schema={"pos": pl.Int64, "index": pl.Int64})]
+        if self.fast is not None:
+            parts.append(self.fast.select("pos", "index"))
+        ix = pl.concat(parts).sort("pos")
+        bad = ix.with_columns(prev=pl.col("index").shift(1)).filter(
+            pl.col("prev").is_not_null() & (pl.col("index") != pl.col("prev") + 1))
+        if bad.height:
+            self.problems.add_first(bad.height, (
+                (p, 0, f"{self.where(p)}: index {i} follows {q} (gap or disorder)")
+                for p, i, q in bad.head(MAX_PROBLEMS).iter_rows()))
 
-    def micro_ops(self, op: int, inv: Any, cmp: Any, where: str) -> None:
-        # hot loop: one call per bulk op, so locals are bound once
-        seq = 0
-        n_cmp_sends = 0
-        key_ids = self.key_ids
-        a_op, a_seq, a_kind = self.m_op.append, self.m_seq.append, self.m_kind.append
-        a_key, a_off, a_val = self.m_key.append, self.m_off.append, self.m_val.append
-        start = len(self.m_op)
-        if isinstance(cmp, list):
-            for mop in cmp:
-                try:
-                    kind = mop[0]
-                    if kind == SEND:
-                        kname = mop[1]
-                        k = key_ids.get(kname)
-                        if k is None:
-                            k = self.key(kname)
-                        ov = mop[2]
-                        if type(ov) is list:
-                            off, v = ov
-                            if off is None:
-                                off = NO_OFFSET
-                        else:  # completion echoing the invoke's ["send", k, v]
-                            off, v = NO_OFFSET, ov
-                        if type(v) is not int or type(off) is not int:
-                            raise ValueError("offset/value not int")
-                        a_op(op); a_seq(seq); a_kind(0); a_key(k); a_off(off); a_val(v)
-                        seq += 1
-                        n_cmp_sends += 1
-                    elif kind == POLL:
-                        if len(mop) < 2:
-                            continue  # an echoed ["poll"]: nothing was returned
-                        for kname, recs in mop[1].items():
-                            k = key_ids.get(kname)
-                            if k is None:
-                                k = self.key(kname)
-                            for off, v in recs:
-                                if type(v) is not int or type(off) is not int:
-                                    raise ValueError("offset/value not int")
-                                a_op(op); a_seq(seq); a_kind(1); a_key(k); a_off(off); a_val(v)
-                                seq += 1
-                    else:
-                        raise ValueError(f"unknown micro-op {kind!r}")
-                except (TypeError, ValueError, IndexError, AttributeError, KeyError) as e:
-                    self.problem(f"{where}: op {self.o_inv[op]}: malformed micro-op {mop!r:.80}: {e}")
-        elif cmp is not None:
-            self.problem(f"{where}: op {self.o_inv[op]}: completion value is not a list")
-        if not isinstance(inv, list):
-            return
-        inv_sends = [m for m in inv if type(m) is list and m and m[0] == SEND]
-        if len(inv_sends) == n_cmp_sends:
-            return  # the completion listed every send (the common case)
-        # sends the completion did not list (info/fail completions may carry no value)
-        seen = {(self.m_key[i], self.m_val[i]) for i in range(start, len(self.m_op))
-                if self.m_kind[i] == 0}
-        for mop in inv_sends:
+
+# -- the exact micro-op reader (one op at a time) --------------------------------------------
+
+def _i64(v: Any) -> bool:
+    return type(v) is int and -(1 << 63) <= v < (1 << 63)
+
+
+def _py_completion(cmp: Any, where: str, inv_index: int, problem: Callable[[str], None]):
+    """Micro-op rows [(kind 0 send / 1 poll, key, offset|None, value)] of a completion
+    value, and how many sends it listed. Malformed micro-ops are skipped and reported."""
+    rows: list[tuple[int, str, int | None, int]] = []
+    n_sends = 0
+    if isinstance(cmp, list):
+        for mop in cmp:
             try:
-                k = self.key(mop[1])
-                v = mop[2]
-                if isinstance(v, list):  # tolerate an invoke already carrying [offset, v]
-                    v = v[1]
-                if type(v) is not int:
-                    raise ValueError("value not int")
-            except (TypeError, ValueError, IndexError) as e:
-                self.problem(f"{where}: op {self.o_inv[op]}: malformed invoke micro-op: {e}")
-                continue
-            if (k, v) in seen:
-                continue
-            a_op(op); a_seq(seq); a_kind(0); a_key(k); a_off(NO_OFFSET); a_val(v)
-            seq += 1
+                kind = mop[0]
+                if kind == SEND:
+                    key = mop[1]
+                    if not isinstance(key, str):
+                        raise ValueError(f"key {key!r} is not a string")
+                    ov = mop[2]
+                    if type(ov) is list:
+                        off, v = ov
+                    else:  # completion echoing the invoke's ["send", k, v]
+                        off, v = None, ov
+                    if not _i64(v) or (off is not None and not _i64(off)):
+                        raise ValueError("offset/value not int")
+                    rows.append((0, key, off, v))
+                    n_sends += 1
+                elif kind == POLL:
+                    if len(mop) < 2:
+                        continue  # an echoed ["poll"]: nothing was returned
+                    for key, recs in mop[1].items():
+                        if not isinstance(key, str):
+                            raise ValueError(f"key {key!r} is not a string")
+                        for off, v in recs:
+                            if not _i64(v) or not _i64(off):
+                                raise ValueError("offset/value not int")
+                            rows.append((1, key, off, v))
+                else:
+                    raise ValueError(f"unknown micro-op {kind!r}")
+            except (TypeError, ValueError, IndexError, AttributeError, KeyError) as e:
+                problem(f"{where}: op {inv_index}: malformed micro-op {mop!r:.80}: {e}")
+    elif cmp is not None:
+        problem(f"{where}: op {inv_index}: completion value is not a list")
+    return rows, n_sends
 
-    def build(self) -> History:
-        for proc, op in list(self.open.items()):
-            self.finish_missing(op)
-        self.open.clear()
-        n = len(self.o_inv)
-        ops = pl.DataFrame(
-            {
-                "op": pl.Series(range(n), dtype=pl.UInt32),
-                "invoke_index": pl.Series(self.o_inv, dtype=pl.Int64),
-                "complete_index": pl.Series(self.o_cmp, dtype=pl.Int64),
-                "process": pl.Series(self.o_proc, dtype=pl.Int64),
-                "f": pl.Series(self.o_f, dtype=pl.Categorical),
-                "type": pl.Series(self.o_type, dtype=TYPE),
-                "invoke_time": pl.Series(self.o_tinv, dtype=pl.Int64),
-                "complete_time": pl.Series(self.o_tcmp, dtype=pl.Int64),
-                "transactional_id": pl.Series([t if isinstance(t, str) else None for t in self.o_tid], dtype=pl.Utf8),
-                "group_id": pl.Series([g if isinstance(g, str) else None for g in self.o_gid], dtype=pl.Utf8),
-                "final": pl.Series(self.o_final, dtype=pl.Boolean),
-                "error": pl.Series(self.o_err, dtype=pl.Utf8),
-            }
-        )
-        # a producer process is one instance of one transactional.id: ops that do not
-        # repeat it in their meta inherit it from the process's init/earlier ops
-        tids = (ops.filter(pl.col("transactional_id").is_not_null())
-                .group_by("process").agg(tid_=pl.col("transactional_id").first()))
+
+def _py_invoke_sends(inv: Any) -> list:
+    """The send micro-ops of an invoke value (what the completion may fail to list)."""
+    if not isinstance(inv, list):
+        return []
+    return [m for m in inv if type(m) is list and m and m[0] == SEND]
+
+
+def _py_invoke_rows(sends: list, where: str, inv_index: int, problem: Callable[[str], None]):
+    out = []
+    for mop in sends:
+        try:
+            key = mop[1]
+            if not isinstance(key, str):
+                raise ValueError(f"key {key!r} is not a string")
+            v = mop[2]
+            if isinstance(v, list):  # tolerate an invoke already carrying [offset, v]
+                v = v[1]
+            if not _i64(v):
+                raise ValueError("value not int")
+        except (TypeError, ValueError, IndexError) as e:
+            problem(f"{where}: op {inv_index}: malformed invoke micro-op: {e}")
+            continue
+        out.append((key, v))
+    return out
+
+
+# -- the fast micro-op reader (columnar, over polars' canonical JSON text) -------------------
+
+_K = r'"[^"\\]*"'
+_I = r"-?\d{1,18}"  # at most 18 digits: always an int64; longer numbers go the exact way
+_REC = rf"\[{_I}, {_I}\]"
+_SEND = rf"\[\"send\", {_K}, (?:\[(?:{_I}|null), {_I}\]|{_I})\]"
+_PKEY = rf"{_K}: \[(?:{_REC}(?:, {_REC})*)?\]"
+_MOP = rf"(?:{_SEND}|\[\"poll\"\]|\[\"poll\", \{{(?:{_PKEY}(?:, {_PKEY})*)?\}}\])"
+#: a value made only of well-formed micro-ops, as polars re-serialises it
+VALUE_GRAMMAR = rf"^\[(?:{_MOP}(?:, {_MOP})*)?\]$"
+# tokens of a grammatical value, in order: a send's key (with its "send" prefix), a poll
+# record list's key (with its ": " suffix), an integer, null (a send's unknown offset)
+_TOKEN = r'"send", "[^"]*"|"[^"]*": |-?\d+|null'
+_SEND_PREFIX = '["send", '
+_TOKEN_CHUNK = 200_000  # values tokenized at once
+_WORKERS = max(1, min(4, os.cpu_count() or 1))
+
+
+def _tokenize(rid: pl.Series, values: pl.Series):
+    """Micro-op rows of grammatical value texts.
+
+    Returns (frame, keys): frame columns rid (of the value), ord (increasing within a
+    value), kind (u8: 0 send, 1 poll), key (u32 index into ``keys``), offset (i64|null),
+    value (i64); one row per send and per polled record, in value order.
+    """
+    tok = (pl.DataFrame({"rid": rid, "v": values})
+           .select("rid", t=pl.col("v").str.extract_all(_TOKEN))
+           .explode("t").drop_nulls("t"))
+    n = tok.height
+    if n == 0:
+        return pl.DataFrame(schema={"rid": rid.dtype, "ord": pl.Int64, "kind": pl.UInt8,
+                                    "key": pl.UInt32, "offset": pl.Int64,
+                                    "value": pl.Int64}), []
+    t = tok["t"]
+    is_key = t.str.starts_with('"').to_numpy()
+    num = t.cast(pl.Int64, strict=False)  # keys and null -> null
+    nums = num.fill_null(0).to_numpy()
+    numnull = num.is_null().to_numpy()
+    del num
+    mpos = np.flatnonzero(is_key)
+    markers = t.gather(mpos)
+    del t
+    # distinct markers are few (two per key at most): name their keys in Python
+    um = markers.unique(maintain_order=True)
+    names = [m[9:-1] if m.startswith('"send", "') else m[1:-3] for m in um.to_list()]
+    keys = list(dict.fromkeys(names))
+    kpos = {k: i for i, k in enumerate(keys)}
+    m_key = np.array([kpos[k] for k in names], dtype=np.uint32)
+    m_send = np.array([m.startswith('"send", "') for m in um.to_list()], dtype=bool)
+    mk = markers.cast(pl.Enum(um)).to_physical().to_numpy()  # marker -> distinct marker
+    del markers, um
+    msend = m_send[mk]
+    # the grammar guarantees: every value's tokens start with a key; a poll key is followed
+    # by pairs (offset, value); a send key by its value or by (offset|null, value). A
+    # record is anchored at its value token: 2nd, 4th, ... after a poll key, last after a
+    # send key; its offset is the token before (a send key or null: unknown).
+    it = np.int32 if n < (1 << 31) else np.int64
+    cnt = (np.diff(np.append(mpos, n)) - 1).astype(it)
+    gm = (np.cumsum(is_key, dtype=it) - 1)  # marker of each token
+    del is_key
+    within = np.arange(n, dtype=it) - mpos.astype(it)[gm]  # 0 at the marker
+    anchor = np.where(msend[gm], within == cnt[gm], (within > 0) & ((within & 1) == 0))
+    del within
+    vidx = np.flatnonzero(anchor)
+    del anchor
+    midx = gm[vidx]
+    del gm
+    oidx = vidx - 1
+    frame = pl.DataFrame({
+        "rid": tok["rid"].gather(vidx),
+        "ord": vidx.astype(np.int64),
+        "kind": (~msend[midx]).astype(np.uint8),
+        "key": m_key[mk[midx]],
+        "offset": pl.Series(nums[oidx]).set(pl.Series(numnull[oidx]), None),
+        "value": nums[vidx],
+    })
+    return frame, keys
+
+
+# -- reading a file -------------------------------------------------------------------------
+
+_NDJSON_SCHEMA = {
+    "index": pl.Int64, "time": pl.Int64, "process": pl.String, "type": pl.String,
+    "f": pl.String, "value": pl.String,
+    "meta": pl.Struct({"transactional_id": pl.String, "group_id": pl.String,
+                       "final": pl.Boolean}),
+    "error": pl.String,
+}
+_BISECT_MIN = 64  # below this many lines, a failing range is read line by line
+
+
+def _last_line(fh, size: int) -> tuple[int, bytes | None]:
+    """(start offset, content) of the file's last non-blank line, or (size, None)."""
+    pos, buf = size, b""
+    while pos > 0:
+        step = min(1 << 16, pos)
+        pos -= step
+        fh.seek(pos)
+        buf = fh.read(step) + buf
+        s = buf.rstrip()
+        if not s:
+            continue
+        nl = s.rfind(b"\n")
+        if nl >= 0:
+            return pos + nl + 1, s[nl + 1:]
+        if pos == 0:
+            return 0, s
+    return size, None
+
+
+def _line_starts(data: bytes) -> np.ndarray:
+    """Start offset of every physical line (split at b"\\n", as iterating a file does)."""
+    arr = np.frombuffer(data, dtype=np.uint8)
+    parts = [np.zeros(1, np.int64)] if len(data) else [np.zeros(0, np.int64)]
+    step = 1 << 24
+    for s in range(0, len(arr), step):
+        parts.append(np.flatnonzero(arr[s:s + step] == 10).astype(np.int64) + (s + 1))
+    starts = np.concatenate(parts)
+    if len(starts) and starts[-1] >= len(data):
+        starts = starts[:-1]  # the newline that ends the file opens no line
+    return starts
+
+
+def _lines_with(data: bytes, starts: np.ndarray, byte: int) -> np.ndarray:
+    """Line numbers (0-based) of the lines holding ``byte``."""
+    if data.find(bytes([byte])) < 0:
+        return np.zeros(0, np.int64)
+    arr = np.frombuffer(data, dtype=np.uint8)
+    step = 1 << 24
+    hits = np.concatenate([np.flatnonzero(arr[s:s + step] == byte).astype(np.int64) + s
+                           for s in range(0, len(arr), step)])
+    return np.unique(np.searchsorted(starts, hits, side="right") - 1)
+
+
+def _read_file(path: Path) -> _Events:
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        last_start, last = _last_line(fh, size)
+        truncated = False
+        if last is not None:
+            try:
+                _loads(last)
+            except _DecodeError:
+                truncated = True
+        fh.seek(0)
+        data = fh.read(last_start if truncated else size)
+    starts = _line_starts(data)
+    n_lines = len(starts)
+    ends = np.empty(n_lines, np.int64)
+    if n_lines:
+        ends[:-1] = starts[1:] - 1
+        ends[-1] = len(data) - 1 if data.endswith(b"\n") else len(data)
+    arr = np.frombuffer(data, dtype=np.uint8)
+    ev = _Events(lambda p: f"line {p + 1}")
+    ev.truncated = truncated
+    if truncated:
+        ev.problems.add(n_lines, 0, f"line {n_lines + 1}: truncated or garbled last line dropped")
+
+    def line(k: int) -> bytes:
+        return data[starts[k]:ends[k]]
+
+    def nonblank(lo: int, hi: int) -> np.ndarray:
+        """Lines in [lo, hi) that polars reads as a row (not empty or space/tab/CR only)."""
+        s, e = starts[lo:hi], ends[lo:hi]
+        first = np.where(e > s, arr[np.minimum(s, max(len(arr) - 1, 0))], 32) if len(arr) else \
+            np.full(len(s), 32, np.uint8)
+        cand = np.isin(first, (32, 9, 13))
+        keep = ~cand
+        for i in np.flatnonzero(cand):
+            keep[i] = bool(data[s[i]:e[i]].strip(b" \t\r"))
+        return np.flatnonzero(keep).astype(np.int64) + lo
+
+    frames: list[tuple[pl.DataFrame, np.ndarray]] = []
+    exact: list[int] = []  # lines to read one by one (orjson), in order
+
+    def parse(lo: int, hi: int) -> None:
+        rows = nonblank(lo, hi)
+        if not len(rows):
+            return
+        if hi - lo > _BISECT_MIN or (lo == 0 and hi == n_lines):
+            try:
+                chunk = data if (lo == 0 and hi == n_lines) else data[starts[lo]:ends[hi - 1]]
+                df = pl.read_ndjson(io.BytesIO(chunk) if chunk is not data else data,
+                                    schema=_NDJSON_SCHEMA, ignore_errors=True)
+                if df.height == len(rows):
+                    frames.append((df, rows))
+                    return
+            except Exception:  # noqa: BLE001 - a garbled line somewhere in the range
+                pass
+        if hi - lo <= _BISECT_MIN:  # read one by one; blank as Python strips (\x0b, \x0c)
+            exact.extend(int(k) for k in rows if line(int(k)).strip())
+            return
+        mid = (lo + hi) // 2
+        parse(lo, mid)
+        parse(mid, hi)
+
+    laps("load: read + line index")
+    if n_lines:
+        parse(0, n_lines)
+    parse = None  # noqa: F841 - the closure refers to itself: break the cycle, free ``data``
+    laps("load: read_ndjson")
+    if frames:
+        df = pl.concat([f for f, _ in frames]) if len(frames) > 1 else frames[0][0]
+        pos = np.concatenate([r for _, r in frames]) if len(frames) > 1 else frames[0][1]
+    else:
+        df = pl.DataFrame(schema=_NDJSON_SCHEMA)
+        pos = np.zeros(0, np.int64)
+    frames.clear()
+    slow = _lines_with(data, starts, 92)  # backslashes: strings that need unescaping
+    df = df.with_columns(pos=pl.Series(pos, dtype=pl.Int64),
+                         process=pl.col("process").cast(pl.Int64, strict=False))
+    regular = (
+        pl.col("index").is_not_null() & pl.col("type").is_in(EVENT_TYPES)
+        & pl.col("f").is_in(list(BULK_FS)) & pl.col("process").is_not_null()
+        & (pl.col("value").is_null() | pl.col("value").str.contains(VALUE_GRAMMAR))
+        & (pl.col("error").is_null() | pl.col("error").str.starts_with("["))
+    )
+    if len(slow):
+        regular = regular & ~pl.col("pos").is_in(pl.Series(slow).implode())
+    df = df.with_columns(_regular=regular)
+    exact.extend(df.filter(~pl.col("_regular"))["pos"].to_list())
+    ev.fast = df.filter(pl.col("_regular")).select(
+        "pos", "index", "time", "process", "type", "f",
+        tid=pl.col("meta").struct.field("transactional_id"),
+        gid=pl.col("meta").struct.field("group_id"),
+        final=pl.col("meta").struct.field("final").fill_null(False),
+        err=pl.when(pl.col("error").str.starts_with('["'))
+        .then(pl.col("error").str.extract(r'^\["([^"]*)"', 1)),
+        fast=pl.lit(True),
+        nsend=pl.col("value").str.count_matches(_SEND_PREFIX, literal=True)
+        .fill_null(0).cast(pl.Int64),
+        value="value",
+    )
+    del df
+    ev.n_events += ev.fast.height
+    laps("load: classify lines (grammar)")
+
+    def raw(k: int) -> Any:
+        try:
+            return _loads(line(k))
+        except _DecodeError:
+            return None
+
+    ev.raw = raw
+    for k in sorted(exact):
+        try:
+            e = _loads(line(k))
+        except _DecodeError:
+            ev.garbled += 1
+            ev.problems.add(k, 0, f"line {k + 1}: garbled line skipped")
+            continue
+        ev.event(e, k)
+    laps("load: odd lines one by one")
+    return ev
+
+
+def _read_events(source: Iterable[Any]) -> _Events:
+    try:
+        it = iter(source)
+    except TypeError:
+        raise TypeError("load_history takes a path or an iterable of event dicts") from None
+    ev = _Events(lambda p: f"event #{p}")
+    for i, e in enumerate(it):
+        ev.event(e, i)
+    return ev
+
+
+# -- pairing and assembly -------------------------------------------------------------------
+
+def _pair(ev: _Events) -> pl.DataFrame:
+    """Ops from client events: each invoke with the next event of its process when that is a
+    completion. Reports orphan completions, invokes while in flight and f mismatches."""
+    E = ev.frame()  # sorted by pos
+    n = E.height
+    proc = E["process"].to_numpy()
+    is_inv = (E["type"] == "invoke").to_numpy()
+    perm = np.argsort(proc, kind="stable")  # by process, then position
+    same = proc[perm[1:]] == proc[perm[:-1]]
+    nxt = np.full(n, -1, np.int64)
+    prv = np.full(n, -1, np.int64)
+    nxt[perm[:-1][same]] = perm[1:][same]
+    prv[perm[1:][same]] = perm[:-1][same]
+    del perm, same
+    has_next = nxt >= 0
+    nxt_inv = np.zeros(n, bool)
+    nxt_inv[has_next] = is_inv[nxt[has_next]]
+    paired = is_inv & has_next & ~nxt_inv
+    superseded = is_inv & has_next & nxt_inv
+    has_prev = prv >= 0
+    prev_inv = np.zeros(n, bool)
+    prev_inv[has_prev] = is_inv[prv[has_prev]]
+    orphan = ~is_inv & ~prev_inv
+    where = ev.where
+    pos = E["pos"].to_numpy()
+    idx = E["index"].to_numpy()
+    f = E["f"]
+    o = np.flatnonzero(orphan)
+    if len(o):
+        ev.problems.add_first(len(o), (
+            (int(pos[r]), 1, f"{where(int(pos[r]))}: completion {idx[r]} of process {proc[r]} "
+                             "has no open invoke; ignored") for r in o[:MAX_PROBLEMS]))
+    sp = np.flatnonzero(superseded)
+    if len(sp):
+        ev.problems.add_first(len(sp), (
+            (int(pos[nxt[r]]), 1, f"{where(int(pos[nxt[r]]))}: process {proc[r]} invoked "
+                                  f"{idx[nxt[r]]} while op {idx[r]} was in flight; the earlier "
+                                  "op reads as info") for r in sp[:MAX_PROBLEMS]))
+    inv_rows = np.flatnonzero(is_inv)
+    cmp_rows = np.where(paired[inv_rows], nxt[inv_rows], -1)
+    has_cmp = cmp_rows >= 0
+    ic = inv_rows[has_cmp]
+    mm = ic[(f.gather(ic) != f.gather(cmp_rows[has_cmp])).to_numpy()]
+    if len(mm):
+        ev.problems.add_first(len(mm), (
+            (int(pos[nxt[r]]), 1, f"{where(int(pos[nxt[r]]))}: completion {idx[nxt[r]]} has f "
+                                  f"{f[int(nxt[r])]!r} but its invoke has {f[int(r)]!r}")
+            for r in mm[:MAX_PROBLEMS]))
+    I = E[inv_rows]
+    C = E.select("pos", "index", "time", "type", "tid", "gid", "final", "err", "fast", "nsend"
+                 ).gather(pl.Series(np.where(has_cmp, cmp_rows, 0)).set(pl.Series(~has_cmp), None))
+    sup_pos = pl.Series(np.where(superseded[inv_rows], pos[np.maximum(nxt[inv_rows], 0)], 0)
+                        ).set(pl.Series(~superseded[inv_rows]), None)
+    return pl.DataFrame({
+        "op": pl.Series(np.arange(len(inv_rows), dtype=np.uint32)),
+        "invoke_index": I["index"],
+        "complete_index": C["index"],
+        "process": I["process"],
+        "f": I["f"],
+        "type": C["type"].fill_null("info"),
+        "invoke_time": I["time"],
+        "complete_time": C["time"],
+        "transactional_id": I["tid"].fill_null(C["tid"]),
+        "group_id": I["gid"].fill_null(C["gid"]),
+        "final": I["final"] | C["final"].fill_null(False),
+        "error": C["err"],
+        # private, for the micro-ops
+        "_inv_pos": I["pos"], "_inv_fast": I["fast"], "_inv_nsend": I["nsend"],
+        "_cmp_pos": C["pos"], "_cmp_fast": C["fast"], "_cmp_nsend": C["nsend"],
+        "_sup_pos": sup_pos,
+    })
+
+
+def _micro_ops(ev: _Events, ops: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """mops (keys as ids into the returned key list)."""
+    bulk = ops.filter(pl.col("f").is_in(list(BULK_FS)))
+    parts: list[pl.DataFrame] = []  # op, part, ord, kind, key (global id), offset, value
+    gkeys: dict[str, int] = {}
+
+    def gid_of(keys: list[str]) -> np.ndarray:
+        return np.array([gkeys.setdefault(k, len(gkeys)) for k in keys], dtype=np.uint32)
+
+    fast_pos = ev.fast["pos"].to_numpy() if ev.fast is not None else np.zeros(0, np.int64)
+    big_first = False
+
+    def tokenized(sel: pl.DataFrame, pos_col: str, part: int, sends_only: bool = False):
+        nonlocal big_first
+        if sel.is_empty():
+            return
+        values = ev.fast["value"].gather(np.searchsorted(fast_pos, sel[pos_col].to_numpy()))
+        ops_ = sel["op"]
+        # in chunks (bounded memory), on as many threads as cores (polars and numpy release
+        # the GIL for the heavy parts)
+        chunks = [(ops_.slice(i, _TOKEN_CHUNK), values.slice(i, _TOKEN_CHUNK))
+                  for i in range(0, len(values), _TOKEN_CHUNK)]
+        del values, ops_
+        if len(chunks) > 1 and _WORKERS > 1:
+            with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
+                results = list(pool.map(lambda c: _tokenize(*c), chunks))
+        else:
+            results = [_tokenize(*c) for c in chunks]
+        del chunks
+        frames = []
+        for fr, keys in results:
+            if fr.is_empty():
+                continue
+            if sends_only:
+                fr = fr.filter(pl.col("kind") == 0).with_columns(offset=pl.lit(None, pl.Int64))
+            gmap = pl.Series(gid_of(keys), dtype=pl.UInt32)
+            frames.append(fr.select(op="rid", part=pl.lit(part, pl.UInt8), ord="ord",
+                                    kind="kind", key=gmap.gather(fr["key"]),
+                                    offset="offset", value="value"))
+        del results
+        if not frames:
+            return
+        if part == 0:
+            big_first = True
+        parts.append(pl.concat(frames) if len(frames) > 1 else frames[0])
+
+    # 1. completion micro-ops
+    paired = bulk.filter(pl.col("_cmp_pos").is_not_null())
+    tokenized(paired.filter(pl.col("_cmp_fast")).sort("op"), "_cmp_pos", 0)
+    laps("load: tokenize completions")
+    n_cmp_sends: dict[int, int] = {}
+    py_rows: list[tuple] = []
+    py_inv_rows: list[tuple] = []
+    problems = ev.problems
+    for op, cpos, inv_index in paired.filter(~pl.col("_cmp_fast")).select(
+            "op", "_cmp_pos", "invoke_index").iter_rows():
+        rows, n = _py_completion(ev.event_at(cpos).get("value"), ev.where(cpos), inv_index,
+                                 lambda m, cpos=cpos: problems.add(cpos, 2, m))
+        n_cmp_sends[op] = n
+        py_rows.extend((op, 0, i, k, key, off, v) for i, (k, key, off, v) in enumerate(rows))
+
+    # 2. sends the completion did not list (info/fail completions may carry no value)
+    counts = bulk.select("op", "_inv_fast", "_inv_nsend", "_inv_pos", "_cmp_pos", "_cmp_nsend",
+                         "_sup_pos", "invoke_index")
+    if n_cmp_sends:
+        counts = counts.join(pl.DataFrame({"op": list(n_cmp_sends), "_py_n": list(n_cmp_sends.values())},
+                                          schema={"op": pl.UInt32, "_py_n": pl.Int64}), on="op", how="left"
+                             ).with_columns(_cmp_nsend=pl.coalesce("_py_n", "_cmp_nsend")).drop("_py_n")
+    counts = counts.with_columns(_cmp_nsend=pl.col("_cmp_nsend").fill_null(0))
+    inv_sends_py: dict[int, list] = {}
+    slow_inv = counts.filter(~pl.col("_inv_fast"))
+    if slow_inv.height:
+        ns = []
+        for op, ipos in slow_inv.select("op", "_inv_pos").iter_rows():
+            s = _py_invoke_sends(ev.event_at(ipos).get("value"))
+            inv_sends_py[op] = s
+            ns.append(len(s))
+        counts = counts.join(pl.DataFrame({"op": slow_inv["op"], "_py_n": ns},
+                                          schema={"op": pl.UInt32, "_py_n": pl.Int64}), on="op", how="left"
+                             ).with_columns(_inv_nsend=pl.coalesce("_inv_nsend", "_py_n")).drop("_py_n")
+    need = counts.filter((pl.col("_inv_nsend") > 0) & (pl.col("_inv_nsend") != pl.col("_cmp_nsend")))
+    laps("load: odd completions, send counts")
+    if need.height:
+        tokenized(need.filter("_inv_fast").sort("op"), "_inv_pos", 1, sends_only=True)
+        for op, cpos, spos, inv_index in need.filter(~pl.col("_inv_fast")).select(
+                "op", "_cmp_pos", "_sup_pos", "invoke_index").iter_rows():
+            if cpos is not None:
+                where, at, sub = ev.where(cpos), cpos, 2
+            else:
+                where, at, sub = f"op {inv_index}", (spos if spos is not None else END), 2 if spos is not None else op
+            rows = _py_invoke_rows(inv_sends_py[op], where, inv_index,
+                                   lambda m, at=at, sub=sub: problems.add(at, sub, m))
+            py_inv_rows.extend((op, 1, i, 0, key, None, v) for i, (key, v) in enumerate(rows))
+    laps("load: unlisted invoke sends")
+    schema = {"op": pl.UInt32, "part": pl.UInt8, "ord": pl.Int64, "kind": pl.UInt8,
+              "key": pl.UInt32, "offset": pl.Int64, "value": pl.Int64}
+    for rows in (py_rows, py_inv_rows):
+        if not rows:
+            continue
+        ids = gid_of([r[4] for r in rows])
+        parts.append(pl.DataFrame({
+            "op": [r[0] for r in rows], "part": [r[1] for r in rows],
+            "ord": [r[2] for r in rows], "kind": [r[3] for r in rows], "key": ids,
+            "offset": [r[5] for r in rows], "value": [r[6] for r in rows],
+        }, schema=schema))
+    parts = [p.cast(schema) for p in parts]
+    # the completions' tokens are the bulk of the rows, already in (op, ord) order; the
+    # other parts are small: sorted on their own, then merged in by position
+    big = parts.pop(0) if parts and big_first else pl.DataFrame(schema=schema)
+    small = pl.concat(parts) if parts else pl.DataFrame(schema=schema)
+    parts.clear()
+    inv = small.filter(pl.col("part") == 1)
+    if inv.height:  # invoke-only sends whose (key, value) the completion listed: not repeated
+        inv_ops = inv["op"].unique()
+        listed = pl.concat([big, small]).filter(
+            (pl.col("part") == 0) & (pl.col("kind") == 0) & pl.col("op").is_in(inv_ops.implode())
+        ).select("op", "key", "value").unique()
+        small = pl.concat([small.filter(pl.col("part") == 0),
+                           inv.join(listed, on=["op", "key", "value"], how="anti")])
+    m = _merge_sorted(big, small.sort("op", "part", "ord"))
+    del big, small, inv
+    laps("load: merge micro-op parts")
+    from .log import positions  # local: log imports this module
+    opn = m["op"].to_numpy()
+    seq = positions(opn)
+    # key ids in the order the history first mentions them: by the position of the
+    # completion that reported the micro-op (an op that never completed: where it was
+    # superseded, or at the end), then by the order inside the op
+    kv = m["key"].to_numpy()
+    names = [None] * len(gkeys)
+    for k, i in gkeys.items():
+        names[i] = k
+    if len(kv):
+        at = ops.select(pl.coalesce("_cmp_pos", "_sup_pos",
+                                    pl.col("op").cast(pl.Int64) + END)).to_series().to_numpy()
+        rows = pl.DataFrame({"key": kv, "at": at[opn], "row": np.arange(len(kv))})
+        first_at = rows.group_by("key").agg(pl.col("at").min())
+        first = (rows.join(first_at, on=["key", "at"], how="semi")
+                 .group_by("key").agg(pl.col("at").first(), pl.col("row").min())
+                 .sort("at", "row")["key"].to_numpy())
+        del rows, first_at
+        remap = np.zeros(len(gkeys), np.uint32)
+        remap[first] = np.arange(len(first), dtype=np.uint32)
+        kv = remap[kv]
+        keys = [names[i] for i in first]
+    else:
+        keys = []
+    mops = pl.DataFrame({
+        "op": m["op"],
+        "seq": pl.Series(seq, dtype=pl.UInt32),
+        "kind": m["kind"].replace_strict({0: SEND, 1: POLL}, return_dtype=KIND),
+        "key": pl.Series(kv, dtype=pl.UInt32),
+        "offset": m["offset"],
+        "value": m["value"],
+    })
+    laps("load: mops frame")
+    return mops, keys
+
+
+def _merge_sorted(big: pl.DataFrame, small: pl.DataFrame) -> pl.DataFrame:
+    """Rows of two frames sorted by (op, part, ord), merged; no (op, part) is in both."""
+    if small.is_empty():
+        return big
+    if big.is_empty():
+        return small
+    kb = big["op"].cast(pl.Int64).to_numpy() * 2 + big["part"].to_numpy()
+    ks = small["op"].cast(pl.Int64).to_numpy() * 2 + small["part"].to_numpy()
+    at_b = np.arange(len(kb)) + np.searchsorted(ks, kb, side="left")
+    at_s = np.arange(len(ks)) + np.searchsorted(kb, ks, side="right")
+    order = np.empty(len(kb) + len(ks), np.int64)
+    order[at_b] = np.arange(len(kb))
+    order[at_s] = len(kb) + np.arange(len(ks))
+    return pl.concat([big, small]).gather(order)
+
+
+def _extras(ev: _Events, ops: pl.DataFrame) -> dict[int, dict]:
+    out: dict[int, dict] = {}
+    for op, ipos, cpos in ops.filter(~pl.col("f").is_in(list(BULK_FS))).select(
+            "op", "_inv_pos", "_cmp_pos").iter_rows():
+        inv = ev.event_at(ipos)
+        meta = inv.get("meta")
+        ex = {"value": inv.get("value"), "completion_value": None,
+              "meta": meta if isinstance(meta, dict) else {}}
+        if cpos is not None:
+            c = ev.event_at(cpos)
+            ex["completion_value"] = c.get("value")
+            cm = c.get("meta")
+            if isinstance(cm, dict):
+                ex["meta"] = {**ex["meta"], **cm}
+        out[op] = ex
+    return out
+
+
+def _assemble(ev: _Events) -> History:
+    ev.index_gaps()
+    laps("load: index gaps")
+    ops = _pair(ev)
+    laps("load: pair invokes/completions")
+    extras = _extras(ev, ops)
+    ev.raw = None  # the file's bytes are no longer needed
+    mops, keys = _micro_ops(ev, ops)
+    ev.fast = None  # nor the value texts
+    ops = ops.select(
+        "op", "invoke_index", "complete_index", "process",
+        pl.col("f").cast(pl.Categorical),
+        pl.col("type").cast(TYPE),
+        "invoke_time", "complete_time", "transactional_id", "group_id", "final",
+        "error",
+    )
+    # a producer process is one instance of one transactional.id: ops that do not
+    # repeat it in their meta inherit it from the process's init/earlier ops
+    tids = (ops.filter(pl.col("transactional_id").is_not_null())
+            .group_by("process").agg(tid_=pl.col("transactional_id").first()))
+    if tids.height:
         ops = (ops.join(tids, on="process", how="left")
                .with_columns(transactional_id=pl.coalesce("transactional_id", "tid_"))
                .drop("tid_").sort("op"))
-        def col(a, dtype):
-            return pl.Series(np.frombuffer(a, dtype=a.typecode == "b" and np.int8 or np.int64)
-                             if len(a) else np.zeros(0, np.int64)).cast(dtype)
-        off = np.frombuffer(self.m_off, dtype=np.int64) if len(self.m_off) else np.zeros(0, np.int64)
-        mops = pl.DataFrame(
-            {
-                "op": col(self.m_op, pl.UInt32),
-                "seq": col(self.m_seq, pl.UInt32),
-                "kind": col(self.m_kind, pl.UInt8).replace_strict(
-                    {0: SEND, 1: POLL}, return_dtype=KIND),
-                "key": col(self.m_key, pl.UInt32),
-                "offset": pl.Series(off).set(pl.Series(off == NO_OFFSET), None),
-                "value": col(self.m_val, pl.Int64),
-            }
-        ).sort(["op", "seq"])
-        return History(
-            ops=ops, mops=mops, keys=self.keys, nemesis=self.nemesis, extras=self.extras,
-            problems=self.problems, n_events=self.n_events, n_problems=self.n_problems,
-        )
-
-
-def _lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
-    """(line number, line, is_last) for each non-blank line, reading one line ahead."""
-    with open(path, "rb") as fh:
-        prev: tuple[int, bytes] | None = None
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            if prev is not None:
-                yield prev[0], prev[1], False
-            prev = (n, line)
-        if prev is not None:
-            yield prev[0], prev[1], True
+    nemesis = [e for _, e in sorted(ev.nemesis, key=lambda x: x[0])]
+    laps("load: ops frame, extras")
+    return History(
+        ops=ops, mops=mops, keys=keys, nemesis=nemesis, extras=extras,
+        problems=ev.problems.result(), n_events=ev.n_events, n_problems=ev.problems.count,
+        truncated=ev.truncated, garbled_lines=ev.garbled,
+    )
 
 
 def load_history(source: str | Path | Iterable[dict]) -> History:
@@ -385,45 +918,19 @@ def load_history(source: str | Path | Iterable[dict]) -> History:
     Returns a :class:`History`; content problems land in ``History.problems`` (and set
     ``truncated`` for a dropped last line, ``garbled_lines`` for dropped lines mid-file).
     """
-    # parsing allocates millions of short-lived containers that refcounting frees; the
-    # cyclic collector would only rescan them, so it is paused for the parse
+    # parsing allocates many short-lived containers that refcounting frees; the cyclic
+    # collector would only rescan them, so it is paused while reading
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load(source)
+        if isinstance(source, (str, Path)):
+            ev = _read_file(Path(source))
+        else:
+            ev = _read_events(source)
+        return _assemble(ev)
     finally:
         if was_enabled:
             gc.enable()
-
-
-def _load(source: str | Path | Iterable[dict]) -> History:
-    b = _Builder()
-    truncated = False
-    garbled = 0
-    if isinstance(source, (str, Path)):
-        for lineno, line, last in _lines(Path(source)):
-            try:
-                ev = _loads(line)
-            except _DecodeError:
-                if last:
-                    truncated = True
-                    b.problem(f"line {lineno}: truncated or garbled last line dropped")
-                else:
-                    garbled += 1
-                    b.problem(f"line {lineno}: garbled line skipped")
-                continue
-            b.event(ev, f"line {lineno}")
-    else:
-        try:
-            it = iter(source)
-        except TypeError:
-            raise TypeError("load_history takes a path or an iterable of event dicts") from None
-        for i, ev in enumerate(it):
-            b.event(ev, f"event #{i}")
-    h = b.build()
-    h.truncated = truncated
-    h.garbled_lines = garbled
-    return h
 
 
 def as_history(history: "History | str | Path | Iterable[dict]") -> History:
