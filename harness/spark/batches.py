@@ -275,16 +275,21 @@ def poll_events(sb: SinkBatches, clock: Clock, starts: list[tuple[int, int]], pr
 
 def crash_events(events: list[dict], kill_times: dict[int, int], process_base: int,
                  meta: dict | None = None) -> list[dict]:
-    """A ``crash`` op (invoke + info, HISTORY.md) for every driver instance that did not stop
-    gracefully (a ``start`` event without a ``stopped`` one): at its kill time from
-    ``kill_times`` (pid -> ns on the history's clock, from the nemesis's kill-client results),
-    else at its last event line. Without it an instance's last batch would look like the
-    consumer stalling until the end of the history."""
+    """A ``crash`` op (invoke + info, HISTORY.md) for every driver instance that died: killed
+    (its pid in ``kill_times``: pid -> ns on the history's clock, from the nemesis's
+    kill-client results), or followed by a later instance without having stopped gracefully
+    (no ``stopped`` event). At the kill time, else at the instance's last event line. The
+    instance still running when this is called (finish runs before the readers stop) did not
+    crash. Without these ops a killed instance's last batch would look like the consumer
+    stalling until the end of the history."""
     out = []
     stopped = {e["instance"] for e in events if e.get("event") == "stopped"}
-    for start in (e for e in events if e.get("event") == "start"):
+    starts = [e for e in events if e.get("event") == "start"]
+    last = max((e["instance"] for e in starts), default=None)
+    for start in starts:
         inst = start["instance"]
-        if inst in stopped:
+        killed = start.get("pid") in kill_times
+        if inst in stopped or (inst == last and not killed):
             continue
         t = kill_times.get(start.get("pid"))
         if t is None:

@@ -176,11 +176,12 @@ class Spark:
         starts = sb.instance_starts(events)
         meta = {"worker": SPARK_WORKER, "isolation_level": self.spec.isolation_level}
         ops = sb.poll_events(read, clock, starts, base, meta=meta)
-        for ev in sb.in_time_order(ops + sb.crash_events(events, kills, base, meta=meta)):
+        crashes = sb.crash_events(events, kills, base, meta=meta)
+        for ev in sb.in_time_order(ops + crashes):
             history.append(ev)
         self._sink_meta.update(sb.sink_meta(read, self.keys()))
         catchup = _json_or_none(self.work / "catchup.json")
-        summary = _summary(read, ops, events, writes, catchup, base)
+        summary = _summary(read, ops, crashes, events, writes, catchup)
         summary["problems"] = read.problems[:50]
         self._spark_meta.update(summary, process_base=base)
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
@@ -226,7 +227,8 @@ def _quantiles_ms(xs: list[int]) -> dict:
     return {"p50": pick(0.5), "p90": pick(0.9), "p99": pick(0.99), "max": round(xs[-1] / 1e6, 1), "n": len(xs)}
 
 
-def _summary(read, ops: list[dict], events: list[dict], writes: dict, catchup: dict | None, base: int) -> dict:
+def _summary(read, ops: list[dict], crashes: list[dict], events: list[dict], writes: dict,
+             catchup: dict | None) -> dict:
     """Figures of the Spark side of a run (docs/spark.md "Summary")."""
     oks = [e for e in ops if e["type"] == "ok"]
     lags = []
@@ -248,8 +250,7 @@ def _summary(read, ops: list[dict], events: list[dict], writes: dict, catchup: d
         "sink_records_more_than_once": sum(1 for n in copies.values() if n > 1),
         "driver_instances": sorted({e["instance"] for e in events if e.get("event") == "start"}),
         "startup_s": [e.get("startup_s") for e in started],
-        "driver_crashes": len({e["instance"] for e in events if e.get("event") == "start"}
-                              - {e["instance"] for e in events if e.get("event") == "stopped"}),
+        "driver_crashes": len({e["meta"]["instance"] for e in crashes}),
         "query_failures": sum(1 for e in events if e.get("event") == "query-terminated" and e.get("exception")),
         "processes": sorted({e["process"] for e in oks}),
         "caught_up": (catchup or {}).get("caught_up"),

@@ -269,7 +269,8 @@ def test_a_killed_driver_instance_ends_with_a_crash_op_at_its_kill():
               {"instance": 2, "event": "start", "time": 20 * SEC, "pid": 42},
               {"instance": 2, "event": "progress", "time": 30 * SEC},
               {"instance": 3, "event": "start", "time": 40 * SEC, "pid": 43},
-              {"instance": 3, "event": "stopped", "time": 50 * SEC}]
+              {"instance": 3, "event": "stopped", "time": 50 * SEC},
+              {"instance": 4, "event": "start", "time": 60 * SEC, "pid": 44}]  # still running
     crashes = sb.crash_events(events, {41: 12 * SEC}, 1000)
     assert [(e["process"], e["type"], e["f"], e["time"]) for e in crashes] == [
         (1001, "invoke", "crash", 12 * SEC), (1001, "info", "crash", 12 * SEC),  # killed by the nemesis
@@ -278,3 +279,5 @@ def test_a_killed_driver_instance_ends_with_a_crash_op_at_its_kill():
     ordered = sb.in_time_order(polls + crashes)
     assert [(e["process"], e["time"]) for e in ordered] == [
         (1001, 12 * SEC), (1001, 12 * SEC), (1002, 21 * SEC), (1002, 25 * SEC), (1002, 30 * SEC), (1002, 30 * SEC)]
+    # the last instance crashed only when the nemesis killed it
+    assert {e["meta"]["instance"] for e in sb.crash_events(events, {44: 70 * SEC}, 1000)} == {2, 4}
