@@ -29,15 +29,20 @@ CLOSER_FS = {c for closers in WINDOW_CLOSERS.values() for c in closers}
 
 
 def is_client(event: dict[str, Any]) -> bool:
-    return event.get("process") != NEMESIS and not str(event.get("process", "")).startswith(NEMESIS)
+    p = event.get("process")
+    if type(p) is int:
+        return True
+    return p != NEMESIS and not str("" if p is None else p).startswith(NEMESIS)
 
 
 def _time(event: dict[str, Any]) -> int:
     t = event.get("time")
-    return int(t) if isinstance(t, (int, float)) else 0
+    if type(t) is int:
+        return t
+    return int(t) if isinstance(t, (int, float)) and t == t else 0
 
 
-@dataclass
+@dataclass(slots=True)
 class ClientOp:
     """One client operation: its invoke and (maybe) its completion."""
 
@@ -83,24 +88,29 @@ def pair_ops(events: list[dict[str, Any]]) -> Pairing:
     ops: list[ClientOp] = []
     partner: dict[int, int] = {}
     latency: dict[int, int] = {}
+    pop = open_by_process.pop
+    append = ops.append
     for ev in events:
-        if not is_client(ev):
-            continue
-        proc = _hashable(ev.get("process"))
-        f = str(ev.get("f"))
+        proc = ev.get("process")
+        if type(proc) is not int:
+            if not is_client(ev):
+                continue
+            proc = _hashable(proc)
         if ev.get("type") == "invoke":
-            prev = open_by_process.pop(proc, None)
+            prev = pop(proc, None)
             if prev is not None:  # broken contract: a second invoke; keep the first as unknown
-                ops.append(ClientOp(proc, str(prev.get("f")), prev, None))
+                append(ClientOp(proc, str(prev.get("f")), prev, None))
             open_by_process[proc] = ev
             continue
-        inv = open_by_process.pop(proc, None)
-        op = ClientOp(proc, f if inv is None else str(inv.get("f")), inv, ev)
-        ops.append(op)
-        if inv is not None and isinstance(inv.get("index"), int) and isinstance(ev.get("index"), int):
-            partner[inv["index"]] = ev["index"]
-            partner[ev["index"]] = inv["index"]
-            latency[ev["index"]] = op.latency_ns or 0
+        inv = pop(proc, None)
+        op = ClientOp(proc, str(ev.get("f") if inv is None else inv.get("f")), inv, ev)
+        append(op)
+        if inv is not None:
+            a, b = inv.get("index"), ev.get("index")
+            if type(a) is int and type(b) is int:
+                partner[a] = b
+                partner[b] = a
+                latency[b] = max(0, _time(ev) - _time(inv))
     pending = []
     for inv in open_by_process.values():
         ops.append(ClientOp(_hashable(inv.get("process")), str(inv.get("f")), inv, None))
@@ -338,17 +348,30 @@ class OpColumns:
 
 
 def op_columns(ops: list[ClientOp]) -> OpColumns:
-    done = [op for op in ops if op.completion is not None]
-    fs = sorted({op.f for op in done})
-    code = {f: i for i, f in enumerate(fs)}
+    code: dict[str, int] = {}
+    f_col: list[int] = []
+    out_col: list[int] = []
+    done_col: list[int] = []
+    inv_col: list[int] = []
     out_code = {o: i for i, o in enumerate(OUTCOMES)}
-    f = np.fromiter((code[op.f] for op in done), dtype=np.int16, count=len(done))
-    outcome = np.fromiter((out_code[op.outcome] for op in done), dtype=np.int8, count=len(done))
-    done_ns = np.fromiter((_time(op.completion) for op in done), dtype=np.int64, count=len(done))
-    inv_ns = np.fromiter((_time(op.invoke) if op.invoke is not None else -1 for op in done),
-                         dtype=np.int64, count=len(done))
+    for op in ops:
+        done = op.completion
+        if done is None:
+            continue
+        c = code.get(op.f)
+        if c is None:
+            c = code[op.f] = len(code)
+        f_col.append(c)
+        out_col.append(out_code.get(done.get("type"), 2))
+        done_col.append(_time(done))
+        inv_col.append(-1 if op.invoke is None else _time(op.invoke))
+    fs = sorted(code)
+    remap = np.array([fs.index(f) for f in code] or [0], dtype=np.int16)
+    f = remap[np.asarray(f_col, dtype=np.int64)] if f_col else np.zeros(0, dtype=np.int16)
+    done_ns = np.asarray(done_col, dtype=np.int64)
+    inv_ns = np.asarray(inv_col, dtype=np.int64)
     lat = np.where(inv_ns >= 0, np.maximum(done_ns - inv_ns, 0), np.nan).astype(np.float64)
-    return OpColumns(fs, f, outcome, done_ns, lat)
+    return OpColumns(fs, f, np.asarray(out_col, dtype=np.int8), done_ns, lat)
 
 
 @dataclass

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from markupsafe import Markup, escape
 
-from .analysis import FaultWindow, fmt_duration, fmt_seconds
+from .analysis import FaultWindow, _binned_percentiles, fmt_duration, fmt_seconds
 from .analysis import choose_bin_ns as choose_bin_ns_for
 from .charts import LEFT, RIGHT, WIDTH, _decade, _nice_max, _path
 from .orders import Stall
@@ -18,7 +18,8 @@ from .svgplot import Panel, dedupe_pixels, lanes, process_color
 LAG_H = 200
 UNSEEN_H = 160
 LANE_H = 20
-STRIP_H = 18  # under the lag panel: lags <= 0 (read before the writer's ack)
+STRIP_H = 24  # under the lag panel: lags <= 0 (read before the writer's ack)
+STRIP_GAP = 6
 GAP = 50
 MAX_LAG_POINTS = 4000
 STALL_COLOR = "#b26a00"
@@ -56,8 +57,10 @@ def liveness_svg(lags: Lags, unseen: Unseen, rec: Records, stalls: list[Stall],
         hi = max(lo + 1, math.ceil(math.log10(float(pos.max()) * 1.05)))
     else:
         lo, hi = 6, 9
-    lag_p = Panel(lag_top, LAG_H - STRIP_H, 0, run_end_ns, lo, hi, log=True)
-    strip_y = lag_p.bottom + STRIP_H / 2
+    neg = int((lag <= 0).sum())
+    strip_h = STRIP_H if neg else 0
+    lag_p = Panel(lag_top, LAG_H - strip_h, 0, run_end_ns, lo, hi, log=True)
+    strip_y = lag_p.bottom + STRIP_GAP + (STRIP_H - STRIP_GAP) / 2
 
     def y_lag(v: np.ndarray) -> np.ndarray:
         """Positive lags on the log scale, the others on the strip under it."""
@@ -81,16 +84,17 @@ def liveness_svg(lags: Lags, unseen: Unseen, rec: Records, stalls: list[Stall],
         out.append(f'<text x="{tx:.1f}" y="{ly + LANE_H - 8}" text-anchor="{anchor}" fill="#222">'
                    f'{escape(s.label)}</text></g>')
 
-    neg = int((lag <= 0).sum())
     title = "Realtime lag: commit of a write to its first read by each consumer (log scale)"
     if neg:
         title += f"; {neg:,} read before the writer's ack (lag ≤ 0) on the strip below"
     out += lag_p.frame(title)
     out += lag_p.log_ticks("lag")
-    out.append(f'<rect x="{lag_p.left}" y="{lag_p.bottom}" width="{lag_p.right - lag_p.left}" '
-               f'height="{STRIP_H}" fill="#f3f3f3" stroke="#bbb"/>')
-    out.append(f'<text x="{lag_p.left - 6}" y="{strip_y + 4:.1f}" text-anchor="end" '
-               f'fill="#555">≤ 0</text>')
+    if neg:
+        out.append(f'<rect x="{lag_p.left}" y="{lag_p.bottom + STRIP_GAP}" '
+                   f'width="{lag_p.right - lag_p.left}" height="{STRIP_H - STRIP_GAP}" '
+                   f'fill="#f3f3f3" stroke="#bbb"/>')
+        out.append(f'<text x="{lag_p.left - 6}" y="{strip_y + 4:.1f}" text-anchor="end" '
+                   f'fill="#555">≤ 0</text>')
     if lag.size:
         xs = lag_p.x(lags.commit_ns.astype(np.float64))
         ys = y_lag(lag)
@@ -111,10 +115,8 @@ def liveness_svg(lags: Lags, unseen: Unseen, rec: Records, stalls: list[Stall],
         n_bins = max(1, int(np.ceil(run_end_ns / bin_ns)))
         b = np.clip(lags.commit_ns // bin_ns, 0, n_bins - 1)
         bx = lag_p.x((np.arange(n_bins) + 0.5) * bin_ns)
-        for q, dash, name in ((50, "", "p50"), (99, "6 3", "p99")):
-            arr = np.full(n_bins, np.nan)
-            for i in np.unique(b):
-                arr[i] = np.percentile(lag[b == i], q)
+        p50, p99 = _binned_percentiles(b, lag, n_bins)
+        for arr, dash, name in ((p50, "", "p50"), (p99, "6 3", "p99")):
             ys_q = np.where(np.isnan(arr), np.nan, y_lag(np.nan_to_num(arr)))
             out.append(f'<path class="lag-{name}" d="{_path(bx, ys_q)}" '
                        f'fill="none" stroke="#222" stroke-width="1.6"'

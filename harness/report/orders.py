@@ -25,6 +25,7 @@ MAX_LABEL_LANES = 4  # rows of annotations above a plot; labels that do not fit 
 ZOOM_SPAN = 120  # offsets: a key whose log is longer than this also gets a zoomed plot
 ZOOM_HALF = 20  # offsets either side of the first anomaly in the zoom
 PLOT_H = 300
+MAX_LEGEND = 24  # processes named under a plot
 LABEL_H = 16
 HIGHLIGHT = "#d00000"
 
@@ -48,6 +49,15 @@ class Mark:
     value: int | None
     offset: int | None
     allowed: bool
+    role: str = ""  # context the example gives, e.g. "later read" for lost-write's max_read
+
+    @property
+    def label(self) -> str:
+        return f"{self.anomaly} ({self.role})" if self.role else self.anomaly
+
+
+# example fields that hold context records rather than the anomalous one, and how to call them
+CONTEXT_FIELDS = {"max_read": "later read", "stuck_at": "stuck at", "next": "waited for"}
 
 
 @dataclass
@@ -71,13 +81,13 @@ def marks_of(anomaly: str, example: Any, allowed: bool) -> list[Mark]:
     entries (with their own key where they name one)."""
     out: list[Mark] = []
 
-    def walk(d: Any, key: str | None, depth: int) -> None:
+    def walk(d: Any, key: str | None, depth: int, role: str = "") -> None:
         if depth > 3:
             return
         if isinstance(d, list):
             for x in d[:50]:
                 if isinstance(x, dict):
-                    walk(x, key, depth + 1)
+                    walk(x, key, depth + 1, role)
             return
         if not isinstance(d, dict):
             return
@@ -91,15 +101,15 @@ def marks_of(anomaly: str, example: Any, allowed: bool) -> list[Mark]:
         if k is not None:
             if values:
                 off = offsets[0] if len(offsets) == 1 and len(values) == 1 else None
-                out.extend(Mark(anomaly, k, v, off, allowed) for v in values)
+                out.extend(Mark(anomaly, k, v, off, allowed, role) for v in values)
             else:
-                out.extend(Mark(anomaly, k, None, o, allowed) for o in offsets)
+                out.extend(Mark(anomaly, k, None, o, allowed, role) for o in offsets)
         for name, v in d.items():
             if name in _SKIP or name in ("key", "value", "values", "offset", "offsets",
                                          "next_value"):
                 continue
             if isinstance(v, (dict, list)):
-                walk(v, k, depth + 1)
+                walk(v, k, depth + 1, CONTEXT_FIELDS.get(name, role))
 
     walk(example, None, 0)
     return out
@@ -183,12 +193,20 @@ def _plot_key(rec: Records, kc: int, key: str, marks: list[Mark], names: list[st
             zoom, n_zoom = _svg(data, rec, marks, (max(0, zt0 - pad), zt1 + pad), (z_lo, z_hi),
                                 windows, run_end_ns, stalls,
                                 f"{key}: zoom on offsets {z_lo}–{z_hi} around the first marked "
-                                f"record ({fmt_seconds(zt0 - pad)} to {fmt_seconds(zt1 + pad)})")
+                                f"record ({_secs(zt0 - pad, zt1 + pad)})")
             svgs.append((f"{key}: zoom", zoom))
             notes += n_zoom
     procs = sorted({int(p) for p in np.unique(proc)}, key=lambda p: _sort_key(rec.processes[p]))
-    legend = [(rec.process_label(p), process_color(p)) for p in procs]
+    legend = [(rec.process_label(p), process_color(p)) for p in procs[:MAX_LEGEND]]
+    if len(procs) > MAX_LEGEND:
+        legend.append((f"… and {len(procs) - MAX_LEGEND} more processes (colours repeat; hover "
+                       "a point for its process)", "transparent"))
     return KeyPlot(key, names, all(m.allowed for m in marks), svgs, legend, notes, anchor)
+
+
+def _secs(a: int, b: int) -> str:
+    digits = 2 if b - a < 10e9 else 1 if b - a < 100e9 else 0
+    return f"{max(a, 0) / 1e9:.{digits}f} s to {b / 1e9:.{digits}f} s"
 
 
 def _sort_key(p: Any) -> tuple[int, Any]:
@@ -303,9 +321,9 @@ def _labels(d: dict[str, np.ndarray], hot_idx: np.ndarray, marks: list[Mark]
     by_offset: dict[int, list[str]] = {}
     for m in marks:
         if m.value is not None:
-            by_value.setdefault(m.value, []).append(m.anomaly)
+            by_value.setdefault(m.value, []).append(m.label)
         elif m.offset is not None:
-            by_offset.setdefault(m.offset, []).append(m.anomaly)
+            by_offset.setdefault(m.offset, []).append(m.label)
     out = []
     seen: set[tuple[str, int]] = set()
     for i in hot_idx[np.argsort(d["t"][hot_idx], kind="stable")]:

@@ -59,14 +59,10 @@ class _Codes(dict):
         return c
 
 
-def _meta_final(ev: dict | None) -> bool:
-    m = ev.get("meta") if ev else None
-    return isinstance(m, dict) and bool(m.get("final"))
-
-
 def extract_records(ops: list[ClientOp]) -> Records:
     """The records of all client ops, in op order."""
     keys, procs = _Codes(), _Codes()
+    key_code = keys.code
     k_col: list[int] = []
     off_col: list[Any] = []
     val_col: list[Any] = []
@@ -74,63 +70,73 @@ def extract_records(ops: list[ClientOp]) -> Records:
     op_rows: list[tuple[int, int, int, int, int, bool]] = []  # (n, process, time, outcome, op, final)
     skipped = 0
     workers: dict[int, str] = {}
+    out_code = {o: i for i, o in enumerate(OUTCOMES)}
     for op in ops:
-        ev = op.completion if op.completion is not None else op.invoke
-        if ev is None:
-            continue
-        value = ev.get("value")
-        if not isinstance(value, list) or not value:
+        done, inv = op.completion, op.invoke
+        ev = done if done is not None else inv
+        value = ev.get("value") if ev is not None else None
+        if type(value) is not list or not value:
             continue
         n0 = len(k_col)
         for mop in value:
-            if not isinstance(mop, list) or len(mop) < 2:
+            if type(mop) is not list or len(mop) < 2:
                 continue
             head = mop[0]
             if head == "send" and len(mop) >= 3:
                 v = mop[2]
-                if isinstance(v, list):
+                if type(v) is list:
                     if len(v) != 2:
                         skipped += 1
                         continue
                     off, v = v
                 else:
                     off = None
-                k_col.append(keys.code(str(mop[1])))
+                k_col.append(key_code(str(mop[1])))
                 off_col.append(off)
                 val_col.append(v)
                 kind_col.append(SEND)
-            elif head == "poll" and isinstance(mop[1], dict):
+            elif head == "poll" and type(mop[1]) is dict:
                 for key, recs in mop[1].items():
-                    if not isinstance(recs, list):
+                    if type(recs) is not list:
                         skipped += 1
                         continue
-                    good = [r for r in recs if isinstance(r, list) and len(r) == 2]
-                    skipped += len(recs) - len(good)
-                    if not good:
+                    if not recs:
                         continue
-                    offs, vals = zip(*good)
-                    k_col.extend([keys.code(str(key))] * len(good))
+                    try:
+                        offs, vals = zip(*recs)
+                    except (TypeError, ValueError):  # some record is not an [offset, value] pair
+                        good = [r for r in recs if isinstance(r, list) and len(r) == 2]
+                        skipped += len(recs) - len(good)
+                        if not good:
+                            continue
+                        offs, vals = zip(*good)
+                    n = len(offs)
+                    k_col.extend([key_code(str(key))] * n)
                     off_col.extend(offs)
                     val_col.extend(vals)
-                    kind_col.extend([POLL] * len(good))
+                    kind_col.extend([POLL] * n)
         n = len(k_col) - n0
         if n:
-            src = op.invoke if op.invoke is not None else op.completion
-            idx = src.get("index") if isinstance(src.get("index"), int) else -1
+            src = inv if inv is not None else done
+            idx = src.get("index")
             pc = procs.code(op.process)
             if pc not in workers:
                 m = src.get("meta")
-                if isinstance(m, dict) and m.get("worker"):
+                if type(m) is dict and m.get("worker"):
                     workers[pc] = str(m["worker"])
-            op_rows.append((n, pc, _time(ev), OUTCOMES.index(op.outcome), idx,
-                            _meta_final(op.completion) or _meta_final(op.invoke)))
+            m1 = done.get("meta") if done is not None else None
+            m2 = inv.get("meta") if inv is not None else None
+            final = (type(m1) is dict and bool(m1.get("final"))) or \
+                    (type(m2) is dict and bool(m2.get("final")))
+            outcome = 2 if done is None else out_code.get(done.get("type"), 2)
+            op_rows.append((n, pc, _time(ev), outcome, idx if type(idx) is int else -1, final))
     if op_rows:
         rows = np.array(op_rows, dtype=np.int64)
         reps = rows[:, 0]
         process, time, outcome, opi, final = (np.repeat(rows[:, i], reps) for i in range(1, 6))
     else:
         process = time = outcome = opi = final = np.zeros(0, dtype=np.int64)
-    offsets, bad_off = _int_column(off_col, unknown=-1)
+    offsets, bad_off = _offset_column(off_col)
     values, bad_val = _int_column(val_col, unknown=None)
     return Records(
         keys=list(keys), processes=list(procs),
@@ -139,6 +145,21 @@ def extract_records(ops: list[ClientOp]) -> Records:
         time=time.astype(np.int64), outcome=outcome.astype(np.int8), op=opi.astype(np.int64),
         final=final.astype(bool), skipped=skipped + bad_off, workers=workers,
     )
+
+
+def _offset_column(items: list[Any]) -> tuple[np.ndarray, int]:
+    """Offsets as int64, -1 where unknown (null); other non-int offsets are counted as bad."""
+    try:
+        return np.asarray(items, dtype=np.int64), 0
+    except (TypeError, ValueError, OverflowError):
+        pass
+    try:  # the usual case: some offsets are null (sends whose op never completed)
+        f = np.asarray(items, dtype=np.float64)
+        if np.all(np.isnan(f) | (np.abs(f) < 2**53)):
+            return np.where(np.isnan(f), -1, f).astype(np.int64), 0
+    except (TypeError, ValueError):
+        pass
+    return _int_column(items, unknown=-1)
 
 
 def _int_column(items: list[Any], unknown: int | None) -> tuple[np.ndarray, int]:

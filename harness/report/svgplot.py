@@ -157,10 +157,10 @@ def dedupe_pixels(px: np.ndarray, py: np.ndarray, group: np.ndarray, cell: float
     on top of each other in the same style), first occurrence kept, original order."""
     if px.size == 0:
         return np.zeros(0, dtype=np.int64)
-    cx = np.floor(px / cell).astype(np.int64)
-    cy = np.floor(py / cell).astype(np.int64)
-    key = np.stack([cx, cy, group.astype(np.int64)], axis=1)
-    _, first = np.unique(key, axis=0, return_index=True)
+    cx = np.clip(np.floor(px / cell), 0, 4095).astype(np.int64)
+    cy = np.clip(np.floor(py / cell), 0, 4095).astype(np.int64)
+    key = (group.astype(np.int64) * 4096 + cx) * 4096 + cy
+    _, first = np.unique(key, return_index=True)
     return np.sort(first)
 
 
