@@ -69,11 +69,15 @@ def extract_records(ops: list[ClientOp]) -> Records:
     kind_col: list[int] = []
     op_rows: list[tuple[int, int, int, int, int, bool]] = []  # (n, process, time, outcome, op, final)
     skipped = 0
-    workers: dict[int, str] = {}
+    worker_of: dict[Any, str] = {}  # process -> meta.worker of any of its ops
     out_code = {o: i for i, o in enumerate(OUTCOMES)}
     for op in ops:
         done, inv = op.completion, op.invoke
         ev = done if done is not None else inv
+        if op.process not in worker_of and ev is not None:
+            m = ev.get("meta")
+            if type(m) is dict and m.get("worker"):
+                worker_of[op.process] = str(m["worker"])
         value = ev.get("value") if ev is not None else None
         if type(value) is not list or not value:
             continue
@@ -120,10 +124,6 @@ def extract_records(ops: list[ClientOp]) -> Records:
             src = inv if inv is not None else done
             idx = src.get("index")
             pc = procs.code(op.process)
-            if pc not in workers:
-                m = src.get("meta")
-                if type(m) is dict and m.get("worker"):
-                    workers[pc] = str(m["worker"])
             m1 = done.get("meta") if done is not None else None
             m2 = inv.get("meta") if inv is not None else None
             final = (type(m1) is dict and bool(m1.get("final"))) or \
@@ -136,6 +136,7 @@ def extract_records(ops: list[ClientOp]) -> Records:
         process, time, outcome, opi, final = (np.repeat(rows[:, i], reps) for i in range(1, 6))
     else:
         process = time = outcome = opi = final = np.zeros(0, dtype=np.int64)
+    workers = {c: worker_of[p] for p, c in procs.items() if p in worker_of}
     offsets, bad_off = _offset_column(off_col)
     values, bad_val = _int_column(val_col, unknown=None)
     return Records(
