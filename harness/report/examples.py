@@ -65,9 +65,14 @@ def anomalies(verdict: dict, known: set[int] | None = None) -> list[dict[str, An
 
 def example(ex: Any, known: set[int] | None = None) -> dict[str, Any]:
     if not isinstance(ex, dict):
-        return {"explanation": None, "fields": [("value", escape(compact(ex)))]}
-    fields = [(str(k), field_html(str(k), v, known)) for k, v in ex.items()
-              if k not in ("explanation", "anomaly")]
+        return {"explanation": None, "fields": [("value", escape(compact(ex)), False)]}
+    fields = []
+    for k, v in ex.items():
+        if k in ("explanation", "anomaly"):
+            continue
+        html = field_html(str(k), v, known)
+        # lists of explained steps take the example's whole width
+        fields.append((str(k), html, html.startswith('<ol class="steps">')))
     expl = ex.get("explanation")
     return {"explanation": linkify(str(expl), known) if expl else None, "fields": fields}
 
