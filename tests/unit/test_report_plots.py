@@ -256,8 +256,10 @@ def test_real_aborted_read_run_plots_the_aborted_records(tmp_path: Path):
     assert plot.count('class="mark"') >= 2 and "aborted write by" in plot
     w = first["writer"]
     assert f'href="#op-{w["invoke_index"]}"' in html and f'href="#op-{w["complete_index"]}"' in html
-    lag = verdict["stats"]["realtime_lag_ms"]
-    assert an.fmt_duration(lag["p99"] * 1e6) in html
+    lag = (verdict.get("stats") or {}).get("realtime_lag_ms")
+    if lag:  # the verdict's quantiles next to the report's own
+        assert an.fmt_duration(lag["p99"] * 1e6) in html
+    assert 'class="lag-hist"' in html and "this report's count" in html
 
 
 @pytest.mark.parametrize("n_events", [0, 1])
