@@ -22,7 +22,8 @@ def anchor(name: str) -> str:
     return "anomaly-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in name)
 
 
-def anomalies(verdict: dict, known: set[int] | None = None) -> list[dict[str, Any]]:
+def anomalies(verdict: dict, known: set[int] | None = None,
+              key_links: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """The found anomalies, those that fail the run first (the verdict's order within each
     group). status: "fails" (in verdict.failing, or, for verdicts without that field, not
     allowed), "allowed" (allowed by the scenario) or "reported" (a liveness report that does
@@ -55,7 +56,7 @@ def anomalies(verdict: dict, known: set[int] | None = None) -> list[dict[str, An
             "liveness": name in LIVENESS,
             "definition": anomaly_definition(name),
             "all_examples": exs,
-            "examples": [example(ex, known) for ex in exs[:MAX_EXAMPLES]],
+            "examples": [example(ex, known, key_links) for ex in exs[:MAX_EXAMPLES]],
             "more": max(0, len(exs) - MAX_EXAMPLES),
             "unlisted": max(0, int(count) - len(exs)) if isinstance(count, int) else 0,
         })
@@ -63,14 +64,20 @@ def anomalies(verdict: dict, known: set[int] | None = None) -> list[dict[str, An
     return out
 
 
-def example(ex: Any, known: set[int] | None = None) -> dict[str, Any]:
+def example(ex: Any, known: set[int] | None = None,
+            key_links: dict[str, str] | None = None) -> dict[str, Any]:
+    """key_links: key -> anchor of its plot; an example's key links there."""
     if not isinstance(ex, dict):
         return {"explanation": None, "fields": [("value", escape(compact(ex)), False)]}
     fields = []
     for k, v in ex.items():
         if k in ("explanation", "anomaly"):
             continue
-        html = field_html(str(k), v, known)
+        if k == "key" and isinstance(v, str) and key_links and v in key_links:
+            html = Markup('<a class="key-link" href="#{}" title="offsets of {} over time">{}</a>'
+                          ).format(key_links[v], v, v)
+        else:
+            html = field_html(str(k), v, known)
         # lists of explained steps take the example's whole width
         fields.append((str(k), html, html.startswith('<ol class="steps">')))
     expl = ex.get("explanation")

@@ -109,6 +109,11 @@ def _context(history_events: list[dict], verdict: dict, scenario: dict, meta: di
     stalls = [st for a in anomalies if a["name"] == "stalled-lso"
               for st in stall_windows(a["all_examples"], rec, run_end, a["status"] != "fails")]
     plots, unplotted = key_plots(rec, marks_from_verdict(anomalies), windows, run_end, stalls)
+    if plots:  # again, with each example's key linked to its plot
+        links = {p.key: p.anchor for p in plots if p.svgs}
+        anomalies = ex.anomalies(verdict, known, links)
+        found = [a for a in anomalies if a["status"] == "fails"]
+        others = [a for a in anomalies if a["status"] != "fails"]
     live_svg, live_notes = liveness_svg(lags, unseen, rec, stalls, windows, run_end)
     lag_stats = (verdict.get("stats") or {}).get("realtime_lag_ms")
     own_lag = None

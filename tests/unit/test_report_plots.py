@@ -215,6 +215,7 @@ def test_report_has_key_plots_liveness_and_linked_op_references():
     for i in (6, 7, 10, 11):
         assert f'href="#op-{i}"' in html and f'id="op-{i}"' in html
     assert "txn fail p0" in html
+    assert '<a class="key-link" href="#key-t0-0"' in html  # the example's key leads to its plot
     assert "The verdict counts 3 and lists 1 example" in html
     # the lag quantiles of the verdict and of the report side by side
     assert re.search(r"<td>p50</td><td class=\"num\">500 ms</td><td class=\"num\">500 ms</td>",
