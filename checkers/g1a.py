@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from .history import History
-from .log import describe_op, reads, writes
+from .log import describe_op, index, reads, writes
 
 
 def g1a_cases(h: History) -> list[dict]:
@@ -23,9 +23,15 @@ def g1a_cases(h: History) -> list[dict]:
         "key", "value", writer="op", write_offset="offset")
     if aborted.is_empty():
         return []
+    # distinct read (key, value)s first: a consistent history has no hit and stops here
+    hit = index(h).read_kv().join(aborted.select("key", "value").unique(),
+                                  on=["key", "value"], how="semi")
+    if hit.is_empty():
+        return []
     bad = (
-        reads(h).join(aborted, on=["key", "value"], how="inner")
-        .sort("key", "value", "op")
+        reads(h).join(hit.unique(), on=["key", "value"], how="semi")
+        .join(aborted, on=["key", "value"], how="inner")
+        .sort("key", "value", "op", maintain_order=True)
     )
     out = []
     for row in bad.iter_rows(named=True):

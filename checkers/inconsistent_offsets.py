@@ -19,10 +19,13 @@ def inconsistent_offsets_cases(h: History) -> list[dict]:
     Example: {"anomaly": "inconsistent-offsets", "key", "offset", "values": [...],
     "observed_by": {value: [{"op": invoke index, "source": "send"|"poll"}]}, "explanation"}.
     """
-    obs = observations(h)
-    many = distinct_observations(h).group_by("key", "offset").len().filter(pl.col("len") > 1)
+    d = distinct_observations(h)
+    if d["consistent"].all():
+        return []
+    many = d.filter(~pl.col("consistent")).group_by("key", "offset").len().filter(pl.col("len") > 1)
     if many.is_empty():
         return []
+    obs = observations(h)
     bad = (
         distinct_observations(h).join(many.select("key", "offset"), on=["key", "offset"], how="semi")
         .group_by("key", "offset").agg(pl.col("value").sort().alias("values"))

@@ -1,4 +1,4 @@
-"""Derived frames shared by the finders: writes, reads, and each key's committed log.
+"""Derived data shared by the finders: writes, reads, and each key's committed log.
 
 Terms (shared/design/ANOMALIES.md):
 
@@ -11,15 +11,26 @@ Terms (shared/design/ANOMALIES.md):
   Positions (0, 1, 2, ...) in this committed log are what finders compare: a transactional
   topic's offsets have gaps (control records, aborted batches), so offset arithmetic lies.
 
-All frames are memoised on the History (``History.cached``).
+How it is computed (``index(h)``, memoised on the History): every (key, offset) that any
+micro-op mentions gets an integer *slot* (dense: slots of one key are consecutive offsets,
+so slot order is (key, offset) order). Per-slot facts (read how often, first value read,
+whether all reads there agree, aborted, committed) are numpy scatters over the reads and
+writes; the committed log is a mask over slots; a read's position is two gathers. Joins on
+(key, value) are done only for the rows the slot facts cannot settle (values read at another
+offset, unknown offsets, disagreeing reads): none in a consistent history.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from .history import History
+
+I64_MAX = np.iinfo(np.int64).max
+OK, FAIL, INFO = 0, 1, 2  # physical codes of history.TYPE
 
 
 def shift_in_group(df: pl.DataFrame, by: list[str], cols: dict[str, str], n: int = 1) -> pl.DataFrame:
@@ -41,54 +52,214 @@ def positions(keys: np.ndarray) -> np.ndarray:
     start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
     return np.arange(n, dtype=np.int64) - start
 
+
+def stable_order(g: np.ndarray) -> np.ndarray:
+    """Stable argsort of non-negative integer group ids: LSD radix passes over 16-bit
+    digits (numpy radix-sorts 16-bit keys), timsort beyond 32 bits."""
+    if len(g) == 0:
+        return np.zeros(0, np.int64)
+    top = int(g.max())
+    if top < (1 << 16):
+        return np.argsort(g.astype(np.uint16), kind="stable")
+    if top < (1 << 32):
+        g = g.astype(np.int64)
+        o = np.argsort((g & 0xFFFF).astype(np.uint16), kind="stable")
+        return o[np.argsort((g[o] >> 16).astype(np.uint16), kind="stable")]
+    return np.argsort(g, kind="stable")
+
+
+def take(a: np.ndarray, i: np.ndarray, fill: int = -1) -> np.ndarray:
+    """``a[i]`` where ``i >= 0``, ``fill`` elsewhere."""
+    out = np.full(len(i), fill, dtype=a.dtype if len(a) else np.int64)
+    m = i >= 0
+    out[m] = a[i[m]]
+    return out
+
+
+def dense_rank(a: np.ndarray) -> tuple[np.ndarray, int]:
+    """(rank of each element among the distinct values, number of distinct values)."""
+    if len(a) == 0:
+        return np.zeros(0, np.int64), 0
+    u, inv = np.unique(a, return_inverse=True)
+    return inv.astype(np.int64), len(u)
+
+
 OP_COLS = ["op", "invoke_index", "complete_index", "process", "f", "type",
            "invoke_time", "complete_time", "transactional_id", "final"]
+W_OP_COLS = ["process", "f", "type", "complete_time", "transactional_id"]
+
+
+@dataclass
+class Index:
+    """Slots, reads and writes as numpy arrays (see the module docstring). Read arrays are
+    aligned with ``reads(h)``, write arrays with ``writes(h)``; slot arrays have n_slots
+    entries; -1 means none."""
+
+    n_slots: int
+    slot_key: np.ndarray  # key of each slot
+    slot_off: np.ndarray  # offset of each slot
+    r_op: np.ndarray
+    r_key: np.ndarray
+    r_val: np.ndarray
+    r_slot: np.ndarray
+    r_cnt: np.ndarray  # reads per slot
+    r_first: np.ndarray  # first value read at the slot
+    r_cons: np.ndarray  # every read of the slot returned r_first
+    w_op: np.ndarray
+    w_key: np.ndarray
+    w_val: np.ndarray
+    w_slot: np.ndarray  # -1: offset unknown
+    w_type: np.ndarray  # OK / FAIL / INFO of the writing op
+    w_read: np.ndarray  # bool: the (key, value) was returned by some poll
+    w_committed: np.ndarray  # bool: must have committed
+    in_log: np.ndarray  # bool per slot
+    log_row: np.ndarray  # slot -> row of log(h) or -1
+    log_pos: np.ndarray  # log row -> position
+    log_val: np.ndarray  # log row -> value
+    r_pos: np.ndarray  # position of each read in its key's committed log, -1 if none
+
+    def read_kv(self) -> pl.DataFrame:
+        """Distinct-enough (key, value) pairs returned by polls (one per consistent read
+        slot, every distinct pair at the others); for semi joins."""
+        s = np.flatnonzero((self.r_cnt > 0) & self.r_cons)
+        parts = [pl.DataFrame({"key": self.slot_key[s].astype(np.uint32), "value": self.r_first[s]})]
+        odd = ~self.r_cons[self.r_slot]
+        if odd.any():
+            parts.append(pl.DataFrame({"key": self.r_key[odd], "value": self.r_val[odd]}).unique())
+        return pl.concat(parts)
+
+
+def _slots(key: np.ndarray, off: np.ndarray, has: np.ndarray, n_keys: int):
+    """Slot of every row (-1 where the offset is unknown), n_slots, slot_key, slot_off."""
+    slot = np.full(len(key), -1, np.int64)
+    if not has.any():
+        return slot, 0, np.zeros(0, np.int64), np.zeros(0, np.int64)
+    k = key[has].astype(np.int64)
+    o = off[has]
+    lo = np.full(n_keys, I64_MAX, np.int64)
+    hi = np.full(n_keys, -I64_MAX - 1, np.int64)
+    np.minimum.at(lo, k, o)
+    np.maximum.at(hi, k, o)
+    present = np.flatnonzero(lo <= hi)
+    spans = [int(hi[i]) - int(lo[i]) + 1 for i in present]
+    total = sum(spans)
+    if total <= 4 * len(o) + 1024:  # dense: offsets of a partition are nearly consecutive
+        span = np.zeros(n_keys, np.int64)
+        span[present] = spans
+        base = np.cumsum(span) - span
+        slot[has] = base[k] + (o - lo[k])
+        slot_key = np.repeat(np.arange(n_keys, dtype=np.int64), span)
+        slot_off = np.arange(total, dtype=np.int64) - base[slot_key] + lo[slot_key]
+        return slot, total, slot_key, slot_off
+    # sparse offsets: slots are the distinct (key, offset) pairs, in order
+    d = pl.DataFrame({"key": k, "offset": o}).unique().sort("key", "offset")
+    s = pl.DataFrame({"key": k, "offset": o}).join(
+        d.with_row_index("slot"), on=["key", "offset"], how="left", maintain_order="left")
+    slot[has] = s["slot"].to_numpy()
+    return slot, d.height, d["key"].to_numpy(), d["offset"].to_numpy()
+
+
+def index(h: History) -> Index:
+    return h.cached("index", _index)
+
+
+def _index(h: History) -> Index:
+    m = h.mops
+    n_ops = h.ops.height
+    kind = m["kind"].to_physical().to_numpy()
+    key = m["key"].to_numpy()
+    offs = m["offset"]
+    has = offs.is_not_null().to_numpy()
+    off = offs.fill_null(0).to_numpy()
+    val = m["value"].to_numpy()
+    op = m["op"].to_numpy()
+    slot, S, slot_key, slot_off = _slots(key, off, has, len(h.keys))
+    del off, has
+    is_r = kind == 1
+    ri, wi = np.flatnonzero(is_r), np.flatnonzero(~is_r)
+    del kind, is_r
+    # reads
+    r_slot, r_val = slot[ri], val[ri]
+    r_cnt = np.bincount(r_slot, minlength=S) if S else np.zeros(0, np.int64)
+    r_first = np.zeros(S, np.int64)
+    r_first[r_slot[::-1]] = r_val[::-1]  # the last assignment wins: the first read
+    r_cons = np.ones(S, bool)
+    r_cons[r_slot[r_val != r_first[r_slot]]] = False
+    # writes
+    w_op, w_key, w_val, w_slot = op[wi], key[wi], val[wi], slot[wi]
+    w_type = h.ops["type"].to_physical().to_numpy()[w_op].astype(np.int8)
+    ws = w_slot >= 0
+    read = np.zeros(len(wi), bool)
+    sl = w_slot[ws]
+    read[ws] = (r_cnt[sl] > 0) & r_cons[sl] & (r_first[sl] == w_val[ws])
+    ix = Index(S, slot_key, slot_off, op[ri], key[ri], r_val, r_slot, r_cnt, r_first, r_cons,
+               w_op, w_key, w_val, w_slot, w_type, read, None, None, None, None, None, None)
+    resid = np.flatnonzero(~read)
+    if len(resid):  # settle the rest by value: was (key, value) returned anywhere?
+        rk = pl.DataFrame({"key": w_key[resid], "value": w_val[resid]})
+        hit = ix.read_kv().join(rk.unique(), on=["key", "value"], how="semi").unique()
+        if hit.height:
+            read[resid] = rk.join(hit.with_columns(_h=pl.lit(True)), on=["key", "value"],
+                                  how="left", maintain_order="left")["_h"].fill_null(False).to_numpy()
+    op_read = np.zeros(n_ops, bool)
+    op_read[w_op[read]] = True
+    committed = (w_type == OK) | ((w_type == INFO) & op_read[w_op])
+    ix.w_committed = committed
+    # the committed log
+    aborted = np.zeros(S, bool)
+    aborted[w_slot[ws & (w_type == FAIL)]] = True
+    cw = ws & committed
+    in_log = r_cnt > 0
+    in_log[w_slot[cw]] = True
+    in_log &= ~aborted
+    lv = np.where((r_cnt > 0) & r_cons, r_first, I64_MAX)
+    odd = ~r_cons[r_slot]
+    if odd.any():
+        np.minimum.at(lv, r_slot[odd], r_val[odd])
+    np.minimum.at(lv, w_slot[cw], w_val[cw])
+    rows = np.flatnonzero(in_log)
+    log_row = np.full(S, -1, np.int64)
+    log_row[rows] = np.arange(len(rows))
+    ix.in_log, ix.log_row = in_log, log_row
+    ix.log_pos = positions(slot_key[rows])
+    ix.log_val = lv[rows]
+    ix.r_pos = take(ix.log_pos, log_row[r_slot])
+    return ix
+
+
+def reads(h: History) -> pl.DataFrame:
+    """One row per record returned by a poll micro-op, in (op, seq) order.
+
+    Columns: op, seq, key, offset, value. The reading op's columns are one gather away
+    (``op_col(h, name, reads(h)["op"])``).
+    """
+    return h.cached("reads", lambda h: h.mops.filter(pl.col("kind") == "poll").drop("kind"))
+
+
+def op_col(h: History, name: str, ops: pl.Series | np.ndarray) -> pl.Series:
+    """Column ``name`` of h.ops for each op id in ``ops`` (row number == op id)."""
+    if isinstance(ops, np.ndarray):
+        ops = pl.Series(ops)
+    return h.ops[name].gather(ops)
 
 
 def writes(h: History) -> pl.DataFrame:
     """One row per send micro-op.
 
-    Columns: op, seq, key, offset (null if unknown), value, the op's columns (OP_COLS),
-    ``read`` (this (key, value) was returned by some poll), ``op_read`` (some value of the
-    op was), ``committed`` (must have committed).
+    Columns: op, seq, key, offset (null if unknown), value, the op's process, f, type,
+    complete_time and transactional_id, ``read`` (this (key, value) was returned by some
+    poll), ``op_read`` (some value of the op was), ``committed`` (must have committed).
     """
-    return h.cached("writes", _writes)
-
-
-def _writes(h: History) -> pl.DataFrame:
-    sends = h.mops.filter(pl.col("kind") == "send").drop("kind")
-    readvals = reads(h).select("key", "value").unique().with_columns(read=pl.lit(True))
-    w = (
-        sends.join(h.ops.select(OP_COLS), on="op", how="left")
-        .join(readvals, on=["key", "value"], how="left")
-        .with_columns(pl.col("read").fill_null(False))
-    )
-    read_ops = w.filter(pl.col("read")).select("op").unique().with_columns(op_read=pl.lit(True))
-    w = w.join(read_ops, on="op", how="left").with_columns(pl.col("op_read").fill_null(False))
-    return w.with_columns(
-        committed=(pl.col("type") == "ok") | ((pl.col("type") == "info") & pl.col("op_read"))
-    )
-
-
-def reads(h: History) -> pl.DataFrame:
-    """One row per record returned by a poll micro-op.
-
-    Columns: op, seq, key, offset, value, and the reading op's process, final,
-    complete_time.
-    """
-    return h.cached("reads", _reads)
-
-
-READ_OP_COLS = ["op", "process", "final", "complete_time"]
-
-
-def _reads(h: History) -> pl.DataFrame:
-    # reads are the biggest frame (one row per returned record): carry only the op columns
-    # finders need; the rest is looked up per example through History.op_ref
-    return (
-        h.mops.filter(pl.col("kind") == "poll").drop("kind")
-        .join(h.ops.select(READ_OP_COLS), on="op", how="left")
-    )
+    def build(h: History):
+        ix = index(h)
+        w = h.mops.filter(pl.col("kind") == "send").drop("kind")
+        op_read = np.zeros(h.ops.height, bool)
+        op_read[ix.w_op[ix.w_read]] = True
+        return w.with_columns(
+            [h.ops[c].gather(w["op"]) for c in W_OP_COLS]
+            + [pl.Series("read", ix.w_read), pl.Series("op_read", op_read[ix.w_op]),
+               pl.Series("committed", ix.w_committed)])
+    return h.cached("writes", build)
 
 
 def log(h: History) -> pl.DataFrame:
@@ -97,24 +268,16 @@ def log(h: History) -> pl.DataFrame:
     Columns: key, offset, pos (0-based position in the key's committed log), value (the
     value observed there; the smallest one if observations disagree).
     """
-    return h.cached("log", _log)
-
-
-def _log(h: History) -> pl.DataFrame:
-    w = writes(h)
-    aborted = (
-        w.filter((pl.col("type") == "fail") & pl.col("offset").is_not_null())
-        .select("key", "offset").unique()
-    )
-    obs = pl.concat([
-        reads(h).select("key", "offset", "value"),
-        w.filter(pl.col("committed") & pl.col("offset").is_not_null()).select("key", "offset", "value"),
-    ])
-    if not aborted.is_empty():
-        obs = obs.join(aborted, on=["key", "offset"], how="anti")
-    lg = obs.group_by("key", "offset").agg(pl.col("value").min()).sort("key", "offset")
-    return lg.with_columns(pos=pl.Series(positions(lg["key"].to_numpy()))).select(
-        "key", "offset", "pos", "value")
+    def build(h: History):
+        ix = index(h)
+        rows = np.flatnonzero(ix.in_log)
+        return pl.DataFrame({
+            "key": ix.slot_key[rows].astype(np.uint32),
+            "offset": ix.slot_off[rows],
+            "pos": ix.log_pos,
+            "value": ix.log_val,
+        })
+    return h.cached("log", build)
 
 
 def log_index(h: History) -> tuple[pl.DataFrame, dict[int, int]]:
@@ -142,11 +305,25 @@ def log_slice(h: History, key: int, lo_pos: int, hi_pos: int, limit: int = 10) -
             part.select("offset", "pos", "value").iter_rows()]
 
 
-def reads_with_pos(h: History) -> pl.DataFrame:
-    """reads(h) joined with the committed-log position of each record (null when the record
-    sits at an offset that holds aborted data, i.e. an aborted read)."""
+def write_pos(h: History) -> np.ndarray:
+    """Committed-log position of each send (aligned with writes(h)), -1 when its offset is
+    unknown or not in the committed log."""
     def build(h: History):
-        return reads(h).join(log(h).select("key", "offset", "pos"), on=["key", "offset"], how="left")
+        ix = index(h)
+        return take(ix.log_pos, take(ix.log_row, ix.w_slot))
+    return h.cached("write_pos", build)
+
+
+def reads_with_pos(h: History) -> pl.DataFrame:
+    """reads(h) with the committed-log position of each record (null when the record sits at
+    an offset that holds aborted data, i.e. an aborted read) and the reading op's process,
+    final and complete_time. Built only by finders that need every read row."""
+    def build(h: History):
+        r = reads(h)
+        pos = index(h).r_pos
+        return r.with_columns(
+            pl.Series("pos", pos).set(pl.Series(pos < 0), None),
+            *[h.ops[c].gather(r["op"]) for c in ("process", "final", "complete_time")])
     return h.cached("reads_with_pos", build)
 
 
@@ -157,8 +334,10 @@ def final_keys(h: History) -> set[int]:
         fprocs = set(h.ops.filter(pl.col("final"))["process"].to_list())
         if not fprocs:
             return set()
-        keys = set(reads(h).filter(pl.col("process").is_in(list(fprocs)))["key"].unique().to_list())
-        procs = h.ops.select("op", "process")["process"]
+        in_f = h.ops["process"].is_in(sorted(fprocs)).to_numpy()
+        ix = index(h)
+        keys = set(np.unique(ix.r_key[in_f[ix.r_op]]).tolist())
+        procs = h.ops["process"]
         for op, ex in h.extras.items():
             if procs[op] not in fprocs:
                 continue

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from .history import History
-from .log import OUTCOME, describe_op, log, reads_with_pos, writes
+from .log import OUTCOME, describe_op, reads_with_pos, write_pos, writes
 
 
 def lost_write_cases(h: History) -> list[dict]:
@@ -20,7 +20,7 @@ def lost_write_cases(h: History) -> list[dict]:
     Example: {"anomaly": "lost-write", "key", "value", "offset", "pos", "writer": op ref,
     "max_read": {"pos", "offset", "value", "op", "process"}, "explanation"}.
     """
-    w = writes(h).filter(
+    w = writes(h).with_columns(pos=pl.Series(write_pos(h))).filter(
         pl.col("committed") & ~pl.col("read") & pl.col("offset").is_not_null())
     if w.is_empty():
         return []
@@ -34,7 +34,7 @@ def lost_write_cases(h: History) -> list[dict]:
                 max_op="op", max_process="process")
     )
     lost = (
-        w.join(log(h).select("key", "offset", "pos"), on=["key", "offset"], how="inner")
+        w.filter(pl.col("pos") >= 0)
         .join(top, on="key", how="inner")
         .filter(pl.col("pos") < pl.col("max_pos"))
         .sort("key", "pos")

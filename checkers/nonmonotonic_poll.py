@@ -23,7 +23,7 @@ def nonmonotonic_poll_cases(h: History) -> list[dict]:
     "op", "prev_op" (op refs), "from": {"offset", "pos", "value"}, "to": {...},
     "explanation"}.
     """
-    bad = read_steps(h).filter(pl.col("pos") <= pl.col("prev_pos")).sort("process", "op")
+    bad = read_steps(h).filter(pl.col("pos") <= pl.col("prev_pos")).sort("process", "op", maintain_order=True)
     out = []
     for row in bad.iter_rows(named=True):
         key = h.keys[row["key"]]

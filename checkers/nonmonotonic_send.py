@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from .history import History
-from .log import describe_op, shift_in_group, writes
+from .log import describe_op, index, stable_order, writes
+from .polls import process_rank
 
 
 def nonmonotonic_send_cases(h: History) -> list[dict]:
@@ -22,13 +24,22 @@ def nonmonotonic_send_cases(h: History) -> list[dict]:
     "op", "prev_op" (op refs), "from": {"offset", "value"}, "to": {"offset", "value"},
     "explanation"}.
     """
-    w = writes(h).filter(pl.col("offset").is_not_null()).sort("process", "op", "seq")
-    if w.is_empty():
+    ix = index(h)
+    rows = np.flatnonzero(ix.w_slot >= 0)  # sends with a known offset, in (op, seq) order
+    if len(rows) < 2:
         return []
-    w = w.sort("process", "key", "op", "seq")
-    bad = shift_in_group(w, ["process", "key"], {
-        "prev_op": "op", "prev_offset": "offset", "prev_value": "value"}).filter(
-        pl.col("offset") <= pl.col("prev_offset"))
+    pr, _ = process_rank(h)
+    o = rows[stable_order(pr[ix.w_op[rows]] * max(len(h.keys), 1) + ix.w_key[rows])]
+    same = (pr[ix.w_op[o[1:]]] == pr[ix.w_op[o[:-1]]]) & (ix.w_key[o[1:]] == ix.w_key[o[:-1]])
+    off = writes(h)["offset"].to_numpy()
+    bad_at = np.flatnonzero(same & (off[o[1:]] <= off[o[:-1]]))
+    if not len(bad_at):
+        return []
+    cur, prev = o[1:][bad_at], o[:-1][bad_at]
+    w = writes(h)
+    bad = w[cur].select("key", "process", "op", "offset", "value").with_columns(
+        prev_op=w["op"].gather(prev), prev_offset=w["offset"].gather(prev),
+        prev_value=w["value"].gather(prev))
     out = []
     for row in bad.iter_rows(named=True):
         key = h.keys[row["key"]]

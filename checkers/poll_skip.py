@@ -22,7 +22,7 @@ def poll_skip_cases(h: History) -> list[dict]:
     (op refs), "from": {"offset", "pos", "value"}, "to": {...}, "skipped": [{"offset",
     "pos", "value"}, ...] (first 10), "skipped_count", "explanation"}.
     """
-    bad = read_steps(h).filter(pl.col("pos") > pl.col("prev_pos") + 1).sort("process", "op")
+    bad = read_steps(h).filter(pl.col("pos") > pl.col("prev_pos") + 1).sort("process", "op", maintain_order=True)
     out = []
     for row in bad.iter_rows(named=True):
         key = h.keys[row["key"]]

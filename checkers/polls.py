@@ -10,48 +10,86 @@ unknown ``f``s, conservatively).
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from .history import History
-from .log import reads_with_pos, shift_in_group
+from .log import dense_rank, index, reads, stable_order
 
 READ_FS = ["poll", "txn", "send"]
 
 
-def segments(h: History) -> pl.DataFrame:
-    """Columns: op, seg (segment number, unique within the process)."""
+def process_rank(h: History) -> tuple[np.ndarray, int]:
+    """Dense rank of each op's process (by op id) and the number of processes."""
+    return h.cached("process_rank", lambda h: dense_rank(h.ops["process"].to_numpy()))
+
+
+def segments(h: History) -> np.ndarray:
+    """Segment number of each op (by op id); unique across processes."""
     def build(h: History):
-        o = shift_in_group(h.ops.select("op", "process", "f", "type").sort("process", "op"),
-                           ["process"], {"prev_type": "type"})
-        # segment numbers only need to be unique per process, so one global running sum of
-        # resets (with a reset at each process's first op) serves every process at once
-        return o.select(
-            "op",
-            seg=(~pl.col("f").is_in(READ_FS) | (pl.col("prev_type") != "ok").fill_null(True))
-            .cast(pl.UInt32).cum_sum())
+        n = h.ops.height
+        if n == 0:
+            return np.zeros(0, np.int64)
+        pr, _ = process_rank(h)
+        o = stable_order(pr)  # ops by process, then op
+        reset = ~h.ops["f"].is_in(READ_FS).to_numpy()[o]
+        not_ok = (h.ops["type"] != "ok").to_numpy()[o]
+        first = np.ones(n, bool)
+        first[1:] = pr[o][1:] != pr[o][:-1]
+        prev_not_ok = np.ones(n, bool)
+        prev_not_ok[1:] = not_ok[:-1]
+        reset |= first | prev_not_ok
+        seg = np.empty(n, np.int64)
+        seg[o] = np.cumsum(reset)
+        return seg
     return h.cached("segments", build)
 
 
+STEP_SCHEMA = {"process": pl.Int64, "key": pl.UInt32, "op": pl.UInt32, "offset": pl.Int64,
+               "value": pl.Int64, "pos": pl.Int64, "prev_op": pl.UInt32,
+               "prev_offset": pl.Int64, "prev_value": pl.Int64, "prev_pos": pl.Int64,
+               "internal": pl.Boolean}
+
+
 def read_steps(h: History) -> pl.DataFrame:
-    """Each read paired with the same consumer's previous read of that key in the segment.
+    """Each read paired with the same consumer's previous read of that key in the segment,
+    keeping only the pairs whose positions do not step by exactly +1 (the only ones
+    poll-skip and nonmonotonic-poll report).
 
     Columns: process, key, op, offset, value, pos, prev_op, prev_offset, prev_value,
-    prev_pos, internal (both reads in one op). Reads of aborted data (no position) are left
-    out: they are G1a, not ordering.
+    prev_pos, internal (both reads in one op); ordered by process, key, op, seq. Reads of
+    aborted data (no position) are left out: they are G1a, not ordering.
     """
     def build(h: History):
-        r = (
-            reads_with_pos(h).filter(pl.col("pos").is_not_null())
-            .join(segments(h), on="op", how="left")
-        )
-        r = r.sort("process", "seg", "key", "op", "seq")
-        return (
-            shift_in_group(r, ["process", "seg", "key"], {
-                "prev_op": "op", "prev_offset": "offset", "prev_value": "value",
-                "prev_pos": "pos"})
-            .filter(pl.col("prev_pos").is_not_null())
-            .with_columns(internal=pl.col("op") == pl.col("prev_op"))
-            .select("process", "key", "op", "offset", "value", "pos",
-                    "prev_op", "prev_offset", "prev_value", "prev_pos", "internal")
-        )
+        ix = index(h)
+        rows = np.flatnonzero(ix.r_pos >= 0)  # in (op, seq) order
+        if len(rows) < 2:
+            return pl.DataFrame(schema=STEP_SCHEMA)
+        op = ix.r_op[rows]
+        pr, _ = process_rank(h)
+        nk = max(len(h.keys), 1)
+        o = stable_order(pr[op] * nk + ix.r_key[rows])  # by (process, key), then (op, seq)
+        ro = rows[o]
+        del o
+        op_s = ix.r_op[ro]
+        seg = segments(h)[op_s]
+        g_same = (pr[op_s[1:]] == pr[op_s[:-1]]) & (ix.r_key[ro[1:]] == ix.r_key[ro[:-1]])
+        pos = ix.r_pos[ro]
+        bad = g_same & (seg[1:] == seg[:-1]) & (pos[1:] - pos[:-1] != 1)
+        cur, prev = ro[1:][bad], ro[:-1][bad]
+        r = reads(h)
+        off = r["offset"]
+        return pl.DataFrame({
+            "process": h.ops["process"].gather(ix.r_op[cur]),
+            "key": ix.r_key[cur],
+            "op": ix.r_op[cur],
+            "offset": off.gather(cur),
+            "value": ix.r_val[cur],
+            "pos": ix.r_pos[cur],
+            "prev_op": ix.r_op[prev],
+            "prev_offset": off.gather(prev),
+            "prev_value": ix.r_val[prev],
+            "prev_pos": ix.r_pos[prev],
+            "internal": ix.r_op[cur] == ix.r_op[prev],
+        }, schema=STEP_SCHEMA)
     return h.cached("read_steps", build)

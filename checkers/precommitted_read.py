@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from .history import History
-from .log import describe_op, reads, writes
+from .log import describe_op, index, reads, writes
 
 
 def precommitted_read_cases(h: History) -> list[dict]:
@@ -19,10 +20,17 @@ def precommitted_read_cases(h: History) -> list[dict]:
     Example: {"anomaly": "precommitted-read", "key", "value", "offset", "op": op ref,
     "explanation"}.
     """
-    w = writes(h).select("op", "key", "value")
-    if w.is_empty():
+    ix = index(h)
+    both = np.zeros(h.ops.height, bool)
+    both[ix.w_op] = True
+    has_read = np.zeros(h.ops.height, bool)
+    has_read[ix.r_op] = True
+    both &= has_read  # only ops that polled and sent can read their own sends
+    if not both.any():
         return []
-    bad = reads(h).join(w, on=["op", "key", "value"], how="inner").sort("op", "seq")
+    w = writes(h).filter(pl.Series(both[ix.w_op])).select("op", "key", "value")
+    r = reads(h).filter(pl.Series(both[ix.r_op]))
+    bad = r.join(w, on=["op", "key", "value"], how="inner").sort("op", "seq", maintain_order=True)
     out = []
     for row in bad.iter_rows(named=True):
         key = h.keys[row["key"]]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
+from .duplicate import duplicated_values
 from .history import History
-from .log import reads, writes
+from .log import index, reads, stable_order, writes
+from .polls import process_rank
 
 
 def lags(h: History) -> pl.DataFrame:
@@ -16,18 +19,65 @@ def lags(h: History) -> pl.DataFrame:
     Only ``ok`` writes (their commit time is known) and non-final polls (a final drain reads
     everything late by design) take part.
     """
-    def build(h: History):
-        w = writes(h).filter((pl.col("type") == "ok") & pl.col("complete_time").is_not_null()).select(
-            "key", "value", writer="op", commit_time="complete_time")
-        r = reads(h).filter(~pl.col("final") & pl.col("complete_time").is_not_null()).select(
-            "key", "value", "process", "op", read_time="complete_time")
-        first = r.sort("read_time").group_by("key", "value", "process").agg(pl.all().first())
-        return (
-            first.join(w, on=["key", "value"], how="inner")
-            .with_columns(lag_ns=pl.col("read_time") - pl.col("commit_time"))
-            .select("key", "value", "writer", "process", "op", "lag_ns")
-        )
-    return h.cached("lags", build)
+    return h.cached("lags", _lags)
+
+
+def _lags(h: History) -> pl.DataFrame:
+    ix = index(h)
+    ct = h.ops["complete_time"]
+    r_ok = (~h.ops["final"] & ct.is_not_null()).to_numpy()[ix.r_op]
+    wsel = ((h.ops["type"] == "ok") & ct.is_not_null()).to_numpy()[ix.w_op]
+    S = ix.n_slots
+    # fast path: every offset holds one value, no value sits at two offsets, and each ok
+    # write sits at its own offset holding its value. Then (process, offset) names
+    # (process, key, value) and a slot names its writer.
+    ws = ix.w_slot[wsel]
+    fast = (bool(ix.r_cons.all()) and duplicated_values(h).is_empty()
+            and bool((ws >= 0).all()))
+    if fast and len(ws):
+        fast = (np.bincount(ws, minlength=S).max() <= 1
+                and bool((ix.r_first[ws] == ix.w_val[wsel])[ix.r_cnt[ws] > 0].all()))
+    if not fast:
+        return _lags_by_value(h)
+    writer = np.full(S, -1, np.int64)
+    writer[ws] = ix.w_op[wsel]
+    rows = np.flatnonzero(r_ok & (writer[ix.r_slot] >= 0))
+    pr, _ = process_rank(h)
+    g = pr[ix.r_op[rows]] * max(S, 1) + ix.r_slot[rows]
+    o = stable_order(g)  # by (process, offset), then read order = time order
+    go = g[o]
+    first = np.ones(len(o), bool)
+    first[1:] = go[1:] != go[:-1]
+    fr = rows[o[first]]
+    del g, o, go, first
+    wop = writer[ix.r_slot[fr]]
+    rop = ix.r_op[fr]
+    ctn = ct.to_numpy()
+    return pl.DataFrame({
+        "key": ix.r_key[fr],
+        "value": ix.r_val[fr],
+        "writer": wop.astype(np.uint32),
+        "process": h.ops["process"].gather(rop),
+        "op": rop,
+        "lag_ns": ctn[rop] - ctn[wop],
+    })
+
+
+def _lags_by_value(h: History) -> pl.DataFrame:
+    """The same by (key, value) joins: any history."""
+    w = writes(h).filter((pl.col("type") == "ok") & pl.col("complete_time").is_not_null()).select(
+        "key", "value", writer="op", commit_time="complete_time")
+    r = reads(h)
+    r = r.with_columns(*[h.ops[c].gather(r["op"]) for c in ("process", "final", "complete_time")])
+    r = r.filter(~pl.col("final") & pl.col("complete_time").is_not_null()).select(
+        "key", "value", "process", "op", read_time="complete_time")
+    first = r.sort("read_time", maintain_order=True).group_by(
+        "key", "value", "process").agg(pl.all().first())
+    return (
+        first.join(w, on=["key", "value"], how="inner")
+        .with_columns(lag_ns=pl.col("read_time") - pl.col("commit_time"))
+        .select("key", "value", "writer", "process", "op", "lag_ns")
+    )
 
 
 def lag_quantiles_ms(h: History) -> dict | None:
@@ -56,7 +106,8 @@ def realtime_lag_cases(h: History, bound_s: float | None = None) -> list[dict]:
     """
     if bound_s is None:
         return []
-    bad = lags(h).filter(pl.col("lag_ns") > int(bound_s * 1e9)).sort("lag_ns", descending=True)
+    bad = lags(h).filter(pl.col("lag_ns") > int(bound_s * 1e9)).sort(
+        ["lag_ns", "key", "value", "process"], descending=[True, False, False, False])
     out = []
     for row in bad.iter_rows(named=True):
         key = h.keys[row["key"]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from .history import History
-from .log import log, reads, reads_with_pos, writes
+from .log import log, reads_with_pos, writes
 
 
 def availability(h: History) -> pl.DataFrame:
@@ -13,7 +13,7 @@ def availability(h: History) -> pl.DataFrame:
     writer's ok completion and its first read. Columns: key, pos, avail (ns)."""
     def build(h: History):
         w = writes(h).filter(pl.col("type") == "ok").select("key", "offset", t="complete_time")
-        r = reads(h).select("key", "offset", t="complete_time")
+        r = reads_with_pos(h).select("key", "offset", t="complete_time")
         t = pl.concat([w, r]).drop_nulls().group_by("key", "offset").agg(avail=pl.col("t").min())
         return log(h).join(t, on=["key", "offset"], how="inner").select("key", "pos", "avail")
     return h.cached("availability", build)

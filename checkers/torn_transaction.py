@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from .history import History
-from .log import describe_op, final_keys, reads, writes
+from .log import describe_op, final_keys, index, writes
 
 
 def torn_transaction_cases(h: History) -> list[dict]:
@@ -24,20 +25,43 @@ def torn_transaction_cases(h: History) -> list[dict]:
     keys = final_keys(h)
     if not keys:
         return []
-    fin = reads(h).filter(pl.col("final")).select("key", "value").unique().with_columns(
-        visible=pl.lit(True))
-    w = (
-        writes(h).filter((pl.col("f") == "txn") & pl.col("key").is_in(sorted(keys)))
-        .join(fin, on=["key", "value"], how="left")
-        .with_columns(pl.col("visible").fill_null(False))
-    )
-    torn = (
-        w.group_by("op").agg(v=pl.col("visible").any(), a=pl.col("visible").all())
-        .filter(pl.col("v") & ~pl.col("a")).sort("op")
-    )
-    if torn.is_empty():
+    ix = index(h)
+    fr = np.flatnonzero(h.ops["final"].to_numpy()[ix.r_op])  # final-drain read rows
+    S = ix.n_slots
+    f_slot, f_val = ix.r_slot[fr], ix.r_val[fr]
+    f_cnt = np.bincount(f_slot, minlength=S) if S else np.zeros(0, np.int64)
+    f_first = np.zeros(S, np.int64)
+    f_first[f_slot[::-1]] = f_val[::-1]
+    f_cons = np.ones(S, bool)
+    f_cons[f_slot[f_val != f_first[f_slot]]] = False
+    wall = writes(h)
+    rows = np.flatnonzero(((wall["f"] == "txn") & wall["key"].is_in(sorted(keys))).to_numpy())
+    if not len(rows):
         return []
-    detail = w.join(torn.select("op"), on="op", how="semi").sort("op", "seq")
+    # visible: returned by a final poll; settled per offset where the final reads agree,
+    # by value for the rest (values read at another offset, unknown offsets)
+    sl, wv = ix.w_slot[rows], ix.w_val[rows]
+    vis = np.zeros(len(rows), bool)
+    ok = sl >= 0
+    s_ok = sl[ok]
+    vis[ok] = (f_cnt[s_ok] > 0) & f_cons[s_ok] & (f_first[s_ok] == wv[ok])
+    rest = np.flatnonzero(~vis)
+    if len(rest):
+        rk = pl.DataFrame({"key": ix.w_key[rows][rest], "value": wv[rest]})
+        hit = pl.DataFrame({"key": ix.r_key[fr], "value": f_val}).join(
+            rk.unique(), on=["key", "value"], how="semi").unique()
+        if hit.height:
+            vis[rest] = rk.join(hit.with_columns(_v=pl.lit(True)), on=["key", "value"], how="left",
+                                maintain_order="left")["_v"].fill_null(False).to_numpy()
+    wop = ix.w_op[rows]
+    n = np.bincount(wop, minlength=h.ops.height)
+    nv = np.bincount(wop, weights=vis, minlength=h.ops.height)
+    torn_ops = (nv > 0) & (nv < n)
+    if not torn_ops.any():
+        return []
+    keep = torn_ops[wop]
+    detail = wall[rows[keep]].with_columns(visible=pl.Series(vis[keep])).sort(
+        "op", "seq", maintain_order=True)
     by: dict[int, dict] = {}
     for op, k, v, o, vis in detail.select("op", "key", "value", "offset", "visible").iter_rows():
         d = by.setdefault(op, {"visible": [], "missing": []})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from .history import History
-from .log import describe_op, log, writes
+from .log import describe_op, write_pos, writes
 
 
 def _fences(h: History) -> pl.DataFrame:
@@ -55,7 +55,8 @@ def zombie_write_cases(h: History) -> list[dict]:
     fences = _fences(h)
     if fences.is_empty():
         return []
-    w = writes(h).filter(pl.col("transactional_id").is_not_null())
+    wall = writes(h).with_columns(pos=pl.Series(write_pos(h)))
+    w = wall.filter(pl.col("transactional_id").is_not_null())
     opsx = (
         h.ops.filter(pl.col("f").is_in(["txn", "send"]))
         .join(fences, on=["transactional_id", "process"], how="inner")
@@ -67,7 +68,7 @@ def zombie_write_cases(h: History) -> list[dict]:
     commit = opsx.filter((pl.col("invoke_time") <= pl.col("fence_time")) & (pl.col("type") == "ok")
                          & (pl.col("complete_time") > pl.col("fence_time")))
     # visible-after-newer: an old value read above the newer instance's first position
-    wp = w.join(log(h).select("key", "offset", "pos"), on=["key", "offset"], how="inner")
+    wp = w.filter(pl.col("pos") >= 0)
     firstpos = wp.group_by("transactional_id", "process", "key").agg(newpos=pl.col("pos").min())
     inst = h.ops.filter(pl.col("transactional_id").is_not_null()).group_by(
         "transactional_id", "process").agg(first=pl.col("op").min())
