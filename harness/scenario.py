@@ -131,6 +131,8 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ScenarioError(f"{p} is not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
         raise ScenarioError(f"{p} must be a YAML mapping with at least a `name`")
+    if "suite" in data:
+        raise ScenarioError(f"{p} is a suite, not a scenario: run it with `eos-chaos suite {p}`")
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:

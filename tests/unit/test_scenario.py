@@ -33,3 +33,8 @@ def test_missing_and_non_yaml_files(tmp_path):
     p.write_text("name: [unclosed")
     with pytest.raises(ScenarioError, match="not valid YAML"):
         load_scenario(p)
+
+
+def test_a_suite_file_is_named_as_such():
+    with pytest.raises(ScenarioError, match="is a suite"):
+        load_scenario(ROOT / "scenarios" / "ci.yaml")
