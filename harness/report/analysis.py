@@ -15,12 +15,17 @@ NEMESIS = "nemesis"
 OUTCOMES = ("ok", "fail", "info")
 
 # Which nemesis f opens a fault window, and which f closes it.
+# The harness's fault kinds (nemesis/registry.py: start f -> end f) and older spellings; the
+# final "heal" closes every window still open.
 WINDOW_CLOSERS: dict[str, tuple[str, ...]] = {
-    "kill": ("start",),
-    "stop": ("start",),
-    "crash": ("start",),
-    "pause": ("resume",),
-    "partition": ("heal",),
+    "kill": ("start", "heal"),
+    "stop": ("start", "heal"),
+    "crash": ("start", "heal"),
+    "pause": ("resume", "heal"),
+    "kill-client": ("restart-client", "heal"),
+    "pause-client": ("resume-client", "heal"),
+    "zombie": ("resume-zombie", "heal"),
+    "partition": ("heal-partition", "heal"),
     "toxic": ("untoxic", "heal"),
     "clock": ("reset-clock", "heal"),
     "skew": ("reset-clock", "heal"),
@@ -185,7 +190,8 @@ class FaultWindow:
 def _target(value: Any) -> Any:
     """What a nemesis action aimed at: a node, nodes, a process, ... or None for 'everything'."""
     if isinstance(value, dict):
-        for key in ("node", "nodes", "process", "processes", "target", "targets", "proxy", "name"):
+        for key in ("node", "nodes", "client", "clients", "process", "processes", "target",
+                    "targets", "proxy", "name"):
             if key in value and value[key] is not None:
                 v = value[key]
                 return tuple(v) if isinstance(v, list) else v
@@ -215,10 +221,12 @@ def _label(f: str, value: Any) -> str:
         if isinstance(value.get("name"), str):
             return f"partition {value['name']}"
         grudge = value.get("grudge")
+        kind = f"{value['kind']}: " if isinstance(value.get("kind"), str) else ""
         if isinstance(grudge, dict) and grudge:
-            return "partition " + partition_sides(grudge)
+            return f"partition {kind}" + partition_sides(grudge)
     if f == "toxic" and isinstance(value, dict):
-        kind = value.get("type") or value.get("toxic") or ""
+        params = value.get("params") if isinstance(value.get("params"), dict) else {}
+        kind = value.get("type") or value.get("toxic") or params.get("type") or ""
         tgt = _fmt_target(_target(value))
         return " ".join(x for x in ("toxic", str(kind), tgt) if x)
     t = _fmt_target(_target(value))

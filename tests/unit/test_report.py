@@ -139,7 +139,7 @@ def test_fault_windows_match_targets_and_tolerate_odd_events():
         ev(11, 7, "nemesis", "info", "pause", {"node": 2}),  # its end never came
     ]
     ws = {w.label: w for w in fault_windows(hist)}
-    assert ws["kill n1"].end_ns is None
+    assert ws["kill n1"].end_ns == 5 * S and ws["kill n1"].closed_by == "heal"  # heals all
     assert ws["kill n3"].end_ns == 3 * S
     assert ws["partition n3 | n1,n2"].end_ns == 5 * S
     assert ws["bump-clock n2"].instant
@@ -215,3 +215,32 @@ def test_nested_scenario_sections_and_stat_units():
     html = render_report_html(small_history(), verdict, scenario, {"timings": {"load_s": 30.01}})
     assert "txn-queue (producers=4)" in html and "kill, pause" in html
     assert "948 ms" in html and "30.01 s" in html and "836 ms" not in html
+
+
+def test_fault_windows_of_the_harness_fault_kinds():
+    """The start/end fs of nemesis/registry.py, and the final heal closing what is left open."""
+    grudge = {"n1": ["n3"], "n3": ["n1"]}
+    hist = [
+        ev(0, 1, "nemesis", "info", "partition", {"kind": "bridge", "grudge": grudge}),
+        ev(1, 1.1, "nemesis", "info", "partition", {"kind": "bridge", "grudge": grudge,
+                                                    "result": "n1 drops n3; n3 drops n1"}),
+        ev(2, 5, "nemesis", "info", "heal-partition", {"kind": "bridge", "grudge": grudge}),
+        ev(3, 5.1, "nemesis", "info", "heal-partition", {"kind": "bridge", "result": "removed"}),
+        ev(4, 6, "nemesis", "info", "kill-client", {"client": "producer-1"}),
+        ev(5, 6.1, "nemesis", "info", "kill-client", {"client": "producer-1", "result": "killed"}),
+        ev(6, 7, "nemesis", "info", "toxic", {"node": 3, "params": {"type": "slicer"}}),
+        ev(7, 7.1, "nemesis", "info", "toxic", {"node": 3, "params": {"type": "slicer"}}),
+        ev(8, 8, "nemesis", "info", "restart-client", {"client": "producer-1"}),
+        ev(9, 8.1, "nemesis", "info", "restart-client", {"client": "producer-1"}),
+        ev(10, 9, "nemesis", "info", "pause-client", {"client": "consumer-0"}),
+        ev(11, 9.1, "nemesis", "info", "pause-client", {"client": "consumer-0"}),
+        ev(12, 10, "nemesis", "info", "heal", None),
+        ev(13, 10.5, "nemesis", "info", "heal", {"result": [], "problems": []}),
+    ]
+    ws = {w.label: w for w in fault_windows(hist)}
+    assert ws["partition bridge: n1 | n3"].end_ns == int(5.1 * S)
+    assert ws["partition bridge: n1 | n3"].closed_by == "heal-partition"
+    assert ws["kill-client producer-1"].end_ns == int(8.1 * S)
+    assert ws["toxic slicer n3"].closed_by == "heal"
+    assert ws["pause-client consumer-0"].end_ns == int(10.5 * S)
+    assert not any(w.instant for w in ws.values()) and len(ws) == 4
