@@ -41,6 +41,10 @@ def _summary(verdict: dict) -> str:
     text = f"verdict: {label}" + (f"  anomalies: {', '.join(parts)}" if parts else "")
     for reason in verdict.get("unknown_reasons") or []:
         text += f"\n  unknown: {reason}"
+    stats = verdict.get("stats") or {}
+    # what the checker could not read or judge: a truncated history, no final drain, ...
+    for note in [*(stats.get("problems") or [])[:5], *(stats.get("notes") or [])]:
+        text += f"\n  note: {note}"
     return text
 
 
