@@ -23,6 +23,7 @@ STRIP_GAP = 6
 GAP = 50
 MAX_LAG_POINTS = 4000
 STALL_COLOR = "#b26a00"
+UNAVAILABLE_COLOR = "#6e40aa"
 
 
 def liveness_svg(lags: Lags, unseen: Unseen, rec: Records, stalls: list[Stall],
@@ -44,9 +45,10 @@ def liveness_svg(lags: Lags, unseen: Unseen, rec: Records, stalls: list[Stall],
     out = [f'<svg viewBox="0 0 {WIDTH} {height}" width="100%" role="img" class="liveness" '
            f'aria-label="realtime lag, unseen count and stalled-lso windows" '
            f'font-family="system-ui, sans-serif" font-size="12">']
-    out.append(f'<text x="{LEFT}" y="16" font-weight="600" fill="#333">stalled-lso windows</text>')
+    out.append(f'<text x="{LEFT}" y="16" font-weight="600" fill="#333">stalled-lso and '
+               f'unavailable windows</text>')
     if not stalls:
-        out.append(f'<text x="{LEFT + 140}" y="16" fill="#777">none reported by the checkers'
+        out.append(f'<text x="{LEFT + 250}" y="16" fill="#777">none reported by the checkers'
                    f'</text>')
 
     # realtime lag, log scale
@@ -69,18 +71,19 @@ def liveness_svg(lags: Lags, unseen: Unseen, rec: Records, stalls: list[Stall],
     unseen_p = Panel(unseen_top, UNSEEN_H, 0, run_end_ns, 0, 1)
     for p in (lag_p, unseen_p):
         out += p.fault_shading(windows, run_end_ns)
-    for s, lane in zip(stalls, lane_of):
+    for i, (s, lane) in enumerate(zip(stalls, lane_of)):
+        color = UNAVAILABLE_COLOR if s.kind == "unavailable" else STALL_COLOR
         title = (f"{s.label}: {fmt_seconds(s.start_ns)} → {fmt_seconds(s.end_ns)}"
                  + ("" if not s.allowed else " (does not fail this run)"))
-        out.append(f'<g class="stall"><title>{escape(title)}</title>')
+        out.append(f'<g class="stall {s.kind}"><title>{escape(title)}</title>')
         for p in (lag_p, unseen_p):
-            out.append(p.shade(s.start_ns, s.end_ns, STALL_COLOR, title, opacity=0.2))
+            out.append(p.shade(s.start_ns, s.end_ns, color, title, opacity=0.2))
         x0, x1 = float(probe.x(s.start_ns)), float(probe.x(s.end_ns))
         ly = lanes_top + lane * LANE_H
         out.append(f'<rect x="{x0:.1f}" y="{ly}" width="{max(x1 - x0, 3):.1f}" '
-                   f'height="{LANE_H - 4}" rx="3" fill="{STALL_COLOR}" fill-opacity="0.35" '
-                   f'stroke="{STALL_COLOR}"/>')
-        tx, anchor = (x0 + 4, "start") if spans[stalls.index(s)][0] == x0 else (WIDTH - 4, "end")
+                   f'height="{LANE_H - 4}" rx="3" fill="{color}" fill-opacity="0.35" '
+                   f'stroke="{color}"/>')
+        tx, anchor = (x0 + 4, "start") if spans[i][0] == x0 else (WIDTH - 4, "end")
         out.append(f'<text x="{tx:.1f}" y="{ly + LANE_H - 8}" text-anchor="{anchor}" fill="#222">'
                    f'{escape(s.label)}</text></g>')
 

@@ -125,6 +125,22 @@ class Stall:
     end_ns: int
     label: str
     allowed: bool
+    kind: str = "stalled-lso"  # or "unavailable" (no key, no process: a window of the whole run)
+
+
+def unavailable_windows(examples: list[Any], allowed: bool) -> list[Stall]:
+    """unavailable examples ({f, start_ns, end_ns, seconds}) as windows."""
+    out = []
+    for ex in examples:
+        if not isinstance(ex, dict):
+            continue
+        a, b = _int(ex.get("start_ns")), _int(ex.get("end_ns"))
+        if a is None or b is None:
+            continue
+        f = ex.get("f", "")
+        out.append(Stall("", None, a, b, f"unavailable {f} ({(b - a) / 1e9:.1f} s)".replace(
+            "  ", " "), allowed, "unavailable"))
+    return out
 
 
 def key_plots(rec: Records, marks: list[Mark], windows: list[FaultWindow], run_end_ns: int,
@@ -145,7 +161,7 @@ def key_plots(rec: Records, marks: list[Mark], windows: list[FaultWindow], run_e
             plots.append(KeyPlot(key, names, all(m.allowed for m in ms), [], [],
                                  ["No client op sent to or polled this key."], anchor))
             continue
-        key_stalls = [s for s in (stalls or []) if s.key == key]
+        key_stalls = [s for s in (stalls or []) if s.key == key and s.kind == "stalled-lso"]
         plots.append(_plot_key(rec, kc, key, ms, names, windows, run_end_ns, key_stalls, anchor))
     return plots, order[MAX_KEY_PLOTS:]
 

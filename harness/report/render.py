@@ -16,8 +16,10 @@ from .charts import bin_label_of, timeline_svg
 from . import examples as ex
 from .liveness import lag_histogram_svg, liveness_svg
 from .loading import gc_paused, read_history, read_json, read_yaml
-from .orders import MAX_KEY_PLOTS, STYLE_NAMES, key_plots, marks_from_verdict, stall_windows
+from .orders import (MAX_KEY_PLOTS, STYLE_NAMES, key_plots, marks_from_verdict, stall_windows,
+                     unavailable_windows)
 from .records import extract_records, realtime_lags, unseen_over_time
+from .svgplot import process_color
 
 MAX_FULL_TABLE = 3000  # events; above this the table shows an excerpt
 EDGE_ROWS = 500  # first and last events kept in an excerpt
@@ -109,6 +111,8 @@ def _context(history_events: list[dict], verdict: dict, scenario: dict, meta: di
     stalls = [st for a in anomalies if a["name"] == "stalled-lso"
               for st in stall_windows(a["all_examples"], rec, run_end, a["status"] != "fails")]
     plots, unplotted = key_plots(rec, marks_from_verdict(anomalies), windows, run_end, stalls)
+    stalls += [w for a in anomalies if a["name"] == "unavailable"
+               for w in unavailable_windows(a["all_examples"], a["status"] != "fails")]
     if plots:  # again, with each example's key linked to its plot
         links = {p.key: p.anchor for p in plots if p.svgs}
         anomalies = ex.anomalies(verdict, known, links)
@@ -161,7 +165,10 @@ def _context(history_events: list[dict], verdict: dict, scenario: dict, meta: di
         "lag_rows": _lag_rows(lag_stats, own_lag),
         "unseen": {"never": unseen.never, "total": unseen.total,
                    "verdict": (verdict.get("anomaly_counts") or {}).get("unseen")},
-        "stalls": [{"label": st.label, "key": st.key, "process": st.process,
+        "lag_legend": [(rec.process_label(int(p)), process_color(int(p)))
+                       for p in np.unique(lags.process)][:24],
+        "stalls": [{"label": st.label, "key": st.key,
+                    "process": "" if st.process is None else st.process,
                     "start": an.fmt_seconds(st.start_ns), "end": an.fmt_seconds(st.end_ns),
                     "length": an.fmt_duration(st.end_ns - st.start_ns)} for st in stalls],
         "table": table,

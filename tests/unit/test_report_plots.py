@@ -268,3 +268,12 @@ def test_degenerate_histories_still_render(n_events):
     h = history()[:n_events]
     html = render_report_html(h, {"valid": "unknown"}, {}, None)
     assert 'class="liveness"' in html and "UNKNOWN" in html
+
+
+def test_unavailable_windows_are_shaded_in_the_liveness_chart():
+    verdict = {"valid": True, "failing": [], "anomalies": {"unavailable": [
+        {"anomaly": "unavailable", "f": "txn", "start_ns": 1 * S, "end_ns": 4 * S,
+         "seconds": 3.0, "nemesis": [], "explanation": "no txn op completed ok for 3.0 s"}]}}
+    html = render_report_html(history(), verdict, {}, None)
+    assert 'class="stall unavailable"' in html and "unavailable txn (3.0 s)" in html
+    assert "liveness report: does not fail this run" in html
