@@ -273,6 +273,25 @@ def poll_events(sb: SinkBatches, clock: Clock, starts: list[tuple[int, int]], pr
     return out
 
 
+def progress_mismatches(sb: SinkBatches, events: list[dict]) -> list[str]:
+    """Batches whose sink rows differ in number from the ``numInputRows`` of a progress report
+    for that batch by the instance that committed it (Spark counts the records its Kafka
+    source returned: with read_committed, aborted records are not among them)."""
+    reported: dict[tuple[int, int], int] = {}
+    for e in events:
+        if e.get("event") == "progress":
+            p = e.get("progress") or {}
+            if "batchId" in p and "numInputRows" in p:
+                reported[(e.get("instance"), p["batchId"])] = p["numInputRows"]
+    out = []
+    for b in sb.batches:
+        n = reported.get((b.instance, b.batch_id))
+        if n is not None and n != b.n_records:
+            out.append(f"batch {b.batch_id}: {b.n_records} rows in the sink, but Spark's progress report "
+                       f"of instance {b.instance} says it read {n}")
+    return out
+
+
 def crash_events(events: list[dict], kill_times: dict[int, int], process_base: int,
                  meta: dict | None = None) -> list[dict]:
     """A ``crash`` op (invoke + info, HISTORY.md) for every driver instance that died: killed

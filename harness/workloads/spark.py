@@ -182,6 +182,8 @@ class Spark:
         self._sink_meta.update(sb.sink_meta(read, self.keys()))
         catchup = _json_or_none(self.work / "catchup.json")
         summary = _summary(read, ops, crashes, events, writes, catchup)
+        if self.spec.sink == "parquet":
+            read.problems += sb.progress_mismatches(read, events)
         summary["problems"] = read.problems[:50]
         self._spark_meta.update(summary, process_base=base)
         (out / "summary.json").write_text(json.dumps(summary, indent=1))

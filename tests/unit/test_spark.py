@@ -281,3 +281,12 @@ def test_a_killed_driver_instance_ends_with_a_crash_op_at_its_kill():
         (1001, 12 * SEC), (1001, 12 * SEC), (1002, 21 * SEC), (1002, 25 * SEC), (1002, 30 * SEC), (1002, 30 * SEC)]
     # the last instance crashed only when the nemesis killed it
     assert {e["meta"]["instance"] for e in sb.crash_events(events, {44: 70 * SEC}, 1000)} == {1, 2, 4}
+
+
+def test_progress_reports_are_checked_against_the_sink(parquet_work):
+    read = sb.parquet_batches(parquet_work)
+    events = [{"event": "progress", "instance": 1, "progress": {"batchId": 0, "numInputRows": 2}},
+              {"event": "progress", "instance": 2, "progress": {"batchId": 1, "numInputRows": 3}},
+              {"event": "progress", "instance": 1, "progress": {"batchId": 1, "numInputRows": 9}}]  # not the committer
+    assert sb.progress_mismatches(read, events) == [
+        "batch 1: 2 rows in the sink, but Spark's progress report of instance 2 says it read 3"]
