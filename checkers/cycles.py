@@ -30,8 +30,9 @@ import polars as pl
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
+from .duplicate import duplicated_values
 from .history import History
-from .log import log, reads, shift_in_group, writes
+from .log import index, log, reads, shift_in_group, take, writes
 
 KINDS = ("ww", "wr", "process", "realtime")
 WW, WR, PROC, RT = range(4)
@@ -47,45 +48,47 @@ VARIANTS = [
 MAX_TRIES = 16  # candidate edges tried per component when looking for a shortest cycle
 
 
-def graph(h: History) -> dict:
-    """The dependency graph: {"n_ops", "n_nodes", "edges": DataFrame(src, dst, kind, eid),
-    "ww": DataFrame of ww details, "wr": DataFrame of wr details, "time": array of the ok
-    completion times behind the time nodes}."""
-    return h.cached("graph", _graph)
+def writers(h: History) -> pl.DataFrame:
+    """(key, value) -> writer: the first op (in op order) whose send of it did not fail."""
+    return h.cached("writers", lambda h: writes(h).filter(pl.col("type") != "fail")
+                    .group_by("key", "value").agg(writer=pl.col("op").first()))
 
 
-def _graph(h: History) -> dict:
+def _log_writers(h: History) -> np.ndarray:
+    """Writer op of the value at each committed-log row, -1 if none."""
+    def build(h: History):
+        lw = (log(h).select("key", "value")
+              .join(writers(h), on=["key", "value"], how="left", maintain_order="left")["writer"])
+        return lw.fill_null(-1).cast(pl.Int64).to_numpy()
+    return h.cached("log_writers", build)
+
+
+def _ww_chain(h: History) -> pl.DataFrame:
+    """The committed log restricted to values with a writer, first occurrence of each value:
+    key, pos, offset, value, writer; sorted by key and position."""
+    lg = log(h).with_columns(writer=pl.Series(_log_writers(h))).filter(pl.col("writer") >= 0)
+    if not duplicated_values(h).is_empty():
+        lg = lg.unique(["key", "value"], keep="first", maintain_order=True)
+    return lg.with_columns(pl.col("writer").cast(pl.UInt32))
+
+
+def _proc_rt(h: History) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(time nodes, process src, dst, realtime src, dst, ok completion times)."""
+    return h.cached("proc_rt", _build_proc_rt)
+
+
+def _build_proc_rt(h: History):
     n = h.ops.height
-    w = writes(h).filter(pl.col("type") != "fail")
-    writer = w.group_by("key", "value").agg(writer=pl.col("op").first())
-    lg = (
-        log(h).join(writer, on=["key", "value"], how="inner")
-        .sort("key", "pos")
-        .unique(["key", "value"], keep="first", maintain_order=True)
-    )
-    ww = (
-        shift_in_group(lg, ["key"], {"dst": "writer", "next_value": "value",
-                                     "next_offset": "offset", "next_pos": "pos"}, n=-1)
-        .drop_nulls("dst")
-        .filter(pl.col("writer") != pl.col("dst"))
-        .rename({"writer": "src"})
-        .unique(["src", "dst"], keep="first", maintain_order=True)
-    )
-    wr = (
-        reads(h).select("key", "value", "offset", dst="op")
-        .join(writer.rename({"writer": "src"}), on=["key", "value"], how="inner")
-        .filter(pl.col("src") != pl.col("dst"))
-        .unique(["src", "dst"], keep="first", maintain_order=True)
-    )
     bulk = h.ops.filter(pl.col("f").is_in(["txn", "send", "poll"]))
     proc = (
-        shift_in_group(bulk.sort("process", "op"), ["process"], {"dst": "op"}, n=-1)
+        shift_in_group(bulk.sort("process", "op", maintain_order=True), ["process"], {"dst": "op"}, n=-1)
         .drop_nulls("dst")
         .filter(pl.col("type") != "info")
         .select(src="op", dst="dst")
     )
     # realtime through time nodes
-    ok = bulk.filter((pl.col("type") == "ok") & pl.col("complete_time").is_not_null()).sort("complete_time")
+    ok = bulk.filter((pl.col("type") == "ok") & pl.col("complete_time").is_not_null()).sort(
+        "complete_time", maintain_order=True)
     times = ok["complete_time"].to_numpy()
     m = len(times)
     tnode = np.arange(n, n + m, dtype=np.int64)
@@ -98,6 +101,85 @@ def _graph(h: History) -> dict:
     rt_dst.append(inv["op"].to_numpy().astype(np.int64)[has])
     rt_s = np.concatenate(rt_src) if m else np.zeros(0, np.int64)
     rt_d = np.concatenate(rt_dst) if m else np.zeros(0, np.int64)
+    return (m, proc["src"].to_numpy().astype(np.int64), proc["dst"].to_numpy().astype(np.int64),
+            rt_s, rt_d, times)
+
+
+def union_edges(h: History) -> tuple[int, np.ndarray, np.ndarray]:
+    """(n_nodes, src, dst) of a graph with the same reachability as the union of all edge
+    kinds, for finding the strongly connected components fast:
+
+    * wr edges come from each read's offset (the writer of the value there) when the reads
+      of that offset agree with the log; by value otherwise; duplicates are kept.
+    * an edge a -> b between ops where a completed ok before b was invoked is left out: the
+      realtime chain a -> T(a) -> ... -> b already connects them.
+    """
+    n = h.ops.height
+    ix = index(h)
+    m, ps, pd, rs, rd, _ = _proc_rt(h)
+    ch = _ww_chain(h)
+    ck, cw = ch["key"].to_numpy(), ch["writer"].to_numpy().astype(np.int64)
+    same = (ck[1:] == ck[:-1]) & (cw[1:] != cw[:-1])
+    ws, wd = cw[:-1][same], cw[1:][same]
+    lw = _log_writers(h)
+    lr = take(ix.log_row, ix.r_slot)
+    by_slot = (lr >= 0) & ix.r_cons[ix.r_slot]
+    by_slot[by_slot] = ix.log_val[lr[by_slot]] == ix.r_val[by_slot]
+    rsrc = np.full(len(lr), -1, np.int64)
+    rsrc[by_slot] = lw[lr[by_slot]]
+    rest = np.flatnonzero(~by_slot)
+    if len(rest):
+        rk = pl.DataFrame({"key": ix.r_key[rest], "value": ix.r_val[rest]})
+        rsrc[rest] = rk.join(writers(h), on=["key", "value"], how="left",
+                             maintain_order="left")["writer"].fill_null(-1).cast(pl.Int64).to_numpy()
+    keep = (rsrc >= 0) & (rsrc != ix.r_op)
+    src = np.concatenate([ws, rsrc[keep], ps])
+    dst = np.concatenate([wd, ix.r_op[keep].astype(np.int64), pd])
+    ok = ((h.ops["type"] == "ok") & h.ops["complete_time"].is_not_null()).to_numpy()
+    ct = h.ops["complete_time"].fill_null(0).to_numpy()
+    it = h.ops["invoke_time"]
+    it_ok = it.is_not_null().to_numpy()
+    itv = it.fill_null(0).to_numpy()
+    implied = ok[src] & it_ok[dst] & (ct[src] < itv[dst])
+    return (n + m, np.concatenate([src[~implied], rs]), np.concatenate([dst[~implied], rd]))
+
+
+def graph(h: History, nodes: np.ndarray | None = None) -> dict:
+    """The dependency graph, restricted to edges between ``nodes`` (all if None):
+    {"n_ops", "n_nodes", "edges": DataFrame(src, dst, kind, eid), "ww": DataFrame of ww
+    details, "wr": DataFrame of wr details, "time": array of the ok completion times behind
+    the time nodes}."""
+    n = h.ops.height
+    m, ps, pd, rs, rd, times = _proc_rt(h)
+    mask = None
+    if nodes is not None:
+        mask = np.zeros(n + m, bool)
+        mask[nodes] = True
+    ww = (
+        shift_in_group(_ww_chain(h), ["key"], {"dst": "writer", "next_value": "value",
+                                               "next_offset": "offset", "next_pos": "pos"}, n=-1)
+        .drop_nulls("dst")
+        .filter(pl.col("writer") != pl.col("dst"))
+        .rename({"writer": "src"})
+        .unique(["src", "dst"], keep="first", maintain_order=True)
+    )
+    r = reads(h)
+    if mask is not None:
+        ww = ww.filter(pl.Series(mask[ww["src"].to_numpy()] & mask[ww["dst"].to_numpy()]))
+        r = r.filter(pl.Series(mask[r["op"].to_numpy()]))
+    wr = (
+        r.select("key", "value", "offset", dst="op")
+        .join(writers(h).rename({"writer": "src"}), on=["key", "value"], how="inner",
+              maintain_order="left")
+        .filter(pl.col("src") != pl.col("dst"))
+        .unique(["src", "dst"], keep="first", maintain_order=True)
+    )
+    if mask is not None:
+        wr = wr.filter(pl.Series(mask[wr["src"].to_numpy()]))
+        k = mask[ps] & mask[pd]
+        ps, pd = ps[k], pd[k]
+        k = mask[rs] & mask[rd]
+        rs, rd = rs[k], rd[k]
 
     def part(src, dst, kind):
         src = np.asarray(src, dtype=np.int64)
@@ -108,17 +190,20 @@ def _graph(h: History) -> dict:
     edges = pl.concat([
         part(ww["src"].to_numpy(), ww["dst"].to_numpy(), WW),
         part(wr["src"].to_numpy(), wr["dst"].to_numpy(), WR),
-        part(proc["src"].to_numpy(), proc["dst"].to_numpy(), PROC),
-        part(rt_s, rt_d, RT),
+        part(ps, pd, PROC),
+        part(rs, rd, RT),
     ])
     return {"n_ops": n, "n_nodes": n + m, "edges": edges, "ww": ww, "wr": wr, "time": times}
 
 
-def _sccs(n_nodes: int, edges: pl.DataFrame) -> list[np.ndarray]:
+def _sccs(n_nodes: int, edges: pl.DataFrame | tuple) -> list[np.ndarray]:
     """Node arrays of the non-trivial strongly connected components."""
-    if edges.is_empty():
+    if isinstance(edges, tuple):
+        src, dst = edges
+    else:
+        src, dst = edges["src"].to_numpy(), edges["dst"].to_numpy()
+    if not len(src):
         return []
-    src, dst = edges["src"].to_numpy(), edges["dst"].to_numpy()
     mat = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(n_nodes, n_nodes))
     _, labels = connected_components(mat, directed=True, connection="strong")
     counts = np.bincount(labels)
@@ -242,12 +327,14 @@ def cycle_cases(h: History) -> list[dict]:
     Example: {"anomaly": name, "ops": [op refs in cycle order], "steps": [{"from", "to",
     "kind", "key"?, "value"?, "explanation"}], "explanation"}.
     """
-    g = graph(h)
-    edges = g["edges"]
-    union = _sccs(g["n_nodes"], edges)
+    n_nodes, src, dst = union_edges(h)
+    union = _sccs(n_nodes, (src, dst))
+    del src, dst
     if not union:
         return []
-    sub = _within(edges, g["n_nodes"], np.concatenate(union))
+    # only now the exact graph, on the nodes of the cyclic components
+    g = graph(h, np.concatenate(union))
+    sub = g["edges"]
     out, seen = [], set()
     for name, kinds, need in VARIANTS:
         e = sub.filter(pl.col("kind").is_in(list(kinds)))

@@ -54,6 +54,7 @@ import gc
 import io
 import json
 import os
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -191,10 +192,16 @@ class _Events:
         self.x_ev: dict[int, dict] = {}  # pos -> event dict (exact events only)
         self.i_pos: list[int] = []  # (pos, index) of exact events for the index-gap check
         self.i_index: list[int] = []
-        self.fast: pl.DataFrame | None = None  # fast rows: _EV_SCHEMA columns + value
+        self.fast: pl.DataFrame | None = None  # regular rows: _EV_SCHEMA columns
+        self.tokens: pl.DataFrame | None = None  # their completions' micro-ops, by position
+        self.gkeys: dict[str, int] = {}  # key name -> id used in tokens
         self.raw: Callable[[int], Any] | None = None  # pos -> event parsed from the source
         self.truncated = False
         self.garbled = 0
+
+    def key_ids(self, keys: list[str]) -> np.ndarray:
+        g = self.gkeys
+        return np.array([g.setdefault(k, len(g)) for k in keys], dtype=np.uint32)
 
     def event_at(self, pos: int) -> Any:
         ev = self.x_ev.get(pos)
@@ -255,7 +262,12 @@ class _Events:
         fast = self.fast.select(list(_EV_SCHEMA))
         if x.is_empty():
             return fast
-        return pl.concat([fast, x]).sort("pos")
+        # both are sorted by position and the exact rows are few: merge by position
+        fp, xp = fast["pos"].to_numpy(), x["pos"].to_numpy()
+        order = np.empty(len(fp) + len(xp), np.int64)
+        order[np.arange(len(fp)) + np.searchsorted(xp, fp)] = np.arange(len(fp))
+        order[np.arange(len(xp)) + np.searchsorted(fp, xp)] = len(fp) + np.arange(len(xp))
+        return pl.concat([fast, x]).gather(order)
 
     def index_gaps(self) -> None:
         parts = [pl.DataFrame({"pos": self.i_pos, "index": self.i_index},
@@ -358,7 +370,7 @@ VALUE_GRAMMAR = rf"^\[(?:{_MOP}(?:, {_MOP})*)?\]$"
 # record list's key (with its ": " suffix), an integer, null (a send's unknown offset)
 _TOKEN = r'"send", "[^"]*"|"[^"]*": |-?\d+|null'
 _SEND_PREFIX = '["send", '
-_TOKEN_CHUNK = 200_000  # values tokenized at once
+_PART_BYTES = 64 << 20  # a file is read in parts of about this size
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
 
 
@@ -400,18 +412,28 @@ def _tokenize(rid: pl.Series, values: pl.Series):
     # by pairs (offset, value); a send key by its value or by (offset|null, value). A
     # record is anchored at its value token: 2nd, 4th, ... after a poll key, last after a
     # send key; its offset is the token before (a send key or null: unknown).
-    it = np.int32 if n < (1 << 31) else np.int64
-    cnt = (np.diff(np.append(mpos, n)) - 1).astype(it)
-    gm = (np.cumsum(is_key, dtype=it) - 1)  # marker of each token
-    del is_key
-    within = np.arange(n, dtype=it) - mpos.astype(it)[gm]  # 0 at the marker
-    anchor = np.where(msend[gm], within == cnt[gm], (within > 0) & ((within & 1) == 0))
-    del within
-    vidx = np.flatnonzero(anchor)
-    del anchor
-    midx = gm[vidx]
-    del gm
-    oidx = vidx - 1
+    cnt = np.diff(np.append(mpos, n)) - 1
+    if not (cnt[msend] & 1).any():
+        # every key is followed by pairs: the numbers pair up globally, in order
+        numidx = np.flatnonzero(~is_key)
+        del is_key
+        vidx = numidx[1::2]
+        oidx = numidx[0::2]
+        del numidx
+        midx = np.repeat(np.arange(len(mpos)), cnt // 2)
+    else:
+        it = np.int32 if n < (1 << 31) else np.int64
+        cnt = cnt.astype(it)
+        gm = (np.cumsum(is_key, dtype=it) - 1)  # marker of each token
+        del is_key
+        within = np.arange(n, dtype=it) - mpos.astype(it)[gm]  # 0 at the marker
+        anchor = np.where(msend[gm], within == cnt[gm], (within > 0) & ((within & 1) == 0))
+        del within
+        vidx = np.flatnonzero(anchor)
+        del anchor
+        midx = gm[vidx]
+        del gm
+        oidx = vidx - 1
     frame = pl.DataFrame({
         "rid": tok["rid"].gather(vidx),
         "ord": vidx.astype(np.int64),
@@ -478,18 +500,49 @@ def _lines_with(data: bytes, starts: np.ndarray, byte: int) -> np.ndarray:
     return np.unique(np.searchsorted(starts, hits, side="right") - 1)
 
 
-def _read_file(path: Path) -> _Events:
-    with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        last_start, last = _last_line(fh, size)
-        truncated = False
-        if last is not None:
-            try:
-                _loads(last)
-            except _DecodeError:
-                truncated = True
-        fh.seek(0)
-        data = fh.read(last_start if truncated else size)
+def _classify(df: pl.DataFrame, slow: pl.Series) -> tuple[pl.DataFrame, list[int]]:
+    """(regular rows as event columns + value text, positions of the other rows)."""
+    df = df.with_columns(process=pl.col("process").cast(pl.Int64, strict=False))
+    regular = (
+        pl.col("index").is_not_null() & pl.col("type").is_in(EVENT_TYPES)
+        & pl.col("f").is_in(list(BULK_FS)) & pl.col("process").is_not_null()
+        & (pl.col("value").is_null() | pl.col("value").str.contains(VALUE_GRAMMAR))
+        & (pl.col("error").is_null() | pl.col("error").str.starts_with("["))
+    )
+    if len(slow):
+        regular = regular & ~pl.col("pos").is_in(slow.implode())
+    df = df.with_columns(_regular=regular)
+    odd = df.filter(~pl.col("_regular"))["pos"].to_list()
+    fast = df.filter(pl.col("_regular")).select(
+        "pos", "index", "time", "process", "type", "f",
+        tid=pl.col("meta").struct.field("transactional_id"),
+        gid=pl.col("meta").struct.field("group_id"),
+        final=pl.col("meta").struct.field("final").fill_null(False),
+        err=pl.when(pl.col("error").str.starts_with('["'))
+        .then(pl.col("error").str.extract(r'^\["([^"]*)"', 1)),
+        fast=pl.lit(True),
+        nsend=pl.col("value").str.count_matches(_SEND_PREFIX, literal=True)
+        .fill_null(0).cast(pl.Int64),
+        value="value",
+    )
+    return fast, odd
+
+
+@dataclass
+class _Part:
+    """What one part of a file yields (``_read_part``)."""
+
+    n_lines: int
+    starts: np.ndarray  # byte offset of each line in the part
+    fast: pl.DataFrame | None  # regular events: _EV_SCHEMA columns
+    tokens: pl.DataFrame | None  # completion micro-ops: rid = position, ord, kind, key, ...
+    keys: list[str]  # key names of tokens["key"]
+    odd: list[tuple[int, bytes]]  # (position, line) to read one by one, in order
+
+
+def _read_part(data: bytes, line0: int) -> _Part:
+    """Parse, classify and tokenize one part of a file: whole lines, the first of which is
+    line ``line0`` (0-based) of the file. Runs on a worker thread: no shared state."""
     starts = _line_starts(data)
     n_lines = len(starts)
     ends = np.empty(n_lines, np.int64)
@@ -497,10 +550,6 @@ def _read_file(path: Path) -> _Events:
         ends[:-1] = starts[1:] - 1
         ends[-1] = len(data) - 1 if data.endswith(b"\n") else len(data)
     arr = np.frombuffer(data, dtype=np.uint8)
-    ev = _Events(lambda p: f"line {p + 1}")
-    ev.truncated = truncated
-    if truncated:
-        ev.problems.add(n_lines, 0, f"line {n_lines + 1}: truncated or garbled last line dropped")
 
     def line(k: int) -> bytes:
         return data[starts[k]:ends[k]]
@@ -517,17 +566,17 @@ def _read_file(path: Path) -> _Events:
         return np.flatnonzero(keep).astype(np.int64) + lo
 
     frames: list[tuple[pl.DataFrame, np.ndarray]] = []
-    exact: list[int] = []  # lines to read one by one (orjson), in order
+    exact: list[int] = []  # local lines to read one by one (orjson)
 
     def parse(lo: int, hi: int) -> None:
         rows = nonblank(lo, hi)
         if not len(rows):
             return
-        if hi - lo > _BISECT_MIN or (lo == 0 and hi == n_lines):
+        whole = lo == 0 and hi == n_lines
+        if hi - lo > _BISECT_MIN or whole:
             try:
-                chunk = data if (lo == 0 and hi == n_lines) else data[starts[lo]:ends[hi - 1]]
-                df = pl.read_ndjson(io.BytesIO(chunk) if chunk is not data else data,
-                                    schema=_NDJSON_SCHEMA, ignore_errors=True)
+                chunk = data if whole else io.BytesIO(data[starts[lo]:ends[hi - 1]])
+                df = pl.read_ndjson(chunk, schema=_NDJSON_SCHEMA, ignore_errors=True)
                 if df.height == len(rows):
                     frames.append((df, rows))
                     return
@@ -540,63 +589,98 @@ def _read_file(path: Path) -> _Events:
         parse(lo, mid)
         parse(mid, hi)
 
-    laps("load: read + line index")
     if n_lines:
         parse(0, n_lines)
     parse = None  # noqa: F841 - the closure refers to itself: break the cycle, free ``data``
-    laps("load: read_ndjson")
+    fast = tokens = None
+    keys: list[str] = []
+    odd_pos: list[int] = []
     if frames:
         df = pl.concat([f for f, _ in frames]) if len(frames) > 1 else frames[0][0]
         pos = np.concatenate([r for _, r in frames]) if len(frames) > 1 else frames[0][1]
-    else:
-        df = pl.DataFrame(schema=_NDJSON_SCHEMA)
-        pos = np.zeros(0, np.int64)
-    frames.clear()
-    slow = _lines_with(data, starts, 92)  # backslashes: strings that need unescaping
-    df = df.with_columns(pos=pl.Series(pos, dtype=pl.Int64),
-                         process=pl.col("process").cast(pl.Int64, strict=False))
-    regular = (
-        pl.col("index").is_not_null() & pl.col("type").is_in(EVENT_TYPES)
-        & pl.col("f").is_in(list(BULK_FS)) & pl.col("process").is_not_null()
-        & (pl.col("value").is_null() | pl.col("value").str.contains(VALUE_GRAMMAR))
-        & (pl.col("error").is_null() | pl.col("error").str.starts_with("["))
-    )
-    if len(slow):
-        regular = regular & ~pl.col("pos").is_in(pl.Series(slow).implode())
-    df = df.with_columns(_regular=regular)
-    exact.extend(df.filter(~pl.col("_regular"))["pos"].to_list())
-    ev.fast = df.filter(pl.col("_regular")).select(
-        "pos", "index", "time", "process", "type", "f",
-        tid=pl.col("meta").struct.field("transactional_id"),
-        gid=pl.col("meta").struct.field("group_id"),
-        final=pl.col("meta").struct.field("final").fill_null(False),
-        err=pl.when(pl.col("error").str.starts_with('["'))
-        .then(pl.col("error").str.extract(r'^\["([^"]*)"', 1)),
-        fast=pl.lit(True),
-        nsend=pl.col("value").str.count_matches(_SEND_PREFIX, literal=True)
-        .fill_null(0).cast(pl.Int64),
-        value="value",
-    )
-    del df
-    ev.n_events += ev.fast.height
-    laps("load: classify lines (grammar)")
+        frames.clear()
+        slow = _lines_with(data, starts, 92) + line0  # backslashes: strings to unescape
+        df = df.with_columns(pos=pl.Series(pos + line0, dtype=pl.Int64))
+        fast, odd_pos = _classify(df, pl.Series(slow, dtype=pl.Int64))
+        del df
+        comp = fast.filter((pl.col("type") != "invoke") & pl.col("value").is_not_null())
+        tokens, keys = _tokenize(comp["pos"], comp["value"])
+        del comp
+        fast = fast.drop("value")
+    odd = sorted([(k, line(k - line0)) for k in odd_pos] + [(k + line0, line(k)) for k in exact])
+    return _Part(n_lines, starts, fast, tokens, keys, odd)
 
-    def raw(k: int) -> Any:
+
+def _read_file(path: Path) -> _Events:
+    ev = _Events(lambda p: f"line {p + 1}")
+    parts: list[_Part] = []
+    offsets: list[int] = []
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        last_start, last = _last_line(fh, size)
+        if last is not None:
+            try:
+                _loads(last)
+            except _DecodeError:
+                ev.truncated = True
+        end = last_start if ev.truncated else size
+        # parts of about _PART_BYTES, cut after a newline; parsed on worker threads, at
+        # most _WORKERS at a time (bounded memory)
+        pending: deque = deque()
+        with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
+            pos = line0 = 0
+            while pos < end:
+                fh.seek(pos)
+                data = fh.read(min(_PART_BYTES, end - pos))
+                if pos + len(data) < end and not data.endswith(b"\n"):
+                    data += fh.readline()
+                offsets.append(pos)
+                pending.append(pool.submit(_read_part, data, line0))
+                line0 += data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+                pos += len(data)
+                del data
+                while len(pending) >= _WORKERS:
+                    parts.append(pending.popleft().result())
+            while pending:
+                parts.append(pending.popleft().result())
+    laps("load: parse + classify + tokenize parts")
+    n_lines = sum(p.n_lines for p in parts)
+    if ev.truncated:
+        ev.problems.add(n_lines, 0, f"line {n_lines + 1}: truncated or garbled last line dropped")
+    starts = (np.concatenate([p.starts + o for p, o in zip(parts, offsets)])
+              if parts else np.zeros(0, np.int64))
+    fast = [p.fast for p in parts if p.fast is not None and p.fast.height]
+    ev.fast = pl.concat(fast) if fast else None
+    ev.n_events += ev.fast.height if ev.fast is not None else 0
+    toks = []
+    for p in parts:
+        if p.tokens is not None and p.tokens.height:
+            gmap = pl.Series(ev.key_ids(p.keys), dtype=pl.UInt32)
+            toks.append(p.tokens.with_columns(key=gmap.gather(p.tokens["key"])))
+        p.fast = p.tokens = None
+    ev.tokens = pl.concat(toks) if toks else None
+    del toks, fast
+    for p in parts:
+        for k, raw_line in p.odd:
+            try:
+                e = _loads(raw_line)
+            except _DecodeError:
+                ev.garbled += 1
+                ev.problems.add(k, 0, f"line {k + 1}: garbled line skipped")
+                continue
+            ev.event(e, k)
+    parts.clear()
+    laps("load: odd lines one by one")
+
+    def raw(k: int) -> Any:  # a line again, from the file (its bytes are not kept)
         try:
-            return _loads(line(k))
-        except _DecodeError:
+            with open(path, "rb") as fh:
+                fh.seek(int(starts[k]))
+                return _loads(fh.readline())
+        except (OSError, IndexError, *_DecodeError):
             return None
 
     ev.raw = raw
-    for k in sorted(exact):
-        try:
-            e = _loads(line(k))
-        except _DecodeError:
-            ev.garbled += 1
-            ev.problems.add(k, 0, f"line {k + 1}: garbled line skipped")
-            continue
-        ev.event(e, k)
-    laps("load: odd lines one by one")
     return ev
 
 
@@ -613,6 +697,20 @@ def _read_events(source: Iterable[Any]) -> _Events:
 
 # -- pairing and assembly -------------------------------------------------------------------
 
+def stable_order(g: np.ndarray) -> np.ndarray:
+    """Stable argsort of non-negative integers (radix passes over 16-bit digits)."""
+    if len(g) == 0:
+        return np.zeros(0, np.int64)
+    top = int(g.max())
+    if top < (1 << 16):
+        return np.argsort(g.astype(np.uint16), kind="stable")
+    if top < (1 << 32):
+        g = g.astype(np.int64)
+        o = np.argsort((g & 0xFFFF).astype(np.uint16), kind="stable")
+        return o[np.argsort((g[o] >> 16).astype(np.uint16), kind="stable")]
+    return np.argsort(g, kind="stable")
+
+
 def _pair(ev: _Events) -> pl.DataFrame:
     """Ops from client events: each invoke with the next event of its process when that is a
     completion. Reports orphan completions, invokes while in flight and f mismatches."""
@@ -620,7 +718,8 @@ def _pair(ev: _Events) -> pl.DataFrame:
     n = E.height
     proc = E["process"].to_numpy()
     is_inv = (E["type"] == "invoke").to_numpy()
-    perm = np.argsort(proc, kind="stable")  # by process, then position
+    perm = (stable_order(proc) if n and proc.min() >= 0  # by process, then position
+            else np.argsort(proc, kind="stable"))
     same = proc[perm[1:]] == proc[perm[:-1]]
     nxt = np.full(n, -1, np.int64)
     prv = np.full(n, -1, np.int64)
@@ -689,53 +788,32 @@ def _pair(ev: _Events) -> pl.DataFrame:
 def _micro_ops(ev: _Events, ops: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     """mops (keys as ids into the returned key list)."""
     bulk = ops.filter(pl.col("f").is_in(list(BULK_FS)))
-    parts: list[pl.DataFrame] = []  # op, part, ord, kind, key (global id), offset, value
-    gkeys: dict[str, int] = {}
+    schema = {"op": pl.UInt32, "part": pl.UInt8, "ord": pl.Int64, "kind": pl.UInt8,
+              "key": pl.UInt32, "offset": pl.Int64, "value": pl.Int64}
+    gid_of = ev.key_ids
+    gkeys = ev.gkeys
 
-    def gid_of(keys: list[str]) -> np.ndarray:
-        return np.array([gkeys.setdefault(k, len(gkeys)) for k in keys], dtype=np.uint32)
-
-    fast_pos = ev.fast["pos"].to_numpy() if ev.fast is not None else np.zeros(0, np.int64)
-    big_first = False
-
-    def tokenized(sel: pl.DataFrame, pos_col: str, part: int, sends_only: bool = False):
-        nonlocal big_first
-        if sel.is_empty():
-            return
-        values = ev.fast["value"].gather(np.searchsorted(fast_pos, sel[pos_col].to_numpy()))
-        ops_ = sel["op"]
-        # in chunks (bounded memory), on as many threads as cores (polars and numpy release
-        # the GIL for the heavy parts)
-        chunks = [(ops_.slice(i, _TOKEN_CHUNK), values.slice(i, _TOKEN_CHUNK))
-                  for i in range(0, len(values), _TOKEN_CHUNK)]
-        del values, ops_
-        if len(chunks) > 1 and _WORKERS > 1:
-            with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
-                results = list(pool.map(lambda c: _tokenize(*c), chunks))
-        else:
-            results = [_tokenize(*c) for c in chunks]
-        del chunks
-        frames = []
-        for fr, keys in results:
-            if fr.is_empty():
-                continue
-            if sends_only:
-                fr = fr.filter(pl.col("kind") == 0).with_columns(offset=pl.lit(None, pl.Int64))
-            gmap = pl.Series(gid_of(keys), dtype=pl.UInt32)
-            frames.append(fr.select(op="rid", part=pl.lit(part, pl.UInt8), ord="ord",
-                                    kind="kind", key=gmap.gather(fr["key"]),
-                                    offset="offset", value="value"))
-        del results
-        if not frames:
-            return
-        if part == 0:
-            big_first = True
-        parts.append(pl.concat(frames) if len(frames) > 1 else frames[0])
-
-    # 1. completion micro-ops
+    # 1. completion micro-ops: the regular completions' tokens (by position) -> ops, in op
+    # order (a stable sort keeps the order inside each completion)
     paired = bulk.filter(pl.col("_cmp_pos").is_not_null())
-    tokenized(paired.filter(pl.col("_cmp_fast")).sort("op"), "_cmp_pos", 0)
-    laps("load: tokenize completions")
+    big = pl.DataFrame(schema=schema)
+    if ev.tokens is not None and ev.tokens.height:
+        fc = paired.filter(pl.col("_cmp_fast"))
+        tp = ev.tokens["rid"].to_numpy()
+        cpos = fc["_cmp_pos"].to_numpy()
+        op_at = np.full(int(max(tp.max(), cpos.max() if len(cpos) else 0)) + 1, -1, np.int64)
+        op_at[cpos] = fc["op"].to_numpy()
+        t_op = op_at[tp]
+        del op_at, tp
+        sel = np.flatnonzero(t_op >= 0)
+        o = sel[stable_order(t_op[sel])]
+        del sel
+        big = ev.tokens[o].select(op=pl.Series(t_op[o], dtype=pl.UInt32),
+                                  part=pl.lit(0, pl.UInt8), ord="ord", kind="kind", key="key",
+                                  offset="offset", value="value")
+        ev.tokens = None
+        del o, t_op
+    laps("load: completion micro-ops to ops")
     n_cmp_sends: dict[int, int] = {}
     py_rows: list[tuple] = []
     py_inv_rows: list[tuple] = []
@@ -756,7 +834,7 @@ def _micro_ops(ev: _Events, ops: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]
                              ).with_columns(_cmp_nsend=pl.coalesce("_py_n", "_cmp_nsend")).drop("_py_n")
     counts = counts.with_columns(_cmp_nsend=pl.col("_cmp_nsend").fill_null(0))
     inv_sends_py: dict[int, list] = {}
-    slow_inv = counts.filter(~pl.col("_inv_fast"))
+    slow_inv = counts.filter(~pl.col("_inv_fast"))  # regular invokes' send counts are known
     if slow_inv.height:
         ns = []
         for op, ipos in slow_inv.select("op", "_inv_pos").iter_rows():
@@ -768,10 +846,11 @@ def _micro_ops(ev: _Events, ops: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]
                              ).with_columns(_inv_nsend=pl.coalesce("_inv_nsend", "_py_n")).drop("_py_n")
     need = counts.filter((pl.col("_inv_nsend") > 0) & (pl.col("_inv_nsend") != pl.col("_cmp_nsend")))
     laps("load: odd completions, send counts")
-    if need.height:
-        tokenized(need.filter("_inv_fast").sort("op"), "_inv_pos", 1, sends_only=True)
-        for op, cpos, spos, inv_index in need.filter(~pl.col("_inv_fast")).select(
-                "op", "_cmp_pos", "_sup_pos", "invoke_index").iter_rows():
+    if need.height:  # rare: read those invokes one by one
+        for op, ipos, cpos, spos, inv_index in need.select(
+                "op", "_inv_pos", "_cmp_pos", "_sup_pos", "invoke_index").iter_rows():
+            if op not in inv_sends_py:
+                inv_sends_py[op] = _py_invoke_sends(ev.event_at(ipos).get("value"))
             if cpos is not None:
                 where, at, sub = ev.where(cpos), cpos, 2
             else:
@@ -780,8 +859,7 @@ def _micro_ops(ev: _Events, ops: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]
                                    lambda m, at=at, sub=sub: problems.add(at, sub, m))
             py_inv_rows.extend((op, 1, i, 0, key, None, v) for i, (key, v) in enumerate(rows))
     laps("load: unlisted invoke sends")
-    schema = {"op": pl.UInt32, "part": pl.UInt8, "ord": pl.Int64, "kind": pl.UInt8,
-              "key": pl.UInt32, "offset": pl.Int64, "value": pl.Int64}
+    parts: list[pl.DataFrame] = []
     for rows in (py_rows, py_inv_rows):
         if not rows:
             continue
@@ -791,10 +869,9 @@ def _micro_ops(ev: _Events, ops: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]
             "ord": [r[2] for r in rows], "kind": [r[3] for r in rows], "key": ids,
             "offset": [r[5] for r in rows], "value": [r[6] for r in rows],
         }, schema=schema))
-    parts = [p.cast(schema) for p in parts]
-    # the completions' tokens are the bulk of the rows, already in (op, ord) order; the
-    # other parts are small: sorted on their own, then merged in by position
-    big = parts.pop(0) if parts and big_first else pl.DataFrame(schema=schema)
+    # the completions' tokens are the bulk of the rows, in (op, ord) order; the other parts
+    # are small: sorted on their own, then merged in by position
+    big = big.cast(schema)
     small = pl.concat(parts) if parts else pl.DataFrame(schema=schema)
     parts.clear()
     inv = small.filter(pl.col("part") == 1)
@@ -885,9 +962,8 @@ def _assemble(ev: _Events) -> History:
     ops = _pair(ev)
     laps("load: pair invokes/completions")
     extras = _extras(ev, ops)
-    ev.raw = None  # the file's bytes are no longer needed
     mops, keys = _micro_ops(ev, ops)
-    ev.fast = None  # nor the value texts
+    ev.fast = ev.raw = None
     ops = ops.select(
         "op", "invoke_index", "complete_index", "process",
         pl.col("f").cast(pl.Categorical),

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from .history import History
+from .history import History, stable_order  # noqa: F401 - re-exported
 
 I64_MAX = np.iinfo(np.int64).max
 OK, FAIL, INFO = 0, 1, 2  # physical codes of history.TYPE
@@ -51,21 +51,6 @@ def positions(keys: np.ndarray) -> np.ndarray:
     first[1:] = keys[1:] != keys[:-1]
     start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
     return np.arange(n, dtype=np.int64) - start
-
-
-def stable_order(g: np.ndarray) -> np.ndarray:
-    """Stable argsort of non-negative integer group ids: LSD radix passes over 16-bit
-    digits (numpy radix-sorts 16-bit keys), timsort beyond 32 bits."""
-    if len(g) == 0:
-        return np.zeros(0, np.int64)
-    top = int(g.max())
-    if top < (1 << 16):
-        return np.argsort(g.astype(np.uint16), kind="stable")
-    if top < (1 << 32):
-        g = g.astype(np.int64)
-        o = np.argsort((g & 0xFFFF).astype(np.uint16), kind="stable")
-        return o[np.argsort((g[o] >> 16).astype(np.uint16), kind="stable")]
-    return np.argsort(g, kind="stable")
 
 
 def take(a: np.ndarray, i: np.ndarray, fill: int = -1) -> np.ndarray:
