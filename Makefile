@@ -21,7 +21,8 @@ system-deps:
 	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
-$(BIN)/eos-chaos: pyproject.toml
+# re-made when the Makefile changes too (e.g. a new extra such as `spark`)
+$(BIN)/eos-chaos: pyproject.toml Makefile
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test,spark]'

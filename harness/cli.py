@@ -227,8 +227,12 @@ def setup(kafka_version: list[str] = typer.Option(None, help="versions to fetch 
             out.print(f"kafka {v}: {dist.libs}")
         out.print(f"toxiproxy: {toxiproxy_server()}")
         if spark:
+            import importlib.util
+
             from harness.artifacts import spark_connector_jars
 
+            if importlib.util.find_spec("pyspark") is None:
+                raise ArtifactError("pyspark is not installed: pip install -e '.[spark]' (make setup does)")
             out.print(f"spark kafka connector: {', '.join(p.name for p in spark_connector_jars())}")
     except ArtifactError as exc:
         console.print(f"[red]error:[/] {exc}")
