@@ -236,9 +236,20 @@ class SparkConsumerWorker(Worker):
         failures = 0
         try:
             while not self.stopping.is_set():
-                q = self.query(spark)
+                try:
+                    q = self.query(spark)
+                except Exception as exc:  # e.g. an unreadable checkpoint: retried like a failed query
+                    failures += 1
+                    self.event("query-terminated", exception=f"query did not start: {exc}")
+                    self.log(f"query did not start (retry {failures} in {backoff} s): {exc}")
+                    if self.stopping.wait(backoff):
+                        break
+                    continue
                 while not self.stopping.is_set() and q.isActive:
-                    q.awaitTermination(0.5)
+                    try:
+                        q.awaitTermination(0.5)
+                    except Exception:  # StreamingQueryException: the query failed; see below
+                        break
                 if self.stopping.is_set():
                     q.stop()
                     break
