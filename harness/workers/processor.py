@@ -30,13 +30,16 @@ One processor instance is a transactional producer plus a consumer in group ``gr
    transactional.id, a new group member).
 
 Rebalances are recorded as ``assign`` ops (value: the keys now assigned; meta ``group_id``,
-``via: rebalance``), so that checkers do not compare reads across a reassignment.
+``via: rebalance``), so that checkers do not compare reads across a reassignment. A fatal
+consumer error between transactions is recorded as a ``crash`` op (``info``, with the error).
 
 Negative-control switches (misconfigured pipelines the checkers must catch):
 
-* ``offsets: consumer`` commits the input offsets with ``Consumer.commit()`` *after* the
-  transaction committed, instead of inside it: a crash between the two reprocesses the batch
-  (eos-duplicate).
+* ``offsets: consumer``: no ``send_offsets_to_transaction``; the consumer commits its
+  position itself (``enable.auto.commit=true``, every ``auto.commit.interval.ms`` = 5 s,
+  Kafka's default), outside the transaction: a processor killed after committing output whose
+  offsets were not yet committed reprocesses it on restart (eos-duplicate; offsets-ahead when
+  the auto-commit ran ahead of a transaction that then died).
 * ``group_metadata: group-only`` sends offsets with the metadata of a consumer that never
   joins the group (generation -1, no member id), like the deprecated
   ``sendOffsetsToTransaction(offsets, groupId)``: the coordinator cannot fence a zombie by
@@ -50,7 +53,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from harness.errors import Action, classify, error_pair
 from harness.workers.retire import RetirableTxnProducer
@@ -91,7 +94,9 @@ class ProcessorWorker(RetirableTxnProducer):
         return {
             "bootstrap.servers": self.cfg["bootstrap"],
             "group.id": self.group,
-            "enable.auto.commit": False,
+            # offsets: consumer (negative control) lets the consumer commit its position every
+            # auto.commit.interval.ms (5 s), Kafka's default, instead of the transaction
+            "enable.auto.commit": self.cfg.get("offsets", "transaction") == "consumer",
             "auto.offset.reset": "earliest",
             "isolation.level": "read_committed",
             "enable.partition.eof": False,
@@ -157,8 +162,7 @@ class ProcessorWorker(RetirableTxnProducer):
             if msgs:
                 msgs += self.consumer.consume(num_messages=int(self.cfg.get("max_batch", 50)) - 1, timeout=0)
         except KafkaException as exc:  # a fatal consumer error: this instance is done
-            self.log(f"consume: {exc}; replacing the instance")
-            self.replace()
+            self.crash(exc)
             return
         by_key: dict[str, list] = {}
         first: dict[str, int] = {}
@@ -166,8 +170,9 @@ class ProcessorWorker(RetirableTxnProducer):
         for m in msgs:
             if m.error() is not None:
                 self.log(f"consumer error: {m.error()}")
-                if m.error().fatal():  # e.g. static member fenced by a newer one with its id
-                    self.replace()
+                if m.error().fatal() or m.error().code() == KafkaError._FATAL:
+                    # e.g. a static member fenced by a newer one with its group.instance.id
+                    self.crash(m.error())
                     return
                 continue
             key = f"{m.topic()}/{m.partition()}"
@@ -184,8 +189,7 @@ class ProcessorWorker(RetirableTxnProducer):
         self.emit("invoke", "txn", [["poll"]] + [["send", k, v] for k, v in sends], time_ns=t0, meta=meta)
         offsets: dict[int, int | None] = {}
         abort_on_purpose = self.rng.random() < self.cfg.get("abort_probability", 0.0)
-        consumer_mode = self.cfg.get("offsets", "transaction") == "consumer"
-        self._pending = None if consumer_mode else nxt
+        self._pending = None if self.cfg.get("offsets", "transaction") == "consumer" else nxt
 
         def completed() -> list:
             return [["poll", by_key]] + [["send", k, [offsets.get(v), v]] for k, v in sends]
@@ -200,11 +204,6 @@ class ProcessorWorker(RetirableTxnProducer):
             elif out.type == "fail":
                 self.rewind(first)
             return
-        if consumer_mode:
-            try:  # the negative control: offsets outside the transaction, after its commit
-                self.consumer.commit(offsets=nxt, asynchronous=False)
-            except KafkaException as exc:
-                meta = dict(meta, consumer_commit_error=error_pair(exc))
         self.emit("ok", "txn", completed(), meta=meta)
 
     def _commit(self) -> None:
@@ -226,6 +225,16 @@ class ProcessorWorker(RetirableTxnProducer):
                 if d.action == Action.FAIL:
                     raise TxnOutcome("fail", error_pair(exc), d.replace)
                 raise TxnOutcome(*self._abort(error_pair(exc), False))
+
+    def crash(self, err) -> None:
+        """The consumer hit a fatal error between transactions (e.g. a static member fenced by
+        a newer member with its group.instance.id, KIP-345): record a ``crash`` op (invoke, then
+        ``info`` with the error) and replace the instance."""
+        meta = {"transactional_id": self.tid, "group_id": self.group, "reason": "fatal consumer error"}
+        self.emit("invoke", "crash", None, meta=meta)
+        self.emit("info", "crash", None, error=error_pair(err), meta=meta)
+        self.log(f"fatal consumer error {err}; replacing the instance")
+        self.replace()
 
     def rewind(self, first: dict[str, int]) -> None:
         """After an abort: seek back to the batch's first offsets, so it is processed again."""

@@ -7,7 +7,10 @@ worker's stdin (harness.pool ``Pool.replace_client``); the worker acknowledges w
 received ``ProducerFencedException`` (KIP-98; librdkafka ``_FENCED``): when its current
 client instance becomes unusable it *exits* instead of registering a new instance, which
 would fence its own replacement and start a fencing war. Until then it keeps trying: its
-in-flight transaction runs on when it is resumed, and must be fenced.
+in-flight transaction runs on when it is resumed, and must be fenced. (An instance paused in
+the middle of ``init_transactions`` may complete it after the replacement's init: it then is
+the newest epoch and fences the replacement, which registers again; the retired worker exits
+right after such an init.)
 """
 from __future__ import annotations
 
@@ -40,6 +43,17 @@ class Retirable:
 class RetirableTxnProducer(Retirable, TxnProducerWorker):
     """The ``txn-producer`` role: harness.workers.txn_producer.TxnProducerWorker that exits,
     instead of re-registering, once it is retired and its producer instance is lost (fenced)."""
+
+    def init(self) -> bool:
+        """An instance paused *during* init_transactions may complete it after its replacement
+        did (a legitimate epoch bump that fences the replacement). A retired worker then exits
+        at once rather than fight its replacement; returns False so that no transaction runs."""
+        ok = super().init()
+        if ok and self.retired.is_set():
+            self.log("retired, yet registered a new instance (paused mid-init): exiting")
+            self.stopping.set()
+            return False
+        return ok
 
     def replace(self) -> None:
         super().replace()

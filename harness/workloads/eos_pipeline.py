@@ -17,7 +17,7 @@ an input writes a distinct value, as HISTORY.md requires of every send). Checked
 offsets-ahead, offsets-behind. A killed processor is restarted under the same
 transactional.id (``respawn``); a zombie fault (nemesis.zombie) starts a replacement.
 
-Negative controls: ``offsets: consumer`` (offsets committed by the consumer after the
+Negative controls: ``offsets: consumer`` (offsets auto-committed by the consumer outside the
 transaction; processor kills then show eos-duplicate) and ``group_metadata: group-only``
 with zombie faults that give the replacement a fresh transactional.id.
 """
@@ -47,7 +47,8 @@ class EosPipelineSpec(Strict):
     #: reprocessed) with processor_abort_probability
     max_batch: int = Field(50, ge=1)
     processor_abort_probability: float = Field(0.05, ge=0.0, le=1.0)
-    #: transaction (KIP-98) or consumer (negative control: at-least-once)
+    #: transaction (KIP-98) or consumer (negative control: the consumer auto-commits its
+    #: position every 5 s, outside the transaction: at-least-once)
     offsets: Literal["transaction", "consumer"] = "transaction"
     #: static membership (KIP-345, group.instance.id = the processor's name): a restarted
     #: processor takes over its partitions at once; without it every kill stalls the group
