@@ -21,7 +21,9 @@ SEED = 7  # its schedule: partition (isolate-one), then two toxics (asserted bel
 SCENARIO = {
     "name": "network-faults-it",
     "duration": 45,
-    "workload": {"name": "txn-queue", "producers": 3, "consumers": 1, "topics": 2, "partitions": 2},
+    "workload": {"name": "txn-queue", "producers": 3, "consumers": 1, "topics": 2, "partitions": 2,
+                 # finding F1's mitigation, as in scenarios/partition.yaml
+                 "producer": {"message.timeout.ms": 5000}},
     "cluster": {"nodes": 3},
     "nemesis": {
         "faults": [
