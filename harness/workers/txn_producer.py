@@ -3,7 +3,15 @@
 Config keys: ``bootstrap``, ``transactional_id``, ``keys`` (list of "topic/partition"),
 ``seed``, ``value_base`` (first value; values are unique per run because every worker spawn
 gets its own base), ``max_sends`` (1..max_sends per transaction), ``abort_probability``,
-``producer`` (extra librdkafka settings), ``timeout_s`` (per API call).
+``producer`` (extra librdkafka settings), ``timeout_s`` (per API call), ``flush_timeout_s``
+(how long to wait for delivery reports before aborting; default: until every record has an
+outcome, i.e. ``message.timeout.ms`` plus a margin).
+
+Why the flush waits for every outcome by default: aborting while records are still in flight
+(abort_transaction purges them) lost a later committed record with librdkafka 2.16.0 on Kafka
+4.3.1, finding F1 in docs/scenarios.md (the next batch reuses the purged batch's sequence
+number and the broker acknowledges it as a duplicate of the aborted record).
+scenarios/coordinator-inflight-abort.yaml sets a shorter ``flush_timeout_s`` to reproduce it.
 
 Each transaction is one ``txn`` op: invoke with its sends, completion ``ok`` after
 commit_transaction returned, ``fail`` after a clean abort (chosen or forced), ``info`` when
@@ -35,6 +43,8 @@ class TxnProducerWorker(Worker):
         self.next_value = cfg["value_base"]
         self.tid = cfg["transactional_id"]
         self.timeout = float(cfg.get("timeout_s", 10))
+        message_timeout_s = float(self.conf()["message.timeout.ms"]) / 1000
+        self.flush_timeout = float(cfg.get("flush_timeout_s") or message_timeout_s + 2)
         self.producer: Producer | None = None
 
     def conf(self) -> dict:
@@ -120,7 +130,7 @@ class TxnProducerWorker(Worker):
             for key, value in sends:
                 topic, part = key.rsplit("/", 1)
                 p.produce(topic, value=str(value).encode(), partition=int(part), on_delivery=on_delivery)
-            remaining = p.flush(self.timeout)
+            remaining = p.flush(self.flush_timeout)
             if delivery_errors:
                 raise KafkaException(delivery_errors[0])
             if remaining:

@@ -30,6 +30,9 @@ class TxnQueueSpec(Strict):
     #: read_committed is what the workload tests; read_uncommitted is the negative control.
     isolation_level: Literal["read_committed", "read_uncommitted"] = "read_committed"
     producer: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka producer settings")
+    #: seconds to wait for delivery reports before aborting; None waits for every record's
+    #: outcome (message.timeout.ms + 2 s). Shorter values abort with records in flight (F1).
+    flush_timeout_s: float | None = Field(None, gt=0)
     consumer: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka consumer settings")
 
 
@@ -60,6 +63,7 @@ class TxnQueue:
                 "seed": self.seed * 1000 + i, "value_base": next(self._spawns) * VALUE_STRIDE,
                 "max_sends": self.spec.max_sends_per_txn,
                 "abort_probability": self.spec.abort_probability, "producer": self.spec.producer,
+                "flush_timeout_s": self.spec.flush_timeout_s,
             })
             for i in range(self.spec.producers)
         ]
