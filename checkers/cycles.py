@@ -32,7 +32,8 @@ from scipy.sparse.csgraph import connected_components
 
 from .duplicate import duplicated_values
 from .history import History
-from .log import index, log, reads, shift_in_group, take, writes
+from .log import FAIL, index, log, reads, shift_in_group, stable_order, take, writes
+from .polls import process_rank
 
 KINDS = ("ww", "wr", "process", "realtime")
 WW, WR, PROC, RT = range(4)
@@ -56,11 +57,36 @@ def writers(h: History) -> pl.DataFrame:
 
 def _log_writers(h: History) -> np.ndarray:
     """Writer op of the value at each committed-log row, -1 if none."""
-    def build(h: History):
+    return h.cached("log_writers", _build_log_writers)
+
+
+def _build_log_writers(h: History) -> np.ndarray:
+    ix = index(h)
+    if not ix.dup_kv.is_empty():  # values at several offsets: by value
         lw = (log(h).select("key", "value")
               .join(writers(h), on=["key", "value"], how="left", maintain_order="left")["writer"])
         return lw.fill_null(-1).cast(pl.Int64).to_numpy()
-    return h.cached("log_writers", build)
+    # no value sits at two offsets, so the sends of a log value with a known offset sit at
+    # its slot: the writer is the first such op that did not fail (or an earlier send of the
+    # value whose offset is unknown)
+    big = np.iinfo(np.int64).max
+    nf = ix.w_type != FAIL
+    rows = np.flatnonzero(ix.in_log)
+    ws = np.flatnonzero(nf & (ix.w_slot >= 0))
+    lr = ix.log_row[ix.w_slot[ws]]
+    ws, lr = ws[lr >= 0], lr[lr >= 0]
+    match = ix.log_val[lr] == ix.w_val[ws]
+    first = np.full(len(rows), big, np.int64)
+    np.minimum.at(first, lr[match], ix.w_op[ws[match]].astype(np.int64))
+    unk = np.flatnonzero(nf & (ix.w_slot < 0))
+    if len(unk):
+        u = (pl.DataFrame({"key": ix.w_key[unk], "value": ix.w_val[unk],
+                           "op": ix.w_op[unk].astype(np.int64)})
+             .group_by("key", "value").agg(pl.col("op").min()))
+        hit = log(h).select("key", "value").with_row_index("row").join(u, on=["key", "value"])
+        if hit.height:
+            np.minimum.at(first, hit["row"].to_numpy().astype(np.int64), hit["op"].to_numpy())
+    return np.where(first == big, -1, first)
 
 
 def _ww_chain(h: History) -> pl.DataFrame:
@@ -79,30 +105,35 @@ def _proc_rt(h: History) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.nd
 
 def _build_proc_rt(h: History):
     n = h.ops.height
-    bulk = h.ops.filter(pl.col("f").is_in(["txn", "send", "poll"]))
-    proc = (
-        shift_in_group(bulk.sort("process", "op", maintain_order=True), ["process"], {"dst": "op"}, n=-1)
-        .drop_nulls("dst")
-        .filter(pl.col("type") != "info")
-        .select(src="op", dst="dst")
-    )
+    o = h.ops
+    bulk = np.flatnonzero(o["f"].is_in(["txn", "send", "poll"]).to_numpy())
+    pr, _ = process_rank(h)
+    b = bulk[stable_order(pr[bulk])]  # by process, then op
+    same = pr[b[1:]] == pr[b[:-1]]
+    ps, pd = b[:-1][same], b[1:][same]
+    keep = (o["type"] != "info").to_numpy()[ps]
+    ps, pd = ps[keep].astype(np.int64), pd[keep].astype(np.int64)
     # realtime through time nodes
-    ok = bulk.filter((pl.col("type") == "ok") & pl.col("complete_time").is_not_null()).sort(
-        "complete_time", maintain_order=True)
-    times = ok["complete_time"].to_numpy()
+    ct = o["complete_time"]
+    okm = ((o["type"] == "ok") & ct.is_not_null()).to_numpy()[bulk]
+    ok_ops = bulk[okm]
+    ctv = ct.fill_null(0).to_numpy()
+    srt = np.argsort(ctv[ok_ops], kind="stable")
+    ok_ops = ok_ops[srt]
+    times = ctv[ok_ops]
     m = len(times)
     tnode = np.arange(n, n + m, dtype=np.int64)
-    rt_src = [ok["op"].to_numpy().astype(np.int64), tnode[:-1]]
+    rt_src = [ok_ops.astype(np.int64), tnode[:-1]]
     rt_dst = [tnode, tnode[1:]]
-    inv = bulk.filter(pl.col("invoke_time").is_not_null())
-    j = np.searchsorted(times, inv["invoke_time"].to_numpy(), side="left")  # completions < invoke
+    it = o["invoke_time"]
+    inv = bulk[it.is_not_null().to_numpy()[bulk]]
+    j = np.searchsorted(times, it.fill_null(0).to_numpy()[inv], side="left")  # completions < invoke
     has = j > 0
     rt_src.append(tnode[j[has] - 1])
-    rt_dst.append(inv["op"].to_numpy().astype(np.int64)[has])
+    rt_dst.append(inv.astype(np.int64)[has])
     rt_s = np.concatenate(rt_src) if m else np.zeros(0, np.int64)
     rt_d = np.concatenate(rt_dst) if m else np.zeros(0, np.int64)
-    return (m, proc["src"].to_numpy().astype(np.int64), proc["dst"].to_numpy().astype(np.int64),
-            rt_s, rt_d, times)
+    return m, ps, pd, rt_s, rt_d, times
 
 
 def union_edges(h: History) -> tuple[int, np.ndarray, np.ndarray]:
@@ -132,16 +163,24 @@ def union_edges(h: History) -> tuple[int, np.ndarray, np.ndarray]:
         rk = pl.DataFrame({"key": ix.r_key[rest], "value": ix.r_val[rest]})
         rsrc[rest] = rk.join(writers(h), on=["key", "value"], how="left",
                              maintain_order="left")["writer"].fill_null(-1).cast(pl.Int64).to_numpy()
-    keep = (rsrc >= 0) & (rsrc != ix.r_op)
-    src = np.concatenate([ws, rsrc[keep], ps])
-    dst = np.concatenate([wd, ix.r_op[keep].astype(np.int64), pd])
-    ok = ((h.ops["type"] == "ok") & h.ops["complete_time"].is_not_null()).to_numpy()
-    ct = h.ops["complete_time"].fill_null(0).to_numpy()
-    it = h.ops["invoke_time"]
-    it_ok = it.is_not_null().to_numpy()
-    itv = it.fill_null(0).to_numpy()
-    implied = ok[src] & it_ok[dst] & (ct[src] < itv[dst])
-    return (n + m, np.concatenate([src[~implied], rs]), np.concatenate([dst[~implied], rd]))
+    # a -> b is implied when a completed ok before b was invoked: as times, a's ok
+    # completion (+inf if none) against b's invoke (-inf if unknown)
+    ct = np.where(((h.ops["type"] == "ok") & h.ops["complete_time"].is_not_null()).to_numpy(),
+                  h.ops["complete_time"].fill_null(0).to_numpy(), np.iinfo(np.int64).max)
+    it = h.ops["invoke_time"].fill_null(np.iinfo(np.int64).min).to_numpy()
+
+    def needed(src, dst):
+        k = ct[src] >= it[dst]
+        return src[k], dst[k]
+
+    ws, wd = needed(ws, wd)
+    rk = np.flatnonzero(rsrc >= 0)
+    rs_, rd_ = rsrc[rk], ix.r_op[rk].astype(np.int64)
+    del rsrc, rk
+    k = (rs_ != rd_) & (ct[rs_] >= it[rd_])
+    rs_, rd_ = rs_[k], rd_[k]
+    ps, pd = needed(ps, pd)
+    return n + m, np.concatenate([ws, rs_, ps, rs]), np.concatenate([wd, rd_, pd, rd])
 
 
 def graph(h: History, nodes: np.ndarray | None = None) -> dict:

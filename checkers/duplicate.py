@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 
 from .history import History
-from .log import describe_op, index, reads, writes
+from .log import describe_op, distinct_obs, index, reads, writes
 
 
 def observations(h: History) -> pl.DataFrame:
@@ -25,43 +24,12 @@ def observations(h: History) -> pl.DataFrame:
 def distinct_observations(h: History) -> pl.DataFrame:
     """Distinct (key, offset, value) observations (sends with a known offset, poll records),
     with ``slot`` (index(h)) and ``consistent`` (the only value observed at its offset)."""
-    def build(h: History):
-        ix = index(h)
-        S = ix.n_slots
-        ws = ix.w_slot >= 0
-        w_slot, w_val = ix.w_slot[ws], ix.w_val[ws]
-        w_first = np.zeros(S, np.int64)
-        w_first[w_slot[::-1]] = w_val[::-1]
-        w_cnt = np.bincount(w_slot, minlength=S) if S else np.zeros(0, np.int64)
-        seen = (ix.r_cnt > 0) | (w_cnt > 0)
-        first = np.where(ix.r_cnt > 0, ix.r_first, w_first)
-        cons = ix.r_cons.copy()
-        cons[w_slot[w_val != first[w_slot]]] = False
-        s = np.flatnonzero(seen & cons)
-        parts = [pl.DataFrame({"key": ix.slot_key[s].astype(np.uint32), "offset": ix.slot_off[s],
-                               "value": first[s], "slot": s, "consistent": np.ones(len(s), bool)})]
-        odd = np.flatnonzero(seen & ~cons)
-        if len(odd):
-            bad = np.zeros(S, bool)
-            bad[odd] = True
-            rr, wr = bad[ix.r_slot], bad[w_slot]
-            parts.append(pl.DataFrame({
-                "key": np.concatenate([ix.r_key[rr], ix.w_key[ws][wr]]).astype(np.uint32),
-                "offset": ix.slot_off[np.concatenate([ix.r_slot[rr], w_slot[wr]])],
-                "value": np.concatenate([ix.r_val[rr], w_val[wr]]),
-                "slot": np.concatenate([ix.r_slot[rr], w_slot[wr]]),
-                "consistent": np.zeros(int(rr.sum() + wr.sum()), bool),
-            }).unique(["slot", "value"], maintain_order=True))
-        return pl.concat(parts).select("key", "offset", "value", "slot", "consistent")
-    return h.cached("distinct_observations", build)
+    return h.cached("distinct_observations", lambda h: distinct_obs(index(h)))
 
 
 def duplicated_values(h: History) -> pl.DataFrame:
     """(key, value) pairs observed at more than one offset."""
-    def build(h: History):
-        d = distinct_observations(h)
-        return d.filter(d.select("key", "value").is_duplicated()).select("key", "value").unique()
-    return h.cached("duplicated_values", build)
+    return index(h).dup_kv
 
 
 def duplicate_cases(h: History) -> list[dict]:

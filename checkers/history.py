@@ -54,6 +54,7 @@ import gc
 import io
 import json
 import os
+import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -84,6 +85,7 @@ SEND, POLL = "send", "poll"
 KIND = pl.Enum([SEND, POLL])
 TYPE = pl.Enum(["ok", "fail", "info"])
 END = 1 << 62  # problem position of what is only known at the end of the history
+_LOCKS_LOCK = threading.Lock()
 
 
 @dataclass
@@ -101,15 +103,24 @@ class History:
     truncated: bool = False
     garbled_lines: int = 0
     _cache: dict = field(default_factory=dict, repr=False)
+    _locks: dict = field(default_factory=dict, repr=False)
 
     def key_name(self, key_id: int) -> str:
         return self.keys[key_id]
 
     def cached(self, name, build):
-        """Memoise a derived frame (the log, writes, reads) shared by several finders."""
-        if name not in self._cache:
-            self._cache[name] = build(self)
-        return self._cache[name]
+        """Memoise a derived frame (the log, writes, reads) shared by several finders.
+        Thread-safe: finders run concurrently, and each frame is built once."""
+        try:
+            return self._cache[name]
+        except KeyError:
+            pass
+        with _LOCKS_LOCK:
+            lock = self._locks.setdefault(name, threading.Lock())
+        with lock:
+            if name not in self._cache:
+                self._cache[name] = build(self)
+            return self._cache[name]
 
     def drop_cached(self, *names) -> None:
         """Forget derived frames no finder will ask for again (peak memory)."""
@@ -803,16 +814,21 @@ def _micro_ops(ev: _Events, ops: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]
         cpos = fc["_cmp_pos"].to_numpy()
         op_at = np.full(int(max(tp.max(), cpos.max() if len(cpos) else 0)) + 1, -1, np.int64)
         op_at[cpos] = fc["op"].to_numpy()
-        t_op = op_at[tp]
+        # a completion's tokens are one run; order the runs by op, then expand them
+        start = np.flatnonzero(np.concatenate([[True], tp[1:] != tp[:-1]]))
+        length = np.diff(np.append(start, len(tp)))
+        r_op = op_at[tp[start]]
         del op_at, tp
-        sel = np.flatnonzero(t_op >= 0)
-        o = sel[stable_order(t_op[sel])]
-        del sel
-        big = ev.tokens[o].select(op=pl.Series(t_op[o], dtype=pl.UInt32),
+        keep = np.flatnonzero(r_op >= 0)
+        keep = keep[np.argsort(r_op[keep], kind="stable")]
+        start, length, r_op = start[keep], length[keep], r_op[keep]
+        cum = np.cumsum(length) - length
+        o = np.repeat(start - cum, length) + np.arange(int(length.sum()))
+        big = ev.tokens[o].select(op=pl.Series(np.repeat(r_op, length), dtype=pl.UInt32),
                                   part=pl.lit(0, pl.UInt8), ord="ord", kind="kind", key="key",
                                   offset="offset", value="value")
         ev.tokens = None
-        del o, t_op
+        del o, start, length, r_op, cum, keep
     laps("load: completion micro-ops to ops")
     n_cmp_sends: dict[int, int] = {}
     py_rows: list[tuple] = []
@@ -876,10 +892,10 @@ def _micro_ops(ev: _Events, ops: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]
     parts.clear()
     inv = small.filter(pl.col("part") == 1)
     if inv.height:  # invoke-only sends whose (key, value) the completion listed: not repeated
-        inv_ops = inv["op"].unique()
-        listed = pl.concat([big, small]).filter(
-            (pl.col("part") == 0) & (pl.col("kind") == 0) & pl.col("op").is_in(inv_ops.implode())
-        ).select("op", "key", "value").unique()
+        inv_ops = inv["op"].unique().implode()
+        listed = pl.concat([
+            f.filter((pl.col("part") == 0) & (pl.col("kind") == 0) & pl.col("op").is_in(inv_ops))
+            .select("op", "key", "value") for f in (big, small)]).unique()
         small = pl.concat([small.filter(pl.col("part") == 0),
                            inv.join(listed, on=["op", "key", "value"], how="anti")])
     m = _merge_sorted(big, small.sort("op", "part", "ord"))
@@ -898,12 +914,13 @@ def _micro_ops(ev: _Events, ops: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]
     if len(kv):
         at = ops.select(pl.coalesce("_cmp_pos", "_sup_pos",
                                     pl.col("op").cast(pl.Int64) + END)).to_series().to_numpy()
-        rows = pl.DataFrame({"key": kv, "at": at[opn], "row": np.arange(len(kv))})
-        first_at = rows.group_by("key").agg(pl.col("at").min())
-        first = (rows.join(first_at, on=["key", "at"], how="semi")
-                 .group_by("key").agg(pl.col("at").first(), pl.col("row").min())
-                 .sort("at", "row")["key"].to_numpy())
-        del rows, first_at
+        at_row = at[opn]
+        kmin = np.full(len(gkeys), np.iinfo(np.int64).max, np.int64)
+        np.minimum.at(kmin, kv, at_row)
+        cand = np.flatnonzero(at_row == kmin[kv])  # rows of each key's first mentioning op
+        ck, first_row = np.unique(kv[cand], return_index=True)
+        first = ck[np.lexsort((cand[first_row], kmin[ck]))]
+        del at_row, cand
         remap = np.zeros(len(gkeys), np.uint32)
         remap[first] = np.arange(len(first), dtype=np.uint32)
         kv = remap[kv]
@@ -930,8 +947,18 @@ def _merge_sorted(big: pl.DataFrame, small: pl.DataFrame) -> pl.DataFrame:
         return small
     kb = big["op"].cast(pl.Int64).to_numpy() * 2 + big["part"].to_numpy()
     ks = small["op"].cast(pl.Int64).to_numpy() * 2 + small["part"].to_numpy()
+    cut = np.searchsorted(kb, ks, side="right")  # where each small row goes in big
+    if len(ks) <= 512:  # few: interleave slices (no copy of big until the concat)
+        pieces, prev = [], 0
+        for i, c in enumerate(cut.tolist()):
+            if c > prev:
+                pieces.append(big.slice(prev, c - prev))
+            pieces.append(small.slice(i, 1))
+            prev = c
+        pieces.append(big.slice(prev))
+        return pl.concat(pieces, rechunk=True)
     at_b = np.arange(len(kb)) + np.searchsorted(ks, kb, side="left")
-    at_s = np.arange(len(ks)) + np.searchsorted(kb, ks, side="right")
+    at_s = np.arange(len(ks)) + cut
     order = np.empty(len(kb) + len(ks), np.int64)
     order[at_b] = np.arange(len(kb))
     order[at_s] = len(kb) + np.arange(len(ks))

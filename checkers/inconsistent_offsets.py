@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from .duplicate import distinct_observations, observations
+from .log import index
 from .history import History
 
 
@@ -19,9 +20,9 @@ def inconsistent_offsets_cases(h: History) -> list[dict]:
     Example: {"anomaly": "inconsistent-offsets", "key", "offset", "values": [...],
     "observed_by": {value: [{"op": invoke index, "source": "send"|"poll"}]}, "explanation"}.
     """
-    d = distinct_observations(h)
-    if d["consistent"].all():
+    if index(h).o_cons.all():
         return []
+    d = distinct_observations(h)
     many = d.filter(~pl.col("consistent")).group_by("key", "offset").len().filter(pl.col("len") > 1)
     if many.is_empty():
         return []

@@ -95,6 +95,9 @@ class Index:
     w_val: np.ndarray
     w_slot: np.ndarray  # -1: offset unknown
     w_type: np.ndarray  # OK / FAIL / INFO of the writing op
+    o_first: np.ndarray  # first value observed at the slot (reads first, then sends)
+    o_cons: np.ndarray  # every observation of the slot (reads, sends with it) agrees
+    dup_kv: pl.DataFrame  # (key, value) pairs observed at more than one offset
     w_read: np.ndarray  # bool: the (key, value) was returned by some poll
     w_committed: np.ndarray  # bool: must have committed
     in_log: np.ndarray  # bool per slot
@@ -144,6 +147,53 @@ def _slots(key: np.ndarray, off: np.ndarray, has: np.ndarray, n_keys: int):
     return slot, d.height, d["key"].to_numpy(), d["offset"].to_numpy()
 
 
+def distinct_obs(ix: Index, seen: np.ndarray | None = None) -> pl.DataFrame:
+    """Distinct (key, offset, value, slot, consistent) observations: one row per slot whose
+    observations agree, every distinct value at the others."""
+    if seen is None:
+        seen = ix.r_cnt > 0
+        seen[ix.w_slot[ix.w_slot >= 0]] = True
+    s = np.flatnonzero(seen & ix.o_cons)
+    parts = [pl.DataFrame({"key": ix.slot_key[s].astype(np.uint32), "offset": ix.slot_off[s],
+                           "value": ix.o_first[s], "slot": s,
+                           "consistent": np.ones(len(s), bool)})]
+    odd = np.flatnonzero(seen & ~ix.o_cons)
+    if len(odd):
+        bad = np.zeros(ix.n_slots, bool)
+        bad[odd] = True
+        ws = ix.w_slot >= 0
+        w_slot = ix.w_slot[ws]
+        rr, wr = bad[ix.r_slot], bad[w_slot]
+        slots = np.concatenate([ix.r_slot[rr], w_slot[wr]])
+        parts.append(pl.DataFrame({
+            "key": ix.slot_key[slots].astype(np.uint32),
+            "offset": ix.slot_off[slots],
+            "value": np.concatenate([ix.r_val[rr], ix.w_val[ws][wr]]),
+            "slot": slots,
+            "consistent": np.zeros(len(slots), bool),
+        }).unique(["slot", "value"], maintain_order=True))
+    return pl.concat(parts)
+
+
+def _duplicates(ix: Index, seen: np.ndarray) -> pl.DataFrame:
+    """(key, value) pairs observed at more than one offset."""
+    d = distinct_obs(ix, seen)
+    k = d["key"].to_numpy().astype(np.int64)
+    v = d["value"].to_numpy()
+    empty = pl.DataFrame(schema={"key": pl.UInt32, "value": pl.Int64})
+    if len(v) < 2:
+        return empty
+    lo, hi = int(v.min()), int(v.max())
+    span = hi - lo + 1
+    if span * (int(k.max()) + 1) < (1 << 62):  # pack (key, value) into one int64 and sort
+        p = np.sort(k * span + (v - lo))
+        dup = np.unique(p[1:][p[1:] == p[:-1]])
+        if not len(dup):
+            return empty
+        return pl.DataFrame({"key": (dup // span).astype(np.uint32), "value": dup % span + lo})
+    return d.filter(d.select("key", "value").is_duplicated()).select("key", "value").unique()
+
+
 def index(h: History) -> Index:
     return h.cached("index", _index)
 
@@ -174,12 +224,29 @@ def _index(h: History) -> Index:
     w_op, w_key, w_val, w_slot = op[wi], key[wi], val[wi], slot[wi]
     w_type = h.ops["type"].to_physical().to_numpy()[w_op].astype(np.int8)
     ws = w_slot >= 0
-    read = np.zeros(len(wi), bool)
     sl = w_slot[ws]
+    # observations per slot (polls, sends that learned their offset) and the values seen
+    # at more than one offset
+    w_first = np.zeros(S, np.int64)
+    w_first[sl[::-1]] = w_val[ws][::-1]
+    o_first = np.where(r_cnt > 0, r_first, w_first)
+    o_cons = r_cons.copy()
+    o_cons[sl[w_val[ws] != o_first[sl]]] = False
+    seen = r_cnt > 0
+    seen[sl] = True
+    read = np.zeros(len(wi), bool)
     read[ws] = (r_cnt[sl] > 0) & r_cons[sl] & (r_first[sl] == w_val[ws])
     ix = Index(S, slot_key, slot_off, op[ri], key[ri], r_val, r_slot, r_cnt, r_first, r_cons,
-               w_op, w_key, w_val, w_slot, w_type, read, None, None, None, None, None, None)
-    resid = np.flatnonzero(~read)
+               w_op, w_key, w_val, w_slot, w_type, o_first, o_cons, None, read,
+               None, None, None, None, None, None)
+    ix.dup_kv = _duplicates(ix, seen)
+    # a value sent to a known offset and read must have been read there, unless it sits at
+    # several offsets or the reads of its offset disagree: only those, and sends with an
+    # unknown offset, are settled by value
+    if ix.dup_kv.is_empty():
+        resid = np.flatnonzero(~read & (~ws | ~r_cons[np.maximum(w_slot, 0)]))
+    else:
+        resid = np.flatnonzero(~read)
     if len(resid):  # settle the rest by value: was (key, value) returned anywhere?
         rk = pl.DataFrame({"key": w_key[resid], "value": w_val[resid]})
         hit = ix.read_kv().join(rk.unique(), on=["key", "value"], how="semi").unique()

@@ -27,6 +27,7 @@ class Laps:
         self.echo = self.on
         self.records: list[dict] = []
         self._t = (time.perf_counter(), time.process_time())
+        self._f = 0
 
     def enable(self, echo: bool = False) -> None:
         self.on, self.echo = True, echo or bool(os.environ.get("EOSC_LAPS"))
@@ -35,19 +36,23 @@ class Laps:
 
     def reset(self) -> None:
         self._t = (time.perf_counter(), time.process_time())
+        self._f = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
     def __call__(self, name: str) -> None:
         if not self.on:
             return
         w, c = time.perf_counter(), time.process_time()
+        ru = resource.getrusage(resource.RUSAGE_SELF)
         rec = {"stage": name, "wall_s": round(w - self._t[0], 3), "cpu_s": round(c - self._t[1], 3),
                "rss_gib": round(_rss_now() / 2**30, 2),
-               "rss_peak_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)}
+               "rss_peak_gib": round(ru.ru_maxrss / 2**20, 2),
+               "page_faults": ru.ru_minflt - self._f}
         self.records.append(rec)
         if self.echo:
             print(f"  {name:34s} wall {rec['wall_s']:6.2f}  cpu {rec['cpu_s']:6.2f}  "
-                  f"rss {rec['rss_gib']:.2f} peak {rec['rss_peak_gib']:.2f} GiB", file=sys.stderr, flush=True)
+                  f"rss {rec['rss_gib']:.2f} peak {rec['rss_peak_gib']:.2f} GiB  faults {rec['page_faults']}", file=sys.stderr, flush=True)
         self._t = (w, c)
+        self._f = ru.ru_minflt
 
 
 laps = Laps()

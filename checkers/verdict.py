@@ -16,17 +16,24 @@ is too incomplete to judge or a finder crashed; otherwise True (ANOMALIES.md "Ve
 
 from __future__ import annotations
 
+import os
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import polars as pl
 
 from .history import History, as_history
-from .log import final_keys, log
+from .log import final_keys, index, log
+from .timing import laps
 from .realtime_lag import lag_quantiles_ms
 
 LIVENESS = frozenset({"stalled-lso", "realtime-lag", "unavailable"})
+WORKERS = max(1, min(4, os.cpu_count() or 1))  # finders run side by side on threads
+# the costliest finders start first (the rest fill in around them)
+HEAVY = {"cycle_cases": 0, "poll_skip_cases": 1, "zombie_write_cases": 2,
+         "duplicate_cases": 3, "torn_transaction_cases": 4, "unavailable_cases": 5}
 
 
 def _finders() -> list[tuple[str, Callable[[History, dict], list[dict]]]]:
@@ -95,13 +102,48 @@ def check(
                        "ops may be mis-paired or observations missing")
 
     found: dict[str, list[dict]] = {}
-    for fname, call in _finders():
+    finders = _finders()
+
+    def run(i: int):
+        fname, call = finders[i]
         try:
-            cases = call(h, meta)
+            out = call(h, meta)
         except Exception as e:  # noqa: BLE001
             tb = traceback.extract_tb(e.__traceback__)[-1]
-            unknown.append(f"finder {fname} crashed: {type(e).__name__}: {e} "
-                           f"({Path(tb.filename).name}:{tb.lineno})")
+            out = (f"finder {fname} crashed: {type(e).__name__}: {e} "
+                   f"({Path(tb.filename).name}:{tb.lineno})")
+        laps(fname)
+        return out
+
+    def stats():
+        try:
+            return _stats(h)
+        except Exception as e:  # noqa: BLE001
+            return {"error": f"{type(e).__name__}: {e}"}
+        finally:
+            laps("stats")
+
+    try:  # what every finder shares, once, before they run side by side
+        index(h)
+    except Exception:  # noqa: BLE001 - the finders will each report it
+        pass
+    laps("check: shared index")
+    order = sorted(range(len(finders)), key=lambda i: HEAVY.get(finders[i][0], len(HEAVY)))
+    results: list = [None] * len(finders)
+    if WORKERS > 1 and h.ops.height > 1000:
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            st = pool.submit(stats)
+            futs = {i: pool.submit(run, i) for i in order}
+            for i, f in futs.items():
+                results[i] = f.result()
+            stats_v = st.result()
+    else:
+        for i in order:
+            results[i] = run(i)
+        stats_v = stats()
+    for (fname, _), cases in zip(finders, results):
+        if isinstance(cases, str):
+            unknown.append(cases)
             continue
         for c in cases:
             found.setdefault(c["anomaly"], []).append(c)
@@ -116,10 +158,6 @@ def check(
         valid = "unknown"
     else:
         valid = True
-    try:
-        stats = _stats(h)
-    except Exception as e:  # noqa: BLE001
-        stats = {"error": f"{type(e).__name__}: {e}"}
     return {
         "valid": valid,
         "anomalies": anomalies,
@@ -127,7 +165,7 @@ def check(
         "allowed": allowed_l,
         "failing": sorted(failing),
         "unknown_reasons": unknown,
-        "stats": stats,
+        "stats": stats_v,
     }
 
 

@@ -8,11 +8,18 @@ from .history import History
 from .log import describe_op, write_pos, writes
 
 
+def _instances(h: History) -> pl.DataFrame:
+    """Instances of each transactional.id: (transactional_id, process, first op)."""
+    return h.cached("tid_instances", lambda h: h.ops.filter(
+        pl.col("transactional_id").is_not_null()).group_by(
+        "transactional_id", "process").agg(first=pl.col("op").min()))
+
+
 def _fences(h: History) -> pl.DataFrame:
     """Per (transactional_id, process p): the earliest time an instance newer than p
     completed ``init`` ok, and that init op. Instances are ordered by their first op."""
     ops = h.ops.filter(pl.col("transactional_id").is_not_null())
-    inst = ops.group_by("transactional_id", "process").agg(first=pl.col("op").min())
+    inst = _instances(h)
     inits = (
         ops.filter((pl.col("f") == "init") & (pl.col("type") == "ok")
                    & pl.col("complete_time").is_not_null())
@@ -56,9 +63,11 @@ def zombie_write_cases(h: History) -> list[dict]:
     if fences.is_empty():
         return []
     wall = writes(h).with_columns(pos=pl.Series(write_pos(h)))
-    w = wall.filter(pl.col("transactional_id").is_not_null())
+    # only fenced (older) instances can be zombies; only newer ones fence
+    old = fences["process"].unique().implode()
+    w = wall.filter(pl.col("process").is_in(old) & pl.col("transactional_id").is_not_null())
     opsx = (
-        h.ops.filter(pl.col("f").is_in(["txn", "send"]))
+        h.ops.filter(pl.col("f").is_in(["txn", "send"]) & pl.col("process").is_in(old))
         .join(fences, on=["transactional_id", "process"], how="inner")
     )
     read_ops = w.filter(pl.col("read")).select("op").unique().with_columns(any_read=pl.lit(True))
@@ -68,18 +77,23 @@ def zombie_write_cases(h: History) -> list[dict]:
     commit = opsx.filter((pl.col("invoke_time") <= pl.col("fence_time")) & (pl.col("type") == "ok")
                          & (pl.col("complete_time") > pl.col("fence_time")))
     # visible-after-newer: an old value read above the newer instance's first position
-    wp = w.filter(pl.col("pos") >= 0)
-    firstpos = wp.group_by("transactional_id", "process", "key").agg(newpos=pl.col("pos").min())
-    inst = h.ops.filter(pl.col("transactional_id").is_not_null()).group_by(
-        "transactional_id", "process").agg(first=pl.col("op").min())
+    inst = _instances(h)
+    pairs = (inst.join(inst.rename({"process": "np", "first": "nfirst"}), on="transactional_id")
+             .filter(pl.col("nfirst") > pl.col("first")))
+    newer = pairs["np"].unique().implode()
+    nw = wall.filter(pl.col("process").is_in(newer) & pl.col("transactional_id").is_not_null()
+                     & (pl.col("pos") >= 0))
+    if inst["process"].n_unique() == inst.height:  # one id per process: group by number
+        firstpos = (nw.group_by("process", "key").agg(newpos=pl.col("pos").min())
+                    .join(inst.select("process", "transactional_id"), on="process"))
+    else:
+        firstpos = nw.group_by("transactional_id", "process", "key").agg(newpos=pl.col("pos").min())
     newer_first = (
-        inst.join(inst.rename({"process": "np", "first": "nfirst"}), on="transactional_id")
-        .filter(pl.col("nfirst") > pl.col("first"))
-        .join(firstpos.rename({"process": "np"}), on=["transactional_id", "np"])
+        pairs.join(firstpos.rename({"process": "np"}), on=["transactional_id", "np"])
         .group_by("transactional_id", "process", "key").agg(pl.col("newpos").min())
     )
     vis_ops = (
-        wp.filter(pl.col("read"))
+        w.filter(pl.col("pos") >= 0).filter(pl.col("read"))
         .join(newer_first, on=["transactional_id", "process", "key"], how="inner")
         .filter(pl.col("pos") > pl.col("newpos"))["op"].unique().to_list()
     )
