@@ -388,16 +388,16 @@ _WORKERS = max(1, min(4, os.cpu_count() or 1))
 def _tokenize(rid: pl.Series, values: pl.Series):
     """Micro-op rows of grammatical value texts.
 
-    Returns (frame, keys): frame columns rid (of the value), ord (increasing within a
-    value), kind (u8: 0 send, 1 poll), key (u32 index into ``keys``), offset (i64|null),
-    value (i64); one row per send and per polled record, in value order.
+    Returns (frame, keys): frame columns rid (of the value), kind (u8: 0 send, 1 poll), key
+    (u32 index into ``keys``), offset (i64|null), value (i64); one row per send and per
+    polled record, in value order.
     """
     tok = (pl.DataFrame({"rid": rid, "v": values})
            .select("rid", t=pl.col("v").str.extract_all(_TOKEN))
            .explode("t").drop_nulls("t"))
     n = tok.height
     if n == 0:
-        return pl.DataFrame(schema={"rid": rid.dtype, "ord": pl.Int64, "kind": pl.UInt8,
+        return pl.DataFrame(schema={"rid": rid.dtype, "kind": pl.UInt8,
                                     "key": pl.UInt32, "offset": pl.Int64,
                                     "value": pl.Int64}), []
     t = tok["t"]
@@ -447,7 +447,6 @@ def _tokenize(rid: pl.Series, values: pl.Series):
         oidx = vidx - 1
     frame = pl.DataFrame({
         "rid": tok["rid"].gather(vidx),
-        "ord": vidx.astype(np.int64),
         "kind": (~msend[midx]).astype(np.uint8),
         "key": m_key[mk[midx]],
         "offset": pl.Series(nums[oidx]).set(pl.Series(numnull[oidx]), None),
@@ -776,6 +775,7 @@ def _pair(ev: _Events) -> pl.DataFrame:
                  ).gather(pl.Series(np.where(has_cmp, cmp_rows, 0)).set(pl.Series(~has_cmp), None))
     sup_pos = pl.Series(np.where(superseded[inv_rows], pos[np.maximum(nxt[inv_rows], 0)], 0)
                         ).set(pl.Series(~superseded[inv_rows]), None)
+    del E, proc, is_inv, nxt, prv, has_next, nxt_inv, paired, has_prev, prev_inv, orphan, idx
     return pl.DataFrame({
         "op": pl.Series(np.arange(len(inv_rows), dtype=np.uint32)),
         "invoke_index": I["index"],
@@ -798,7 +798,9 @@ def _pair(ev: _Events) -> pl.DataFrame:
 
 def _micro_ops(ev: _Events, ops: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     """mops (keys as ids into the returned key list)."""
-    bulk = ops.filter(pl.col("f").is_in(list(BULK_FS)))
+    bulk = ops.select("op", "f", "invoke_index", "_inv_pos", "_inv_fast", "_inv_nsend",
+                      "_cmp_pos", "_cmp_fast", "_cmp_nsend", "_sup_pos"
+                      ).filter(pl.col("f").is_in(list(BULK_FS)))
     schema = {"op": pl.UInt32, "part": pl.UInt8, "ord": pl.Int64, "kind": pl.UInt8,
               "key": pl.UInt32, "offset": pl.Int64, "value": pl.Int64}
     gid_of = ev.key_ids
@@ -824,9 +826,9 @@ def _micro_ops(ev: _Events, ops: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]
         start, length, r_op = start[keep], length[keep], r_op[keep]
         cum = np.cumsum(length) - length
         o = np.repeat(start - cum, length) + np.arange(int(length.sum()))
-        big = ev.tokens[o].select(op=pl.Series(np.repeat(r_op, length), dtype=pl.UInt32),
-                                  part=pl.lit(0, pl.UInt8), ord="ord", kind="kind", key="key",
-                                  offset="offset", value="value")
+        big = ev.tokens.drop("rid")[o].select(
+            op=pl.Series(np.repeat(r_op, length), dtype=pl.UInt32), part=pl.lit(0, pl.UInt8),
+            kind="kind", key="key", offset="offset", value="value")
         ev.tokens = None
         del o, start, length, r_op, cum, keep
     laps("load: completion micro-ops to ops")
@@ -887,8 +889,9 @@ def _micro_ops(ev: _Events, ops: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]
         }, schema=schema))
     # the completions' tokens are the bulk of the rows, in (op, ord) order; the other parts
     # are small: sorted on their own, then merged in by position
-    big = big.cast(schema)
     small = pl.concat(parts) if parts else pl.DataFrame(schema=schema)
+    schema = {k: v for k, v in schema.items() if k != "ord"}
+    big = big.select(list(schema)).cast(schema)
     parts.clear()
     inv = small.filter(pl.col("part") == 1)
     if inv.height:  # invoke-only sends whose (key, value) the completion listed: not repeated
@@ -898,7 +901,7 @@ def _micro_ops(ev: _Events, ops: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]
             .select("op", "key", "value") for f in (big, small)]).unique()
         small = pl.concat([small.filter(pl.col("part") == 0),
                            inv.join(listed, on=["op", "key", "value"], how="anti")])
-    m = _merge_sorted(big, small.sort("op", "part", "ord"))
+    m = _merge_sorted(big, small.sort("op", "part", "ord").drop("ord"))
     del big, small, inv
     laps("load: merge micro-op parts")
     from .log import positions  # local: log imports this module
@@ -987,10 +990,11 @@ def _assemble(ev: _Events) -> History:
     ev.index_gaps()
     laps("load: index gaps")
     ops = _pair(ev)
+    ev.fast = None  # the events are in ops now
     laps("load: pair invokes/completions")
     extras = _extras(ev, ops)
     mops, keys = _micro_ops(ev, ops)
-    ev.fast = ev.raw = None
+    ev.raw = None
     ops = ops.select(
         "op", "invoke_index", "complete_index", "process",
         pl.col("f").cast(pl.Categorical),

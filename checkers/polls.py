@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from .history import History
-from .log import dense_rank, index, reads, stable_order
+from .log import dense_rank, index, stable_order
 
 READ_FS = ["poll", "txn", "send"]
 
@@ -77,17 +77,17 @@ def read_steps(h: History) -> pl.DataFrame:
         pos = ix.r_pos[ro]
         bad = g_same & (seg[1:] == seg[:-1]) & (pos[1:] - pos[:-1] != 1)
         cur, prev = ro[1:][bad], ro[:-1][bad]
-        r = reads(h)
-        off = r["offset"]
+        off = pl.Series(ix.slot_off)  # a read's offset is its slot's
+        cur_s, prev_s = ix.r_slot[cur], ix.r_slot[prev]
         return pl.DataFrame({
             "process": h.ops["process"].gather(ix.r_op[cur]),
             "key": ix.r_key[cur],
             "op": ix.r_op[cur],
-            "offset": off.gather(cur),
+            "offset": off.gather(cur_s),
             "value": ix.r_val[cur],
             "pos": ix.r_pos[cur],
             "prev_op": ix.r_op[prev],
-            "prev_offset": off.gather(prev),
+            "prev_offset": off.gather(prev_s),
             "prev_value": ix.r_val[prev],
             "prev_pos": ix.r_pos[prev],
             "internal": ix.r_op[cur] == ix.r_op[prev],

@@ -19,10 +19,29 @@ def lags(h: History) -> pl.DataFrame:
     Only ``ok`` writes (their commit time is known) and non-final polls (a final drain reads
     everything late by design) take part.
     """
-    return h.cached("lags", _lags)
+    lg = _lag_arrays(h)
+    if isinstance(lg, pl.DataFrame):
+        return lg
+    ix = index(h)
+    fr, wop = lg["rows"], lg["writer"]
+    rop = ix.r_op[fr]
+    return pl.DataFrame({
+        "key": ix.r_key[fr],
+        "value": ix.r_val[fr],
+        "writer": wop.astype(np.uint32),
+        "process": h.ops["process"].gather(rop),
+        "op": rop,
+        "lag_ns": lg["lag_ns"],
+    })
 
 
-def _lags(h: History) -> pl.DataFrame:
+def _lag_arrays(h: History) -> "dict | pl.DataFrame":
+    """{"rows": first-read rows (into index(h) read arrays), "writer", "lag_ns"}, or the
+    lags frame when the history needs the by-value path."""
+    return h.cached("lag_arrays", _build_lags)
+
+
+def _build_lags(h: History):
     ix = index(h)
     ct = h.ops["complete_time"]
     r_ok = (~h.ops["final"] & ct.is_not_null()).to_numpy()[ix.r_op]
@@ -32,8 +51,7 @@ def _lags(h: History) -> pl.DataFrame:
     # write sits at its own offset holding its value. Then (process, offset) names
     # (process, key, value) and a slot names its writer.
     ws = ix.w_slot[wsel]
-    fast = (bool(ix.r_cons.all()) and duplicated_values(h).is_empty()
-            and bool((ws >= 0).all()))
+    fast = bool(ix.r_cons.all()) and ix.dup_kv.is_empty() and bool((ws >= 0).all())
     if fast and len(ws):
         fast = (np.bincount(ws, minlength=S).max() <= 1
                 and bool((ix.r_first[ws] == ix.w_val[wsel])[ix.r_cnt[ws] > 0].all()))
@@ -42,25 +60,18 @@ def _lags(h: History) -> pl.DataFrame:
     writer = np.full(S, -1, np.int64)
     writer[ws] = ix.w_op[wsel]
     rows = np.flatnonzero(r_ok & (writer[ix.r_slot] >= 0))
+    del r_ok
     pr, _ = process_rank(h)
     g = pr[ix.r_op[rows]] * max(S, 1) + ix.r_slot[rows]
     o = stable_order(g)  # by (process, offset), then read order = time order
     go = g[o]
     first = np.ones(len(o), bool)
     first[1:] = go[1:] != go[:-1]
-    fr = rows[o[first]]
-    del g, o, go, first
+    fr = np.sort(rows[o[first]])
+    del g, o, go, first, rows
     wop = writer[ix.r_slot[fr]]
-    rop = ix.r_op[fr]
     ctn = ct.to_numpy()
-    return pl.DataFrame({
-        "key": ix.r_key[fr],
-        "value": ix.r_val[fr],
-        "writer": wop.astype(np.uint32),
-        "process": h.ops["process"].gather(rop),
-        "op": rop,
-        "lag_ns": ctn[rop] - ctn[wop],
-    })
+    return {"rows": fr, "writer": wop, "lag_ns": ctn[ix.r_op[fr]] - ctn[wop]}
 
 
 def _lags_by_value(h: History) -> pl.DataFrame:
@@ -80,14 +91,19 @@ def _lags_by_value(h: History) -> pl.DataFrame:
     )
 
 
+def _lag_ns(h: History) -> np.ndarray:
+    lg = _lag_arrays(h)
+    return lg["lag_ns"].to_numpy() if isinstance(lg, pl.DataFrame) else lg["lag_ns"]
+
+
 def lag_quantiles_ms(h: History) -> dict | None:
     """{"n", "p50", "p90", "p99", "max"} in milliseconds, or None when nothing was read."""
-    lg = lags(h)
-    if lg.is_empty():
+    ns = _lag_ns(h)
+    if not len(ns):
         return None
-    s = lg["lag_ns"].cast(pl.Float64) / 1e6
+    s = pl.Series(ns).cast(pl.Float64) / 1e6
     return {
-        "n": lg.height,
+        "n": len(ns),
         "p50": float(s.quantile(0.5, "linear")),
         "p90": float(s.quantile(0.9, "linear")),
         "p99": float(s.quantile(0.99, "linear")),
@@ -105,6 +121,8 @@ def realtime_lag_cases(h: History, bound_s: float | None = None) -> list[dict]:
     "reader": op ref, "explanation"}.
     """
     if bound_s is None:
+        return []
+    if not (_lag_ns(h) > int(bound_s * 1e9)).any():
         return []
     bad = lags(h).filter(pl.col("lag_ns") > int(bound_s * 1e9)).sort(
         ["lag_ns", "key", "value", "process"], descending=[True, False, False, False])
