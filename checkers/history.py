@@ -181,6 +181,11 @@ _EV_SCHEMA = {
 }
 
 
+def _int64(v: Any) -> bool:
+    """An int (bools count, as ever) that fits a 64-bit column."""
+    return isinstance(v, int) and -(1 << 63) <= v < (1 << 63)
+
+
 def _error_name(err: Any) -> str | None:
     if isinstance(err, list) and err and isinstance(err[0], str):
         return err[0]
@@ -231,7 +236,7 @@ class _Events:
         typ = ev.get("type")
         proc = ev.get("process")
         f = ev.get("f")
-        if not isinstance(idx, int) or not isinstance(typ, str) or not isinstance(f, str):
+        if not _int64(idx) or not isinstance(typ, str) or not isinstance(f, str):
             self.problems.add(pos, 0, f"{where}: event lacks an int index, a type or an f")
             return
         self.i_pos.append(pos)
@@ -239,7 +244,7 @@ class _Events:
         if proc == "nemesis":
             self.nemesis.append((pos, ev))
             return
-        if not isinstance(proc, int):
+        if not _int64(proc):
             self.problems.add(pos, 1, f"{where}: event {idx} has non-integer process {proc!r}; ignored")
             return
         if typ != "invoke" and typ not in COMPLETION_TYPES:
@@ -253,7 +258,7 @@ class _Events:
         c = self.x_cols
         c["pos"].append(pos)
         c["index"].append(int(idx))
-        c["time"].append(int(t) if isinstance(t, int) else None)
+        c["time"].append(int(t) if _int64(t) else None)
         c["process"].append(int(proc))
         c["type"].append(typ)
         c["f"].append(f)
