@@ -9,6 +9,7 @@ RSS measured is the checker's alone (the simulator's memory is not counted). Wir
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -20,15 +21,18 @@ import json, resource, sys, time
 t0 = time.perf_counter()
 from checkers import check, load_history
 t1 = time.perf_counter()
+c1 = time.process_time()
 h = load_history(sys.argv[1])
 t2 = time.perf_counter()
 v = check(h)
 t3 = time.perf_counter()
+c3 = time.process_time()
 ru = resource.getrusage(resource.RUSAGE_SELF)
 rss = ru.ru_maxrss * 1024  # Linux: KiB
-cpu = ru.ru_utime + ru.ru_stime
 print(json.dumps({"load_s": t2 - t1, "check_s": t3 - t2, "import_s": t1 - t0,
-                  "peak_rss_bytes": rss, "cpu_s": cpu, "valid": v["valid"], "ops": h.ops.height,
+                  "peak_rss_bytes": rss, "cpu_s": ru.ru_utime + ru.ru_stime,
+                  "cpu_user_s": ru.ru_utime, "cpu_sys_s": ru.ru_stime, "cpu_seconds_s": c3 - c1,
+                  "page_faults": ru.ru_minflt, "valid": v["valid"], "ops": h.ops.height,
                   "events": h.n_events, "micro_ops": h.mops.height,
                   "anomaly_counts": v["anomaly_counts"], "unknown_reasons": v["unknown_reasons"]}))
 """
@@ -38,9 +42,13 @@ def run_bench(n_ops: int, seed: int = 0) -> dict:
     """Benchmark the checker on a simulated correct history of ``n_ops`` ops.
 
     Returns {"n_ops", "ops" (parsed), "events", "micro_ops", "history_bytes", "simulate_s",
-    "load_s", "check_s", "seconds" (load + check, wall clock), "ops_per_s", "cpu_s" (user +
-    sys CPU of the checking process, steadier than wall time on a busy machine; polars uses
-    both cores, so it can exceed seconds), "peak_rss_bytes" (of the checking process), "valid" (must be True), "anomaly_counts", "unknown_reasons"}.
+    "load_s", "check_s", "seconds" (load + check, wall clock; the process's interpreter and
+    import time, "import_s", is not in it), "ops_per_s", "cpu_s" (user + sys CPU of the
+    checking process, steadier than wall time on a busy machine; the checker runs on all
+    cores, so it can exceed seconds; imports included), "cpu_seconds_s" (CPU of load + check
+    alone), "cpu_user_s", "cpu_sys_s", "page_faults",
+    "peak_rss_bytes" (of the checking process), "load_avg" (1-minute load average before and
+    after), "valid" (must be True), "anomaly_counts", "unknown_reasons"}.
     Raises RuntimeError if the checking process fails.
     """
     from .simulate import simulate
@@ -52,11 +60,13 @@ def run_bench(n_ops: int, seed: int = 0) -> dict:
         sim_s = time.perf_counter() - t
         size = path.stat().st_size
         root = str(Path(__file__).resolve().parent.parent)
+        load_before = os.getloadavg()[0]
         proc = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True,
                               text=True, cwd=root)
         if proc.returncode != 0:
             raise RuntimeError(f"checker process failed: {proc.stderr[-2000:]}")
         r = json.loads(proc.stdout.strip().splitlines()[-1])
+        load_after = os.getloadavg()[0]
     seconds = r["load_s"] + r["check_s"]
     return {
         "n_ops": n_ops,
@@ -71,7 +81,13 @@ def run_bench(n_ops: int, seed: int = 0) -> dict:
         "seconds": round(seconds, 3),
         "ops_per_s": round(r["ops"] / seconds) if seconds else None,
         "cpu_s": round(r["cpu_s"], 3),
+        "cpu_seconds_s": round(r["cpu_seconds_s"], 3),
+        "cpu_user_s": round(r["cpu_user_s"], 3),
+        "cpu_sys_s": round(r["cpu_sys_s"], 3),
+        "import_s": round(r["import_s"], 3),
+        "page_faults": r["page_faults"],
         "peak_rss_bytes": r["peak_rss_bytes"],
+        "load_avg": [round(load_before, 2), round(load_after, 2)],
         "valid": r["valid"],
         "anomaly_counts": r["anomaly_counts"],
         "unknown_reasons": r["unknown_reasons"],
