@@ -55,10 +55,11 @@ def positions(keys: np.ndarray) -> np.ndarray:
 
 def take(a: np.ndarray, i: np.ndarray, fill: int = -1) -> np.ndarray:
     """``a[i]`` where ``i >= 0``, ``fill`` elsewhere."""
-    out = np.full(len(i), fill, dtype=a.dtype if len(a) else np.int64)
-    m = i >= 0
-    out[m] = a[i[m]]
-    return out
+    if len(a) == 0 or len(i) == 0:
+        return np.full(len(i), fill, dtype=a.dtype if len(a) else np.int64)
+    if i.min() >= 0:
+        return a[i]
+    return np.where(i >= 0, a[np.maximum(i, 0)], fill).astype(a.dtype, copy=False)
 
 
 def dense_rank(a: np.ndarray) -> tuple[np.ndarray, int]:
