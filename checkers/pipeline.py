@@ -4,11 +4,14 @@ Run metadata (``meta["pipeline"]``)::
 
     {"keys": {"in/0": "out/0", ...},          # input key -> the output key it feeds
      "group_id": "eosc-proc",                  # optional, for explanations
-     "committed_offsets": {"in/0": 1234, ...}} # optional: the group's committed offsets
+     "committed_offsets": {"in/0": 1234, ...}, # optional: the group's committed offsets
                                                # (next offset to consume) after the run
+     "value_divisor": 1000}                    # optional: output value // divisor = input
 
-The processor writes each input value unchanged to the mapped output key (identity
-transform; with fan-in, writers must keep values unique across the input keys). When
+The processor writes each input value to the mapped output key, unchanged, or encoded as
+``input * value_divisor + attempt`` so that every processing attempt writes a value of its
+own (values stay unique per key, HISTORY.md) and outputs are grouped by the input they carry
+(with fan-in, writers must keep values unique across the input keys). When
 ``committed_offsets`` is absent, the last ok op with ``f == "committed-offsets"`` (value
 {key: offset}) is used, if any.
 """
@@ -75,6 +78,12 @@ def pipeline_cases(h: History, pipeline: dict | None = None) -> list[dict]:
                      schema={"key": pl.UInt32, "out_key": pl.UInt32})
     inp = log(h).join(m, on="key", how="inner")
     occ = _occurrences(h).rename({"key": "out_key"})
+    div = pipeline.get("value_divisor")
+    if div:  # one output value per attempt: group the attempts by the input value they carry
+        occ = (occ.with_columns(pl.col("value") // int(div))
+               .group_by("out_key", "value")
+               .agg(pl.col("n").sum(), pl.col("offsets").explode().drop_nulls().sort(),
+                    pl.col("writers").explode().drop_nulls().unique().sort()))
     j = inp.join(occ, on=["out_key", "value"], how="left").with_columns(pl.col("n").fill_null(0))
     j = j.with_columns(has_out=pl.col("n") > 0)
     j = j.with_columns(

@@ -259,6 +259,17 @@ def test_offsets_ahead_and_behind():
         ("offsets-behind", 3), ("offsets-behind", 4)]
 
 
+def test_encoded_outputs_group_by_the_input_they_carry():
+    """With value_divisor, output value // divisor is the input: 1001 and 1002 are two
+    committed attempts of input 1 (eos-duplicate), though their values differ."""
+    h, meta = _pipeline([(1001, 0), (2001, 1), (3001, 2), (4001, 3)], committed=4)
+    assert pipeline_cases(h, dict(meta, value_divisor=1000)) == []
+    assert {c["anomaly"] for c in pipeline_cases(h, meta)} == {"offsets-ahead"}  # undecoded: wrong
+    h, meta = _pipeline([(1001, 0), (1002, 1), (3001, 2), (4001, 3)])
+    names = sorted((c["anomaly"], c["input"]["value"]) for c in pipeline_cases(h, dict(meta, value_divisor=1000)))
+    assert names == [("eos-duplicate", 1), ("eos-loss", 2)]
+
+
 # -- sink ----------------------------------------------------------------------------
 def test_sink_duplicate_and_loss():
     b = HistoryBuilder()
