@@ -28,13 +28,35 @@ def _fences(h: History) -> pl.DataFrame:
         .join(inst.rename({"process": "new_process", "first": "new_first"}),
               on=["transactional_id", "new_process"])
     )
+    schema = {"transactional_id": pl.String, "process": pl.Int64, "fence_time": pl.Int64,
+              "fence_op": pl.UInt32, "new_process": pl.Int64}
+    if inits.is_empty():
+        return pl.DataFrame(schema=schema)
+    # per init, in instance order, the earliest ok init at or after it: a suffix minimum
+    # (a loop over inits, which are as few as instances); each instance takes the one of
+    # the first newer instance (as-of join), instead of pairing every two instances
+    inits = inits.sort("transactional_id", "new_first", "fence_time", "fence_op")
+    best: list = [None] * inits.height
+    cur, cur_tid = None, object()
+    rows = inits.select("transactional_id", "fence_time", "fence_op", "new_process").rows()
+    for i in range(len(rows) - 1, -1, -1):
+        tid, ft, fo, np_ = rows[i]
+        if tid != cur_tid:
+            cur, cur_tid = None, tid
+        if cur is None or ft <= cur[0]:
+            cur = (ft, fo, np_)
+        best[i] = cur
+    suffix = inits.select("transactional_id", "new_first").with_columns(
+        fence_time=pl.Series([b[0] for b in best], dtype=pl.Int64),
+        fence_op=pl.Series([b[1] for b in best], dtype=pl.UInt32),
+        new_process=pl.Series([b[2] for b in best], dtype=pl.Int64))
     return (
-        inst.join(inits, on="transactional_id")
-        .filter(pl.col("new_first") > pl.col("first"))
-        .sort("fence_time")
-        .group_by("transactional_id", "process")
-        .agg(pl.col("fence_time").first(), pl.col("fence_op").first(),
-             pl.col("new_process").first())
+        inst.sort("first")
+        .join_asof(suffix.sort("new_first"), left_on="first", right_on="new_first",
+                   by="transactional_id", strategy="forward", allow_exact_matches=False,
+                   check_sortedness=False)
+        .drop_nulls("fence_time")
+        .select(list(schema))
     )
 
 
@@ -78,9 +100,11 @@ def zombie_write_cases(h: History) -> list[dict]:
                          & (pl.col("complete_time") > pl.col("fence_time")))
     # visible-after-newer: an old value read above the newer instance's first position
     inst = _instances(h)
-    pairs = (inst.join(inst.rename({"process": "np", "first": "nfirst"}), on="transactional_id")
-             .filter(pl.col("nfirst") > pl.col("first")))
-    newer = pairs["np"].unique().implode()
+    # newer instances: all but the first of each id; per (id, key), in instance order, the
+    # lowest position any instance at or after it wrote (a suffix minimum), taken by each
+    # instance from the first newer one (as-of join)
+    newer = (inst.filter(pl.col("first") > pl.col("first").min().over("transactional_id"))
+             ["process"].unique().implode())
     nw = wall.filter(pl.col("process").is_in(newer) & pl.col("transactional_id").is_not_null()
                      & (pl.col("pos") >= 0))
     if inst["process"].n_unique() == inst.height:  # one id per process: group by number
@@ -88,9 +112,20 @@ def zombie_write_cases(h: History) -> list[dict]:
                     .join(inst.select("process", "transactional_id"), on="process"))
     else:
         firstpos = nw.group_by("transactional_id", "process", "key").agg(newpos=pl.col("pos").min())
+    suffix = (
+        firstpos.join(inst, on=["transactional_id", "process"])
+        .sort("transactional_id", "key", "first")
+        .with_columns(newpos=pl.col("newpos").cum_min(reverse=True).over("transactional_id", "key"))
+        .select("transactional_id", "key", nfirst="first", newpos="newpos")
+    )
     newer_first = (
-        pairs.join(firstpos.rename({"process": "np"}), on=["transactional_id", "np"])
-        .group_by("transactional_id", "process", "key").agg(pl.col("newpos").min())
+        inst.join(suffix.select("transactional_id", "key").unique(), on="transactional_id")
+        .sort("first")
+        .join_asof(suffix.sort("nfirst"), left_on="first", right_on="nfirst",
+                   by=["transactional_id", "key"], strategy="forward", allow_exact_matches=False,
+                   check_sortedness=False)
+        .drop_nulls("newpos")
+        .select("transactional_id", "process", "key", "newpos")
     )
     vis_ops = (
         w.filter(pl.col("pos") >= 0).filter(pl.col("read"))

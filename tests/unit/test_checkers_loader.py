@@ -199,3 +199,24 @@ def test_tiny_files(tmp_path, n):
     p = tmp_path / "history.jsonl"
     p.write_text("".join(json.dumps(e) + "\n" for e in ev))
     _same(load_history(p), load_history(ev))
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000))
+def test_fences_by_suffix_minimum_equal_the_pairwise_definition(seed):
+    """_fences: per older instance, the earliest ok init of any newer instance of its id."""
+    from checkers.zombie_write import _fences, _instances
+    h = load_history(simulate(600, seed=seed, n_keys=3, n_producers=2, crash_rate=0.08))
+    inst = _instances(h)
+    inits = (h.ops.filter((pl.col("f") == "init") & (pl.col("type") == "ok")
+                          & pl.col("complete_time").is_not_null())
+             .select("transactional_id", new_process="process", fence_time="complete_time",
+                     fence_op="op")
+             .join(inst.rename({"process": "new_process", "first": "new_first"}),
+                   on=["transactional_id", "new_process"]))
+    pairwise = (inst.join(inits, on="transactional_id")
+                .filter(pl.col("new_first") > pl.col("first"))
+                .group_by("transactional_id", "process").agg(pl.col("fence_time").min()))
+    got = _fences(h).select("transactional_id", "process", "fence_time")
+    key = ["transactional_id", "process"]
+    assert got.sort(key).equals(pairwise.sort(key).select(got.columns))
