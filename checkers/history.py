@@ -270,20 +270,21 @@ class _Events:
         c["nsend"].append(None)
         self.x_ev[pos] = ev
 
-    def frame(self) -> pl.DataFrame:
-        """All client events (fast and exact), sorted by position."""
+    def frame(self) -> tuple[pl.DataFrame, np.ndarray | None]:
+        """All client events (fast and exact) and the row order that sorts them by position
+        (None: already sorted)."""
         x = pl.DataFrame(self.x_cols, schema=_EV_SCHEMA)
         if self.fast is None or self.fast.is_empty():
-            return x
+            return x, None
         fast = self.fast.select(list(_EV_SCHEMA))
         if x.is_empty():
-            return fast
+            return fast, None
         # both are sorted by position and the exact rows are few: merge by position
         fp, xp = fast["pos"].to_numpy(), x["pos"].to_numpy()
         order = np.empty(len(fp) + len(xp), np.int64)
         order[np.arange(len(fp)) + np.searchsorted(xp, fp)] = np.arange(len(fp))
         order[np.arange(len(xp)) + np.searchsorted(fp, xp)] = len(fp) + np.arange(len(xp))
-        return pl.concat([fast, x]).gather(order)
+        return pl.concat([fast, x]), order
 
     def index_gaps(self) -> None:
         parts = [pl.DataFrame({"pos": self.i_pos, "index": self.i_index},
@@ -729,10 +730,14 @@ def stable_order(g: np.ndarray) -> np.ndarray:
 def _pair(ev: _Events) -> pl.DataFrame:
     """Ops from client events: each invoke with the next event of its process when that is a
     completion. Reports orphan completions, invokes while in flight and f mismatches."""
-    E = ev.frame()  # sorted by pos
+    E, order = ev.frame()  # rows sorted by pos: E[order]
+
+    def col(a: np.ndarray) -> np.ndarray:
+        return a if order is None else a[order]
+
     n = E.height
-    proc = E["process"].to_numpy()
-    is_inv = (E["type"] == "invoke").to_numpy()
+    proc = col(E["process"].to_numpy())
+    is_inv = col((E["type"] == "invoke").to_numpy())
     perm = (stable_order(proc) if n and proc.min() >= 0  # by process, then position
             else np.argsort(proc, kind="stable"))
     same = proc[perm[1:]] == proc[perm[:-1]]
@@ -751,9 +756,9 @@ def _pair(ev: _Events) -> pl.DataFrame:
     prev_inv[has_prev] = is_inv[prv[has_prev]]
     orphan = ~is_inv & ~prev_inv
     where = ev.where
-    pos = E["pos"].to_numpy()
-    idx = E["index"].to_numpy()
-    f = E["f"]
+    pos = col(E["pos"].to_numpy())
+    idx = col(E["index"].to_numpy())
+    f = E["f"] if order is None else E["f"].gather(order)
     o = np.flatnonzero(orphan)
     if len(o):
         ev.problems.add_first(len(o), (
@@ -767,6 +772,9 @@ def _pair(ev: _Events) -> pl.DataFrame:
                                   "op reads as info") for r in sp[:MAX_PROBLEMS]))
     inv_rows = np.flatnonzero(is_inv)
     cmp_rows = np.where(paired[inv_rows], nxt[inv_rows], -1)
+
+    def col_rows(r: np.ndarray) -> np.ndarray:  # sorted row numbers -> rows of E
+        return r if order is None else order[r]
     has_cmp = cmp_rows >= 0
     ic = inv_rows[has_cmp]
     mm = ic[(f.gather(ic) != f.gather(cmp_rows[has_cmp])).to_numpy()]
@@ -775,9 +783,10 @@ def _pair(ev: _Events) -> pl.DataFrame:
             (int(pos[nxt[r]]), 1, f"{where(int(pos[nxt[r]]))}: completion {idx[nxt[r]]} has f "
                                   f"{f[int(nxt[r])]!r} but its invoke has {f[int(r)]!r}")
             for r in mm[:MAX_PROBLEMS]))
-    I = E[inv_rows]
+    I = E[col_rows(inv_rows)]
     C = E.select("pos", "index", "time", "type", "tid", "gid", "final", "err", "fast", "nsend"
-                 ).gather(pl.Series(np.where(has_cmp, cmp_rows, 0)).set(pl.Series(~has_cmp), None))
+                 ).gather(pl.Series(col_rows(np.where(has_cmp, cmp_rows, 0))).set(
+                     pl.Series(~has_cmp), None))
     sup_pos = pl.Series(np.where(superseded[inv_rows], pos[np.maximum(nxt[inv_rows], 0)], 0)
                         ).set(pl.Series(~superseded[inv_rows]), None)
     del E, proc, is_inv, nxt, prv, has_next, nxt_inv, paired, has_prev, prev_inv, orphan, idx
@@ -900,10 +909,16 @@ def _micro_ops(ev: _Events, ops: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]
     parts.clear()
     inv = small.filter(pl.col("part") == 1)
     if inv.height:  # invoke-only sends whose (key, value) the completion listed: not repeated
-        inv_ops = inv["op"].unique().implode()
+        iops = np.unique(inv["op"].to_numpy())
+        bo = big["op"].to_numpy()  # sorted: each op's rows are one range
+        lo, hi = np.searchsorted(bo, iops, "left"), np.searchsorted(bo, iops, "right")
+        ln = hi - lo
+        rows = np.repeat(lo - (np.cumsum(ln) - ln), ln) + np.arange(int(ln.sum()))
         listed = pl.concat([
-            f.filter((pl.col("part") == 0) & (pl.col("kind") == 0) & pl.col("op").is_in(inv_ops))
-            .select("op", "key", "value") for f in (big, small)]).unique()
+            big[rows].filter(pl.col("kind") == 0).select("op", "key", "value"),
+            small.filter((pl.col("part") == 0) & (pl.col("kind") == 0)
+                         & pl.col("op").is_in(pl.Series(iops, dtype=pl.UInt32).implode()))
+            .select("op", "key", "value")]).unique()
         small = pl.concat([small.filter(pl.col("part") == 0),
                            inv.join(listed, on=["op", "key", "value"], how="anti")])
     m = _merge_sorted(big, small.sort("op", "part", "ord").drop("ord"))

@@ -62,32 +62,37 @@ def read_steps(h: History) -> pl.DataFrame:
     """
     def build(h: History):
         ix = index(h)
-        rows = np.flatnonzero(ix.r_pos >= 0)  # in (op, seq) order
-        if len(rows) < 2:
+        valid = ix.r_pos >= 0
+        rows = np.flatnonzero(valid) if not valid.all() else None  # in (op, seq) order
+        op = ix.r_op if rows is None else ix.r_op[rows]
+        key = ix.r_key if rows is None else ix.r_key[rows]
+        pos = ix.r_pos if rows is None else ix.r_pos[rows]
+        if len(op) < 2:
             return pl.DataFrame(schema=STEP_SCHEMA)
-        op = ix.r_op[rows]
         pr, _ = process_rank(h)
-        nk = max(len(h.keys), 1)
-        o = stable_order(pr[op] * nk + ix.r_key[rows])  # by (process, key), then (op, seq)
-        ro = rows[o]
-        del o
-        op_s = ix.r_op[ro]
+        g = pr[op] * max(len(h.keys), 1) + key  # (process, key) group
+        o = stable_order(g)  # by group, then (op, seq)
+        # few gathers in sorted order (random access is what costs at this size)
+        g = g[o]
+        op_s = op[o]
         seg = segments(h)[op_s]
-        g_same = (pr[op_s[1:]] == pr[op_s[:-1]]) & (ix.r_key[ro[1:]] == ix.r_key[ro[:-1]])
-        pos = ix.r_pos[ro]
-        bad = g_same & (seg[1:] == seg[:-1]) & (pos[1:] - pos[:-1] != 1)
-        cur, prev = ro[1:][bad], ro[:-1][bad]
+        pos = pos[o]
+        bad = np.flatnonzero((g[1:] == g[:-1]) & (seg[1:] == seg[:-1])
+                             & (pos[1:] - pos[:-1] != 1))
+        del g, seg, pos, op_s
+        cur, prev = o[bad + 1], o[bad]
+        if rows is not None:
+            cur, prev = rows[cur], rows[prev]
         off = pl.Series(ix.slot_off)  # a read's offset is its slot's
-        cur_s, prev_s = ix.r_slot[cur], ix.r_slot[prev]
         return pl.DataFrame({
             "process": h.ops["process"].gather(ix.r_op[cur]),
             "key": ix.r_key[cur],
             "op": ix.r_op[cur],
-            "offset": off.gather(cur_s),
+            "offset": off.gather(ix.r_slot[cur]),
             "value": ix.r_val[cur],
             "pos": ix.r_pos[cur],
             "prev_op": ix.r_op[prev],
-            "prev_offset": off.gather(prev_s),
+            "prev_offset": off.gather(ix.r_slot[prev]),
             "prev_value": ix.r_val[prev],
             "prev_pos": ix.r_pos[prev],
             "internal": ix.r_op[cur] == ix.r_op[prev],

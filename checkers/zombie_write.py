@@ -84,7 +84,8 @@ def zombie_write_cases(h: History) -> list[dict]:
     fences = _fences(h)
     if fences.is_empty():
         return []
-    wall = writes(h).with_columns(pos=pl.Series(write_pos(h)))
+    wall = writes(h).select("op", "key", "value", "offset", "read", "transactional_id",
+                            "process").with_columns(pos=pl.Series(write_pos(h)))
     # only fenced (older) instances can be zombies; only newer ones fence
     old = fences["process"].unique().implode()
     w = wall.filter(pl.col("process").is_in(old) & pl.col("transactional_id").is_not_null())
