@@ -387,7 +387,7 @@ VALUE_GRAMMAR = rf"^\[(?:{_MOP}(?:, {_MOP})*)?\]$"
 # record list's key (with its ": " suffix), an integer, null (a send's unknown offset)
 _TOKEN = r'"send", "[^"]*"|"[^"]*": |-?\d+|null'
 _SEND_PREFIX = '["send", '
-_PART_BYTES = 64 << 20  # a file is read in parts of about this size
+_PART_BYTES = 64 << 20  # a file is read in parts of at most about this size
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
 
 
@@ -643,11 +643,13 @@ def _read_file(path: Path) -> _Events:
         # parts of about _PART_BYTES, cut after a newline; parsed on worker threads, at
         # most _WORKERS at a time (bounded memory)
         pending: deque = deque()
+        # small files are cut too, so that every core has a part
+        part = min(_PART_BYTES, max(4 << 20, -(-end // (2 * _WORKERS))))
         with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
             pos = line0 = 0
             while pos < end:
                 fh.seek(pos)
-                data = fh.read(min(_PART_BYTES, end - pos))
+                data = fh.read(min(part, end - pos))
                 if pos + len(data) < end and not data.endswith(b"\n"):
                     data += fh.readline()
                 offsets.append(pos)
