@@ -22,11 +22,11 @@ def fault_steps(scn, clients=PIPELINE_CLIENTS):
 
 
 def require_pipeline_decoding() -> None:
-    """eos-pipeline runs are judged by checkers.pipeline, which must map an output value to
-    its input by ``meta.pipeline.value_divisor`` (docs/workloads.md, "Checker support").
+    """eos-pipeline runs are judged by checkers.pipeline, which maps an output value to
+    its input by ``meta.pipeline.value_divisor`` (docs/workloads.md, "What other parts need").
     Fail at once, without a cluster run, while it does not."""
     import checkers.pipeline
 
     if "value_divisor" not in inspect.getsource(checkers.pipeline):
         pytest.fail("checkers.pipeline does not decode meta.pipeline.value_divisor yet: eos-pipeline "
-                    "verdicts would be wrong (see docs/workloads.md, 'Checker support this needs')")
+                    "verdicts would be wrong (see docs/workloads.md, 'What other parts need')")
