@@ -86,6 +86,14 @@ class WorkerHandle:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def signal(self, sig: int) -> None:
+        """Signal the worker's whole process group (it is a session leader), so that a child
+        it started, such as a Spark driver JVM, is killed or paused with it."""
+        try:
+            os.killpg(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
     def retire(self, timeout: float) -> bool:
         """Tell the worker a replacement takes over its transactional.id; True when it
         acknowledged within ``timeout`` s (a worker role without retirement never does)."""
@@ -119,10 +127,7 @@ class WorkerHandle:
         return True
 
     def kill(self) -> None:
-        try:
-            os.kill(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        self.signal(signal.SIGKILL)
         self.proc.wait(timeout=10)
         self._reader.join(timeout=10)
 
@@ -197,7 +202,7 @@ class Pool:
         n = next(self._replace_seq)
         if w.alive():
             w.retire(timeout=5.0)
-            os.kill(w.pid, signal.SIGSTOP)
+            w.signal(signal.SIGSTOP)
             self.paused.add(name)
         spec = self.respawn(self.specs[name])
         cfg = dict(spec.cfg)
@@ -212,7 +217,7 @@ class Pool:
         w = self.workers[name]
         if not w.alive():
             return "was not running"
-        os.kill(w.pid, signal.SIGSTOP)
+        w.signal(signal.SIGSTOP)
         self.paused.add(name)
         return f"paused pid {w.pid}"
 
@@ -221,7 +226,7 @@ class Pool:
         self.paused.discard(name)
         if not w.alive():
             return "was not running"
-        os.kill(w.pid, signal.SIGCONT)
+        w.signal(signal.SIGCONT)
         return f"resumed pid {w.pid}"
 
     def stop(self, names: list[str], timeout: float = 60.0) -> list[str]:
