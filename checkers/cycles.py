@@ -32,7 +32,8 @@ from scipy.sparse.csgraph import connected_components
 
 from .duplicate import duplicated_values
 from .history import History
-from .log import FAIL, index, log, reads, shift_in_group, stable_order, take, writes
+from .history import stable_order
+from .log import FAIL, index, log, reads, shift_in_group, take, writes
 from .polls import process_rank
 
 KINDS = ("ww", "wr", "process", "realtime")

@@ -518,19 +518,20 @@ def _lines_with(data: bytes, starts: np.ndarray, byte: int) -> np.ndarray:
 
 def _classify(df: pl.DataFrame, slow: pl.Series) -> tuple[pl.DataFrame, list[int]]:
     """(regular rows as event columns + value text, positions of the other rows)."""
-    df = df.with_columns(process=pl.col("process").cast(pl.Int64, strict=False))
     regular = (
         pl.col("index").is_not_null() & pl.col("type").is_in(EVENT_TYPES)
-        & pl.col("f").is_in(list(BULK_FS)) & pl.col("process").is_not_null()
+        & pl.col("f").is_in(list(BULK_FS))
+        & pl.col("process").cast(pl.Int64, strict=False).is_not_null()
         & (pl.col("value").is_null() | pl.col("value").str.contains(VALUE_GRAMMAR))
         & (pl.col("error").is_null() | pl.col("error").str.starts_with("["))
     )
     if len(slow):
         regular = regular & ~pl.col("pos").is_in(slow.implode())
-    df = df.with_columns(_regular=regular)
-    odd = df.filter(~pl.col("_regular"))["pos"].to_list()
-    fast = df.filter(pl.col("_regular")).select(
-        "pos", "index", "time", "process", "type", "f",
+    mask = df.select(regular.fill_null(False)).to_series()
+    odd = df["pos"].filter(~mask).to_list()
+    # one pass: only the kept rows and columns are materialised
+    fast = df.lazy().filter(mask).select(
+        "pos", "index", "time", pl.col("process").cast(pl.Int64, strict=False), "type", "f",
         tid=pl.col("meta").struct.field("transactional_id"),
         gid=pl.col("meta").struct.field("group_id"),
         final=pl.col("meta").struct.field("final").fill_null(False),
@@ -540,7 +541,7 @@ def _classify(df: pl.DataFrame, slow: pl.Series) -> tuple[pl.DataFrame, list[int
         nsend=pl.col("value").str.count_matches(_SEND_PREFIX, literal=True)
         .fill_null(0).cast(pl.Int64),
         value="value",
-    )
+    ).collect()
     return fast, odd
 
 

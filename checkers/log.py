@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from .history import History, stable_order  # noqa: F401 - re-exported
+from .history import History
 
 I64_MAX = np.iinfo(np.int64).max
 OK, FAIL, INFO = 0, 1, 2  # physical codes of history.TYPE

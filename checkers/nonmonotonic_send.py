@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
-import polars as pl
 
 from .history import History
-from .log import describe_op, index, stable_order, writes
+from .history import stable_order
+from .log import describe_op, index, writes
 from .polls import process_rank
 
 

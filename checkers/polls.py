@@ -14,7 +14,8 @@ import numpy as np
 import polars as pl
 
 from .history import History
-from .log import dense_rank, index, stable_order
+from .history import stable_order
+from .log import dense_rank, index
 
 READ_FS = ["poll", "txn", "send"]
 

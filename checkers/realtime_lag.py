@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from .duplicate import duplicated_values
 from .history import History
-from .log import index, reads, stable_order, writes
+from .history import stable_order
+from .log import index, reads, writes
 from .polls import process_rank
 
 

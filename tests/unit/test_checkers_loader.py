@@ -69,7 +69,7 @@ def _mangle(events, rnd):
         elif r < 0.30:
             e["process"] = "p1"
         elif r < 0.36:
-            e["type"] = "weird"
+            e["type"] = rnd.choice(["weird", None, 5])
         elif r < 0.40:
             e.pop("index")
         elif r < 0.46:
