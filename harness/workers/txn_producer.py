@@ -11,7 +11,10 @@ Why the flush waits for every outcome by default: aborting while records are sti
 (abort_transaction purges them) lost a later committed record with librdkafka 2.16.0 on Kafka
 4.3.1, finding F1 in docs/scenarios.md (the next batch reuses the purged batch's sequence
 number and the broker acknowledges it as a duplicate of the aborted record).
-scenarios/coordinator-inflight-abort.yaml sets a shorter ``flush_timeout_s`` to reproduce it.
+When a flush still times out (a record held by a dead link outlives its message timeout), the
+worker aborts and, with ``inflight_abort: replace`` (the default), replaces the producer
+instance, so the next transaction runs under a new epoch. scenarios/coordinator-inflight-abort.yaml
+sets a shorter ``flush_timeout_s`` and ``inflight_abort: reuse`` to reproduce F1.
 
 Each transaction is one ``txn`` op: invoke with its sends, completion ``ok`` after
 commit_transaction returned, ``fail`` after a clean abort (chosen or forced), ``info`` when
@@ -134,8 +137,11 @@ class TxnProducerWorker(Worker):
             if delivery_errors:
                 raise KafkaException(delivery_errors[0])
             if remaining:
-                # records still queued: the transaction cannot be committed on time; abort it
-                raise TxnOutcome(*self._abort(["_FLUSH_TIMEOUT", f"{remaining} records undelivered"], False))
+                # records still in flight: the transaction cannot be committed on time; abort
+                # it, and (by default) give up this instance: a new one gets a new epoch, so no
+                # later record can reuse a purged record's sequence number (finding F1)
+                type_, err, replace = self._abort(["_FLUSH_TIMEOUT", f"{remaining} records undelivered"], False)
+                raise TxnOutcome(type_, err, replace or self.cfg.get("inflight_abort", "replace") == "replace")
         except KafkaException as exc:
             d = classify(exc, "send")
             if d.action == Action.FAIL:

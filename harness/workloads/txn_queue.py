@@ -33,6 +33,9 @@ class TxnQueueSpec(Strict):
     #: seconds to wait for delivery reports before aborting; None waits for every record's
     #: outcome (message.timeout.ms + 2 s). Shorter values abort with records in flight (F1).
     flush_timeout_s: float | None = Field(None, gt=0)
+    #: after aborting with records still in flight: replace the producer instance (a new
+    #: epoch; avoids F1) or reuse it (what librdkafka allows; reproduces F1)
+    inflight_abort: Literal["replace", "reuse"] = "replace"
     consumer: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka consumer settings")
 
 
@@ -63,7 +66,7 @@ class TxnQueue:
                 "seed": self.seed * 1000 + i, "value_base": next(self._spawns) * VALUE_STRIDE,
                 "max_sends": self.spec.max_sends_per_txn,
                 "abort_probability": self.spec.abort_probability, "producer": self.spec.producer,
-                "flush_timeout_s": self.spec.flush_timeout_s,
+                "flush_timeout_s": self.spec.flush_timeout_s, "inflight_abort": self.spec.inflight_abort,
             })
             for i in range(self.spec.producers)
         ]
