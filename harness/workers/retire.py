@@ -42,7 +42,28 @@ class Retirable:
 
 class RetirableTxnProducer(Retirable, TxnProducerWorker):
     """The ``txn-producer`` role: harness.workers.txn_producer.TxnProducerWorker that exits,
-    instead of re-registering, once it is retired and its producer instance is lost (fenced)."""
+    instead of re-registering, once it is retired and its producer instance is lost (fenced).
+
+    It also stamps every ``txn`` completion whose commit was requested with
+    ``meta.commit_ns``: when ``commit_transaction`` was first called (ns since the run
+    started). A zombie paused inside commit_transaction records its ``ok`` only after it is
+    resumed, long after its replacement's ``init``, although its EndTxn reached the
+    coordinator before that init; ``commit_ns`` tells the two apart (docs/workloads.md).
+    """
+
+    _commit_ns: int | None = None
+
+    def _commit(self) -> None:
+        if self._commit_ns is None:
+            self._commit_ns = self.now()
+        super()._commit()
+
+    def emit(self, type_, f, value, **kw) -> None:
+        if f == "txn" and type_ != "invoke":
+            if self._commit_ns is not None:
+                kw["meta"] = dict(kw.get("meta") or {}, commit_ns=self._commit_ns)
+            self._commit_ns = None
+        super().emit(type_, f, value, **kw)
 
     def init(self) -> bool:
         """An instance paused *during* init_transactions may complete it after its replacement

@@ -169,3 +169,21 @@ def test_pool_stop_also_stops_replacements_and_never_restarts_a_retired_worker(t
     assert pool.stop(["processor-0"]) == []
     assert all(h.stopped for h in pool.workers.values())
     assert "not restarted" in pool.restart_client("processor-0")
+
+
+# -- commit_ns stamp -------------------------------------------------------------------------
+def test_txn_completions_carry_the_time_commit_was_requested():
+    from harness.workers.retire import RetirableTxnProducer
+
+    w = object.__new__(RetirableTxnProducer)  # no process: only the emit path
+    out = []
+    w.proc, w.start_ns, w._commit_ns = 0, 0, None
+    w._write = out.append
+    w.now = lambda: 5
+    w.emit("invoke", "txn", [])
+    w._commit_ns = 3  # as _commit sets it
+    w.emit("ok", "txn", [], meta={"transactional_id": "t"})
+    w.emit("invoke", "txn", [])
+    w.emit("fail", "txn", [])  # aborted before commit: no stamp
+    assert [e.get("meta", {}).get("commit_ns") for e in out] == [None, 3, None, None]
+    assert out[1]["meta"]["transactional_id"] == "t"
