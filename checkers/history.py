@@ -387,7 +387,7 @@ VALUE_GRAMMAR = rf"^\[(?:{_MOP}(?:, {_MOP})*)?\]$"
 # record list's key (with its ": " suffix), an integer, null (a send's unknown offset)
 _TOKEN = r'"send", "[^"]*"|"[^"]*": |-?\d+|null'
 _SEND_PREFIX = '["send", '
-_PART_BYTES = 64 << 20  # a file is read in parts of at most about this size
+_PART_BYTES = 16 << 20  # a file is read in parts of at most about this size
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
 
 

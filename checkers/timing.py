@@ -27,7 +27,7 @@ class Laps:
         self.echo = self.on
         self.records: list[dict] = []
         self._t = (time.perf_counter(), time.process_time())
-        self._f = 0
+        self._f, self._s = 0, 0.0
 
     def enable(self, echo: bool = False) -> None:
         self.on, self.echo = True, echo or bool(os.environ.get("EOSC_LAPS"))
@@ -36,7 +36,8 @@ class Laps:
 
     def reset(self) -> None:
         self._t = (time.perf_counter(), time.process_time())
-        self._f = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        self._f, self._s = ru.ru_minflt, ru.ru_stime
 
     def __call__(self, name: str) -> None:
         if not self.on:
@@ -46,13 +47,14 @@ class Laps:
         rec = {"stage": name, "wall_s": round(w - self._t[0], 3), "cpu_s": round(c - self._t[1], 3),
                "rss_gib": round(_rss_now() / 2**30, 2),
                "rss_peak_gib": round(ru.ru_maxrss / 2**20, 2),
-               "page_faults": ru.ru_minflt - self._f}
+               "page_faults": ru.ru_minflt - self._f,
+               "sys_s": round(ru.ru_stime - self._s, 3)}
         self.records.append(rec)
         if self.echo:
             print(f"  {name:34s} wall {rec['wall_s']:6.2f}  cpu {rec['cpu_s']:6.2f}  "
-                  f"rss {rec['rss_gib']:.2f} peak {rec['rss_peak_gib']:.2f} GiB  faults {rec['page_faults']}", file=sys.stderr, flush=True)
+                  f"rss {rec['rss_gib']:.2f} peak {rec['rss_peak_gib']:.2f} GiB  faults {rec['page_faults']} sys {rec['sys_s']:.2f}", file=sys.stderr, flush=True)
         self._t = (w, c)
-        self._f = ru.ru_minflt
+        self._f, self._s = ru.ru_minflt, ru.ru_stime
 
 
 laps = Laps()
