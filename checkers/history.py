@@ -31,19 +31,24 @@ send/poll/txn (``assign``, ``subscribe``, ``init``, unknown ``f``s): they are fe
 
 How a file is read (the fast path; see docs/checkers.md "The loader"):
 
+0. The file is read in parts of at most 16 MB cut at line ends, each parsed, classified and
+   tokenized on a worker thread (one per core; polars and numpy release the GIL), so its
+   bytes and JSON texts are never all in memory at once.
 1. polars parses the JSON Lines natively (``pl.read_ndjson`` with a fixed schema: the
    top-level fields typed, ``meta`` as a struct of the three fields the checkers use,
-   ``value`` and ``error`` re-serialised by polars as canonical JSON text). A file with
-   garbled lines fails as a whole; it is then bisected by line ranges down to the lines
-   polars rejects, which are tried once more with orjson and otherwise counted as garbled.
+   ``value`` and ``error`` re-serialised by polars as canonical JSON text). A part with
+   garbled lines fails as a whole; it is then bisected by line ranges down to blocks of
+   _BISECT_MIN lines, read line by line with orjson (failures are garbled lines).
 2. A line is *regular* when its fields have the expected types, its ``f`` is send/poll/txn,
    its ``value`` matches the micro-op grammar exactly (a regular expression over the
    canonical text; integers of at most 18 digits) and the raw line holds no backslash (so
    no string needs unescaping). Every other line (nemesis events, assign/init/..., anything
    odd) is parsed again with orjson and goes through the exact per-event code below, the
    same code that reads a list of event dicts.
-3. Regular values are cut into tokens by one ``str.extract_all`` (a send's key, a poll's
-   key, integers, ``null``) and numpy turns the token stream into micro-op rows.
+3. Regular completion values are cut into tokens by one ``str.extract_all`` (a send's key,
+   a poll's key, integers, ``null``) and numpy turns the token stream into micro-op rows.
+   Invoke values are not tokenized: the few invokes whose sends their completion does not
+   list are read again from the file.
 4. Invokes are paired with completions by sorting events by (process, position) and
    comparing each with its neighbour: no Python loop over events.
 """
