@@ -6,7 +6,7 @@ import polars as pl
 
 from .history import History
 from .log import describe_op, log_slice
-from .polls import read_steps
+from .polls import read_steps, step_example
 
 
 def poll_skip_cases(h: History) -> list[dict]:
@@ -32,13 +32,7 @@ def poll_skip_cases(h: History) -> list[dict]:
         where = ("in the same poll" if row["internal"]
                  else f"in its previous read, {describe_op(h, row['prev_op'])}")
         out.append({
-            "anomaly": name,
-            "key": key,
-            "process": row["process"],
-            "op": h.op_ref(row["op"]),
-            "prev_op": h.op_ref(row["prev_op"]),
-            "from": {"offset": row["prev_offset"], "pos": row["prev_pos"], "value": row["prev_value"]},
-            "to": {"offset": row["offset"], "pos": row["pos"], "value": row["value"]},
+            **step_example(h, row, name),
             "skipped": skipped,
             "skipped_count": n,
             "explanation": (

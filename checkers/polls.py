@@ -99,3 +99,17 @@ def read_steps(h: History) -> pl.DataFrame:
             "internal": ix.r_op[cur] == ix.r_op[prev],
         }, schema=STEP_SCHEMA)
     return h.cached("read_steps", build)
+
+
+def step_example(h: History, row: dict, name: str) -> dict:
+    """The data part of an example about one read step (a row of ``read_steps``): the
+    anomaly, key, process, the two ops and both ends of the step."""
+    return {
+        "anomaly": name,
+        "key": h.keys[row["key"]],
+        "process": row["process"],
+        "op": h.op_ref(row["op"]),
+        "prev_op": h.op_ref(row["prev_op"]),
+        "from": {"offset": row["prev_offset"], "pos": row["prev_pos"], "value": row["prev_value"]},
+        "to": {"offset": row["offset"], "pos": row["pos"], "value": row["value"]},
+    }
