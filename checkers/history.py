@@ -18,7 +18,8 @@ Columnar layout (polars):
     f (categorical), type ("ok" | "fail" | "info"), invoke_time / complete_time (i64 ns since
     run start; complete_time null if none), transactional_id (str|null), group_id
     (str|null), final (bool: meta.final on invoke or completion), error (str|null: error
-    name).
+    name), commit_time (i64 ns|null: the completion's ``meta.commit_ns``, when the client
+    asked to commit; a zombie paused inside the commit completes long after it).
 
 ``History.mops`` - one row per micro-op, ordered by (op, seq):
     op (u32), seq (u32, order inside the op; a poll's records keep the consumer's order),
@@ -35,7 +36,7 @@ How a file is read (the fast path; see docs/checkers.md "The loader"):
    tokenized on a worker thread (one per core; polars and numpy release the GIL), so its
    bytes and JSON texts are never all in memory at once.
 1. polars parses the JSON Lines natively (``pl.read_ndjson`` with a fixed schema: the
-   top-level fields typed, ``meta`` as a struct of the three fields the checkers use,
+   top-level fields typed, ``meta`` as a struct of the four fields the checkers use,
    ``value`` and ``error`` re-serialised by polars as canonical JSON text). A part with
    garbled lines fails as a whole; it is then bisected by line ranges down to blocks of
    _BISECT_MIN lines, read line by line with orjson (failures are garbled lines).
@@ -183,6 +184,7 @@ _EV_SCHEMA = {
     "pos": pl.Int64, "index": pl.Int64, "time": pl.Int64, "process": pl.Int64,
     "type": pl.String, "f": pl.String, "tid": pl.String, "gid": pl.String,
     "final": pl.Boolean, "err": pl.String, "fast": pl.Boolean, "nsend": pl.Int64,
+    "commit": pl.Int64,
 }
 
 
@@ -270,6 +272,8 @@ class _Events:
         c["tid"].append(tid if isinstance(tid, str) else None)
         c["gid"].append(gid if isinstance(gid, str) else None)
         c["final"].append(meta.get("final") is True)
+        cn = meta.get("commit_ns")
+        c["commit"].append(int(cn) if _int64(cn) and not isinstance(cn, bool) else None)
         c["err"].append(_error_name(ev.get("error")))
         c["fast"].append(False)
         c["nsend"].append(None)
@@ -472,7 +476,7 @@ _NDJSON_SCHEMA = {
     "index": pl.Int64, "time": pl.Int64, "process": pl.String, "type": pl.String,
     "f": pl.String, "value": pl.String,
     "meta": pl.Struct({"transactional_id": pl.String, "group_id": pl.String,
-                       "final": pl.Boolean}),
+                       "final": pl.Boolean, "commit_ns": pl.Int64}),
     "error": pl.String,
 }
 _BISECT_MIN = 64  # below this many lines, a failing range is read line by line
@@ -540,6 +544,7 @@ def _classify(df: pl.DataFrame, slow: pl.Series) -> tuple[pl.DataFrame, list[int
         tid=pl.col("meta").struct.field("transactional_id"),
         gid=pl.col("meta").struct.field("group_id"),
         final=pl.col("meta").struct.field("final").fill_null(False),
+        commit=pl.col("meta").struct.field("commit_ns"),
         err=pl.when(pl.col("error").str.starts_with('["'))
         .then(pl.col("error").str.extract(r'^\["([^"]*)"', 1)),
         fast=pl.lit(True),
@@ -792,8 +797,8 @@ def _pair(ev: _Events) -> pl.DataFrame:
                                   f"{f[int(nxt[r])]!r} but its invoke has {f[int(r)]!r}")
             for r in mm[:MAX_PROBLEMS]))
     I = E[col_rows(inv_rows)]
-    C = E.select("pos", "index", "time", "type", "tid", "gid", "final", "err", "fast", "nsend"
-                 ).gather(pl.Series(col_rows(np.where(has_cmp, cmp_rows, 0))).set(
+    C = E.select("pos", "index", "time", "type", "tid", "gid", "final", "err", "fast", "nsend",
+                 "commit").gather(pl.Series(col_rows(np.where(has_cmp, cmp_rows, 0))).set(
                      pl.Series(~has_cmp), None))
     sup_pos = pl.Series(np.where(superseded[inv_rows], pos[np.maximum(nxt[inv_rows], 0)], 0)
                         ).set(pl.Series(~superseded[inv_rows]), None)
@@ -811,6 +816,7 @@ def _pair(ev: _Events) -> pl.DataFrame:
         "group_id": I["gid"].fill_null(C["gid"]),
         "final": I["final"] | C["final"].fill_null(False),
         "error": C["err"],
+        "commit_time": C["commit"],
         # private, for the micro-ops
         "_inv_pos": I["pos"], "_inv_fast": I["fast"], "_inv_nsend": I["nsend"],
         "_cmp_pos": C["pos"], "_cmp_fast": C["fast"], "_cmp_nsend": C["nsend"],
@@ -1028,7 +1034,7 @@ def _assemble(ev: _Events) -> History:
         pl.col("f").cast(pl.Categorical),
         pl.col("type").cast(TYPE),
         "invoke_time", "complete_time", "transactional_id", "group_id", "final",
-        "error",
+        "error", "commit_time",
     )
     # a producer process is one instance of one transactional.id: ops that do not
     # repeat it in their meta inherit it from the process's init/earlier ops

@@ -4,7 +4,9 @@ Terms (shared/design/ANOMALIES.md):
 
 * A write *must have committed* when its op completed ``ok``, or completed ``info`` and any
   of the op's values was read by any poll (a transaction is atomic, so one read value
-  commits all of them).
+  commits all of them). In a non-transactional ``send`` op that completed ``info`` each
+  record stands alone: it must have committed when it was read or its delivery report gave
+  an offset (acknowledged by the leader, ``acks=all``).
 * A key's *log* is the order of values by offset as observed by all sends and polls. The
   *committed log* keeps the offsets read by polls and those of writes that must have
   committed, less offsets held by writes of ``fail`` ops (aborted data is never part of it).
@@ -256,7 +258,11 @@ def _index(h: History) -> Index:
                                   how="left", maintain_order="left")["_h"].fill_null(False).to_numpy()
     op_read = np.zeros(n_ops, bool)
     op_read[w_op[read]] = True
-    committed = (w_type == OK) | ((w_type == INFO) & op_read[w_op])
+    # a transaction is atomic: one read value commits all of the op's; the records of a
+    # non-transactional send op are independent: each must have committed when it was read
+    # or acknowledged (its delivery report gave an offset)
+    is_send = (h.ops["f"].cast(pl.String) == "send").to_numpy()[w_op]
+    committed = (w_type == OK) | ((w_type == INFO) & np.where(is_send, read | ws, op_read[w_op]))
     ix.w_committed = committed
     # the committed log
     aborted = np.zeros(S, bool)

@@ -122,6 +122,8 @@ class _Sim:
             if outcome is None:
                 outcome = "fail" if self.rnd.random() < self.abort_rate else "ok"
             self.resolve(p, outcome == "ok")
+            if outcome == "ok":  # as the txn-producer does: when commit was asked for
+                meta = {**meta, "commit_ns": self.time + 1}
             self.event(p.process, outcome, "txn", value, meta)
         p.txn, p.inflight = None, False
 

@@ -32,6 +32,12 @@ def _end_times(h: History) -> dict[int, int]:
     return {p: (t if dead else end) for p, t, dead in last.iter_rows()}
 
 
+def _ending(row: dict) -> str:
+    if row["revoke_t"] is not None and (row["next_t"] is None or row["revoke_t"] < row["next_t"]):
+        return ", until a rebalance took the key away"
+    return " and never read it" if row["next_t"] is None else ""
+
+
 def stalled_lso_cases(h: History, bound_s: float | None = None) -> list[dict]:
     """stalled-lso: a read_committed consumer cannot advance on a key for longer than the
     scenario's bound (``meta["stalled_lso_bound_s"]``) while the key has records: a hanging
@@ -42,7 +48,9 @@ def stalled_lso_cases(h: History, bound_s: float | None = None) -> list[dict]:
     position -1 when assigned from the beginning), the wait is the time until its next read
     of the key, minus the time position p+1 became available (its writer's ok completion or
     anyone's first read of it). A consumer that never read p+1 waits until it crashed or the
-    history ended. One case per (consumer, key): the longest wait over the bound.
+    history ended, or until an ``assign`` op gave it an assignment without the key (a
+    rebalance moved the key to another member, whose reads then count). One case per
+    (consumer, key): the longest wait over the bound.
 
     Example: {"anomaly": "stalled-lso", "key", "process", "stuck_at": {"pos", "offset"},
     "next": {"pos", "value", "available_ns"}, "stalled_ms", "explanation"}.
@@ -51,7 +59,7 @@ def stalled_lso_cases(h: History, bound_s: float | None = None) -> list[dict]:
         return []
     r = reads_with_pos(h).filter(pl.col("pos").is_not_null()).select(
         "process", "key", "op", "pos", t="complete_time")
-    starts = []
+    starts, revokes = [], []
     for op, ex in h.extras.items():
         row = h.ops.row(op, named=True)
         if row["f"] != "assign" or row["type"] != "ok" or not isinstance(ex.get("value"), list):
@@ -60,6 +68,9 @@ def stalled_lso_cases(h: History, bound_s: float | None = None) -> list[dict]:
         for k in ex["value"]:
             if k in h.keys and meta.get("from") == "beginning":
                 starts.append((row["process"], h.keys.index(k), op, -1, row["complete_time"]))
+        # An assign op carries the whole new assignment: every other key is revoked here.
+        revokes += [(row["process"], i, row["invoke_time"])
+                    for i, k in enumerate(h.keys) if k not in ex["value"]]
     if starts:
         r = pl.concat([r, pl.DataFrame(starts, schema=r.schema, orient="row")])
     if r.is_empty():
@@ -72,7 +83,19 @@ def stalled_lso_cases(h: History, bound_s: float | None = None) -> list[dict]:
         .with_columns(npos=pl.col("pos") + 1)
         .join(av.rename({"pos": "npos"}), on=["key", "npos"], how="inner")
         .with_columns(end=pl.col("process").replace_strict(ends, default=None, return_dtype=pl.Int64))
-        .with_columns(wait=pl.coalesce("next_t", "end") - pl.max_horizontal("t", "avail"))
+    )
+    if revokes:
+        rv = pl.DataFrame(revokes, schema={"process": r.schema["process"], "key": r.schema["key"],
+                                           "revoke_t": pl.Int64}, orient="row").sort("revoke_t")
+        steps = (steps.sort("t")
+                 .join_asof(rv, left_on="t", right_on="revoke_t", by=["process", "key"],
+                            strategy="forward", check_sortedness=False)
+                 .with_columns(end=pl.min_horizontal("end", "revoke_t")))
+    else:
+        steps = steps.with_columns(revoke_t=pl.lit(None, pl.Int64))
+    steps = (
+        steps
+        .with_columns(wait=pl.min_horizontal("next_t", "end") - pl.max_horizontal("t", "avail"))
         .filter(pl.col("wait") > int(bound_s * 1e9))
         .sort("wait", descending=True)
         .group_by("process", "key", maintain_order=True).first()
@@ -97,7 +120,7 @@ def stalled_lso_cases(h: History, bound_s: float | None = None) -> list[dict]:
             "explanation": (
                 f"process {row['process']} did not read position {row['npos']} of key {key} "
                 f"(value {nval}, offset {noff}) for {ms:.0f} ms after it was committed "
-                f"(bound {bound_s} s)" + (" and never read it" if row["next_t"] is None else "")
+                f"(bound {bound_s} s)" + _ending(row)
             ),
         })
     return out

@@ -9,15 +9,23 @@ from .log import describe_op, write_pos, writes
 
 
 def _instances(h: History) -> pl.DataFrame:
-    """Instances of each transactional.id: (transactional_id, process, first op)."""
-    return h.cached("tid_instances", lambda h: h.ops.filter(
-        pl.col("transactional_id").is_not_null()).group_by(
-        "transactional_id", "process").agg(first=pl.col("op").min()))
+    """Instances of each transactional.id: (transactional_id, process, first), ``first``
+    ordering them: when the instance's first ``init`` completed ok (ns), else when its first
+    op was invoked. Producer epochs follow the order in which InitProducerId completed
+    (KIP-98), not the order the processes started: an instance paused inside init may
+    register after its replacement did, and then fences it."""
+    def build(h: History) -> pl.DataFrame:
+        ops = h.ops.filter(pl.col("transactional_id").is_not_null())
+        ok_init = (pl.col("f") == "init") & (pl.col("type") == "ok")
+        return ops.group_by("transactional_id", "process").agg(
+            first=pl.coalesce(pl.col("complete_time").filter(ok_init).min(),
+                              pl.col("invoke_time").min()))
+    return h.cached("tid_instances", build)
 
 
 def _fences(h: History) -> pl.DataFrame:
     """Per (transactional_id, process p): the earliest time an instance newer than p
-    completed ``init`` ok, and that init op. Instances are ordered by their first op."""
+    completed ``init`` ok, and that init op. Instances are ordered as in ``_instances``."""
     ops = h.ops.filter(pl.col("transactional_id").is_not_null())
     inst = _instances(h)
     inits = (
@@ -65,13 +73,18 @@ def zombie_write_cases(h: History) -> list[dict]:
     instance, a value that an older instance of that id sent becomes visible, or the older
     instance's commit completes ok (KIP-98 zombie fencing by producer epoch).
 
-    Instances of an id are its processes, ordered by their first op. Evidence, per op X of
+    Instances of an id are its processes, ordered by when their ``init`` completed ok
+    (else their first op). Evidence, per op X of
     an older instance, against the earliest ok init of a newer instance (the *fence*):
 
     * ``write-after-fence``: X was invoked after the fence and completed ok or had a value
       read;
-    * ``commit-after-fence``: X was invoked before the fence and completed ok after it
-      (the old epoch's transaction should have been aborted by the fence);
+    * ``commit-after-fence``: X was invoked before the fence and its commit was asked for
+      after it (``meta.commit_ns``; without it, X's ok completion), yet completed ok: the
+      fence should have aborted the old epoch's open transaction. A commit asked for before
+      the fence may complete ok afterwards: its EndTxn reached the coordinator first, and
+      the newer init waited for it (CONCURRENT_TRANSACTIONS), e.g. a zombie paused inside
+      ``commit_transaction``;
     * ``visible-after-newer``: a value of X was read at a position of a key's committed
       log after a value the newer instance wrote.
 
@@ -97,8 +110,9 @@ def zombie_write_cases(h: History) -> list[dict]:
     opsx = opsx.join(read_ops, on="op", how="left").with_columns(pl.col("any_read").fill_null(False))
     after = opsx.filter((pl.col("invoke_time") > pl.col("fence_time"))
                         & ((pl.col("type") == "ok") | pl.col("any_read")))
+    # when the commit was asked for (meta.commit_ns), if the client says; else its completion
     commit = opsx.filter((pl.col("invoke_time") <= pl.col("fence_time")) & (pl.col("type") == "ok")
-                         & (pl.col("complete_time") > pl.col("fence_time")))
+                         & (pl.coalesce("commit_time", "complete_time") > pl.col("fence_time")))
     # visible-after-newer: an old value read above the newer instance's first position
     inst = _instances(h)
     # newer instances: all but the first of each id; per (id, key), in instance order, the
@@ -158,7 +172,8 @@ def zombie_write_cases(h: History) -> list[dict]:
         what = {
             "write-after-fence": "was invoked after the fence and "
                                  + ("committed" if ref["type"] == "ok" else "had a value read"),
-            "commit-after-fence": "began before the fence but its commit completed ok after it",
+            "commit-after-fence": "began before the fence but asked to commit after it, and "
+                                  "the commit completed ok",
             "visible-after-newer": "has a value read above a value of the newer instance",
         }[ev]
         out.append({

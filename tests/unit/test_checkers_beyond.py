@@ -2,6 +2,7 @@
 zombie-write, pipeline, sink, liveness. Empty, minimal positive, near miss for each."""
 
 import pytest
+import polars as pl
 
 from checkers import (
     check,
@@ -16,7 +17,7 @@ from checkers import (
     unavailable_cases,
     zombie_write_cases,
 )
-from checkers.build import HistoryBuilder
+from checkers.build import MS, HistoryBuilder
 
 
 def H(b):
@@ -179,17 +180,30 @@ def test_fully_invisible_aborted_txn_is_not_torn():
 
 
 # -- zombie-write --------------------------------------------------------------------
-def _zombie(old_outcome: str) -> HistoryBuilder:
+def _zombie(old_outcome: str, commit_ns: str | None = None) -> HistoryBuilder:
+    """Process 0's txn is paused; process 1 (same transactional.id) inits and commits; then
+    process 0's txn completes. ``commit_ns``: when process 0 asked to commit, "before" or
+    "after" the replacement's init completed (meta.commit_ns), or unknown."""
     b = HistoryBuilder()
     b.init(0, "eosc-txn-1")
     b.txn(0, [("x/0", 1, 0)], tid="eosc-txn-1")
     b.invoke(0, "txn", [["send", "x/0", 2]], {"transactional_id": "eosc-txn-1"})  # paused
+    asked = b.time + 1  # before the fence
+    # a commit asked for before the fence: the old record was written first, below the new
+    old_off, new_off = (2, 4) if commit_ns == "before" else (4, 2)
     b.init(1, "eosc-txn-1")  # replacement fences process 0
-    b.txn(1, [("x/0", 3, 2)], tid="eosc-txn-1")
+    b.txn(1, [("x/0", 3, new_off)], tid="eosc-txn-1")
+    if commit_ns == "after":
+        asked = b.time + 1
     err = ["_FENCED", "producer fenced"] if old_outcome != "ok" else None
-    b.complete(0, old_outcome, [["send", "x/0", [4, 2]]], error=err)
+    meta = {"transactional_id": "eosc-txn-1"}
+    if commit_ns is not None:
+        meta["commit_ns"] = asked
+    b.complete(0, old_outcome, [["send", "x/0", [old_off, 2]]], meta=meta, error=err,
+               time=b.time + 2 * MS)
     b.assign(2, ["x/0"])
-    b.poll(2, {"x/0": [(0, 1), (2, 3)] + ([(4, 2)] if old_outcome == "ok" else [])}, final=True)
+    read = [(0, 1), (new_off, 3)] + ([(old_off, 2)] if old_outcome == "ok" else [])
+    b.poll(2, {"x/0": sorted(read)}, final=True)
     return b
 
 
@@ -200,7 +214,38 @@ def test_zombie_commit_after_fence():
     assert c["evidence"] == "commit-after-fence"
     assert c["transactional_id"] == "eosc-txn-1"
     assert c["op"]["process"] == 0 and c["fence"]["process"] == 1
-    assert "commit completed ok after it" in c["explanation"]
+    assert "asked to commit after it" in c["explanation"]
+
+
+def test_zombie_commit_asked_after_fence_is_flagged_from_file_and_list(tmp_path):
+    b = _zombie("ok", commit_ns="after")
+    for h in (H(b), load_history(b.write(tmp_path / "history.jsonl"))):
+        assert h.ops.filter(pl.col("commit_time").is_not_null()).height == 1
+        assert [c["evidence"] for c in zombie_write_cases(h)] == ["commit-after-fence"]
+
+
+def test_zombie_paused_inside_commit_asked_before_fence_is_not_a_zombie_write(tmp_path):
+    # the EndTxn reached the coordinator before the newer init, which waited for it
+    # (CONCURRENT_TRANSACTIONS): the commit is legitimate although its ok came later
+    b = _zombie("ok", commit_ns="before")
+    for h in (H(b), load_history(b.write(tmp_path / "history.jsonl"))):
+        assert zombie_write_cases(h) == []
+
+
+def test_instances_are_ordered_by_init_completion_not_process_start():
+    # process 0 is paused inside init; process 1 (its replacement) registers first; then
+    # process 0's init completes: process 0 holds the newer epoch and fences process 1
+    b = HistoryBuilder()
+    b.invoke(0, "init", None, {"transactional_id": "z"})
+    b.init(1, "z")
+    b.complete(0, "ok", None, {"transactional_id": "z"})
+    b.txn(1, [("x/0", 1, 0)], tid="z")  # the fenced replacement commits: a zombie write
+    b.txn(0, [("x/0", 2, 2)], tid="z")
+    b.assign(2, ["x/0"])
+    b.poll(2, {"x/0": [(0, 1), (2, 2)]}, final=True)
+    cs = zombie_write_cases(H(b))
+    assert [(c["evidence"], c["op"]["process"], c["fence"]["process"]) for c in cs] == [
+        ("write-after-fence", 1, 0)]
 
 
 def test_fenced_zombie_is_not_a_zombie_write():
@@ -318,3 +363,25 @@ def test_unavailable_window():
     assert cs[0]["seconds"] == pytest.approx(9.0)  # ok at 2 s, next ok at 11 s
     assert len(cs[0]["nemesis"]) == 5
     assert unavailable_cases(h, bound_s=9.5) == []
+
+
+def test_stalled_lso_ends_when_a_rebalance_takes_the_key_away():
+    # a processor reads x/0 once, then a rebalance moves x/0 to another member (an assign op
+    # without it); its silence on x/0 afterwards is not a stall. Without the rebalance it is.
+    def run(rebalance: bool):
+        b = HistoryBuilder(step_ns=1_000_000_000)
+        b.txn(0, [("x/0", 1, 0)], tid="t")
+        b.assign(1, ["x/0", "x/1"])
+        b.poll(1, {"x/0": [(0, 1)]})
+        if rebalance:
+            b.assign(1, ["x/1"], start={"via": "rebalance"})
+        b.txn(0, [("x/0", 2, 2)], tid="t")
+        for _ in range(10):
+            b.nemesis("noop")
+        b.assign(3, ["x/0"])
+        b.poll(3, {"x/0": [(0, 1), (2, 2)]}, final=True)
+        return stalled_lso_cases(H(b), bound_s=5.0)
+    assert run(rebalance=True) == []
+    cs = run(rebalance=False)
+    assert [(c["process"], c["key"]) for c in cs] == [(1, "x/0")]
+    assert "never read it" in cs[0]["explanation"]

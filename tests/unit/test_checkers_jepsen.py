@@ -145,6 +145,38 @@ def test_info_write_never_read_is_neither_lost_nor_unseen():
     assert poll_skip_cases(h) == []
 
 
+def test_info_send_records_stand_alone():
+    # a non-transactional send op with an unknown outcome: value 1 was read, value 2 (no
+    # delivery report) never was; unlike a transaction, reading 1 does not commit 2
+    b = HistoryBuilder()
+    b.send(0, [("t/0", 1, None), ("t/0", 2, None)], "info")
+    b.send(0, [("t/0", 3, 5)])
+    b.assign(1, ["t/0"])
+    b.poll(1, {"t/0": [(0, 1), (5, 3)]}, final=True)
+    h = H(b)
+    assert unseen_cases(h) == [] and lost_write_cases(h) == []
+    # the same records in a transaction: 2 must have committed, so it is unseen
+    b = HistoryBuilder()
+    b.txn(0, [("t/0", 1, None), ("t/0", 2, None)], "info", tid="x")
+    b.txn(0, [("t/0", 3, 5)], tid="x")
+    b.assign(1, ["t/0"])
+    b.poll(1, {"t/0": [(0, 1), (5, 3)]}, final=True)
+    assert [c["value"] for c in unseen_cases(H(b))] == [2]
+
+
+def test_acknowledged_record_of_an_info_send_must_have_committed():
+    # value 2's delivery report gave offset 1 (acked) though the op ended info (another
+    # record timed out): an acknowledged record is durable, so missing it is a lost write
+    b = HistoryBuilder()
+    b.send(0, [("t/0", 1, 0)])
+    b.send(0, [("t/0", 2, 1), ("t/1", 9, None)], "info")
+    b.send(0, [("t/0", 3, 2)])
+    b.assign(1, ["t/0", "t/1"])
+    b.poll(1, {"t/0": [(0, 1), (2, 3)]}, final=True)
+    cs = lost_write_cases(H(b))
+    assert [(c["value"], c["offset"]) for c in cs] == [(2, 1)]
+
+
 # -- unseen --------------------------------------------------------------------------
 def test_unseen_committed_write_after_final_drain():
     b = HistoryBuilder()

@@ -72,8 +72,10 @@ def _mangle(events, rnd):
             e["type"] = rnd.choice(["weird", None, 5])
         elif r < 0.40:
             e.pop("index")
-        elif r < 0.46:
+        elif r < 0.43:
             e["meta"] = {"transactional_id": 'x"y', "final": True}
+        elif r < 0.46:
+            e["meta"] = {**(e.get("meta") or {}), "commit_ns": rnd.choice([7, "7", True, 2.5, None])}
         elif r < 0.52:
             e["error"] = ["_FENCED", 'fenced "epoch" \\ 7']
         elif r < 0.56:
