@@ -172,8 +172,11 @@ def zombie_write_cases(h: History) -> list[dict]:
         what = {
             "write-after-fence": "was invoked after the fence and "
                                  + ("committed" if ref["type"] == "ok" else "had a value read"),
-            "commit-after-fence": "began before the fence but asked to commit after it, and "
-                                  "the commit completed ok",
+            "commit-after-fence": (
+                "began before the fence but asked to commit after it, and the commit completed ok"
+                if h.ops["commit_time"][op] is not None else
+                "began before the fence but its commit completed ok after it (the history does "
+                "not say when it asked to commit: no meta.commit_ns)"),
             "visible-after-newer": "has a value read above a value of the newer instance",
         }[ev]
         out.append({
