@@ -308,7 +308,7 @@ def _shortest_cycle(n_ops: int, edges: pl.DataFrame, need: int | None):
 def _steps(h: History, g: dict, cyc: list) -> list[dict]:
     """Collapse time-node runs and explain each op-to-op edge."""
     n = g["n_ops"]
-    steps, i = [], 0
+    steps = []
     # rotate so the cycle starts at an op
     while cyc[0][0] >= n:
         cyc = cyc[1:] + cyc[:1]

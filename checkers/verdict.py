@@ -22,8 +22,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-import polars as pl
-
 from .history import History, as_history
 from .log import final_keys, index, log
 from .timing import laps

@@ -15,7 +15,7 @@ falls back to a default. Example (scenarios/smoke.yaml)::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -120,21 +120,34 @@ class Scenario(Strict):
         return self
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario file. Raises ScenarioError saying what to fix."""
+def read_yaml_mapping(path: str | Path, what: str, error: type[Exception]) -> tuple[Path, Any]:
+    """(path, parsed YAML) of a ``what`` file ("scenario", "suite"). Raises ``error`` when the
+    file is missing or not valid YAML."""
     p = Path(path)
     if not p.is_file():
-        raise ScenarioError(f"scenario file {p} does not exist")
+        raise error(f"{what} file {p} does not exist")
     try:
-        data = yaml.safe_load(p.read_text())
+        return p, yaml.safe_load(p.read_text())
     except yaml.YAMLError as exc:
-        raise ScenarioError(f"{p} is not valid YAML: {exc}") from exc
+        raise error(f"{p} is not valid YAML: {exc}") from exc
+
+
+def validate_model(model: type[BaseModel], data: dict, p: Path, what: str,
+                   error: type[Exception]):
+    """``model.model_validate(data)``; a ValidationError becomes ``error`` listing each bad
+    field by its dotted path."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        lines = [f"  {'.'.join(str(x) for x in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors()]
+        raise error(f"{p} is not a valid {what}:\n" + "\n".join(lines)) from exc
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file. Raises ScenarioError saying what to fix."""
+    p, data = read_yaml_mapping(path, "scenario", ScenarioError)
     if not isinstance(data, dict):
         raise ScenarioError(f"{p} must be a YAML mapping with at least a `name`")
     if "suite" in data:
         raise ScenarioError(f"{p} is a suite, not a scenario: run it with `eos-chaos suite {p}`")
-    try:
-        return Scenario.model_validate(data)
-    except ValidationError as exc:
-        lines = [f"  {'.'.join(str(x) for x in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors()]
-        raise ScenarioError(f"{p} is not a valid scenario:\n" + "\n".join(lines)) from exc
+    return validate_model(Scenario, data, p, "scenario", ScenarioError)

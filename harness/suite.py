@@ -47,10 +47,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import yaml
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 
 from harness.artifacts import DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION
-from harness.scenario import Scenario, ScenarioError, load_scenario
+from harness.scenario import (Scenario, ScenarioError, load_scenario, read_yaml_mapping,
+                              validate_model)
 from harness.workloads.base import Strict
 
 #: statuses of a cell. The first three are verdicts (``valid`` True / False / "unknown").
@@ -113,21 +114,11 @@ def is_suite_file(path: str | Path) -> bool:
 
 def load_suite(path: str | Path) -> Suite:
     """Read and validate a suite file. Raises SuiteError saying what to fix."""
-    p = Path(path)
-    if not p.is_file():
-        raise SuiteError(f"suite file {p} does not exist")
-    try:
-        data = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as exc:
-        raise SuiteError(f"{p} is not valid YAML: {exc}") from exc
+    p, data = read_yaml_mapping(path, "suite", SuiteError)
     if not isinstance(data, dict) or "suite" not in data:
         raise SuiteError(f"{p} is not a suite file (no top-level `suite:` key); "
                          "to run one scenario use `eos-chaos run`")
-    try:
-        return Suite.model_validate(data)
-    except ValidationError as exc:
-        lines = [f"  {'.'.join(str(x) for x in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors()]
-        raise SuiteError(f"{p} is not a valid suite:\n" + "\n".join(lines)) from exc
+    return validate_model(Suite, data, p, "suite", SuiteError)
 
 
 # ---------------------------------------------------------------- the matrix

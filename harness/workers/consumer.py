@@ -16,7 +16,6 @@ its ops ``meta.final``, and reports per-key positions in a ``drained`` control m
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
