@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from nemesis import grudge as g
 from nemesis.core import NemesisContext, Op
-from nemesis.targets import resolve_role
+from nemesis.targets import resolve_target
 
 CHAIN = "EOSC"
 
@@ -109,19 +109,11 @@ class PartitionNemesis:
     def _grudge(self, value: dict) -> tuple[g.Grudge, int | None]:
         if "grudge" in value:
             return g.from_json(value["grudge"]), None
-        node = self._resolve(value)
+        node = resolve_target(self.ctx.admin, value)
         nodes = [h for h in self.network.hosts if h != self.network.client.name]
         grudge = g.make_grudge(value["kind"], nodes, random.Random(0), node=f"n{node}",
                                client=self.network.client.name)
         return grudge, node
-
-    def _resolve(self, target: dict) -> int:
-        if self.ctx.admin is None:
-            raise RuntimeError(f"role target {target} needs the admin API")
-        topics = ["__transaction_state"] if target["role"] == "coordinator" else None
-        if target["role"] == "leader":
-            topics = [target["key"].rsplit("/", 1)[0]]
-        return resolve_role(target, self.ctx.admin.request("describe", timeout=5, topics=topics))
 
     def _partition(self, value: dict) -> dict:
         grudge, node = self._grudge(value)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from nemesis.core import NemesisContext, Op
-from nemesis.targets import resolve_role
+from nemesis.targets import resolve_target
 
 #: type -> {our parameter: (toxiproxy attribute, default)}
 TOXICS: dict[str, dict[str, tuple[str, int]]] = {
@@ -165,14 +165,7 @@ class ToxicNemesis:
     def _nodes(self, target: dict) -> list[int]:
         if target.get("nodes") == "all":
             return list(self.links.node_ids)
-        if "node" in target:
-            return [int(target["node"])]
-        if self.ctx.admin is None:
-            raise RuntimeError(f"role target {target} needs the admin API")
-        topics = ["__transaction_state"] if target["role"] == "coordinator" else None
-        if target["role"] == "leader":
-            topics = [target["key"].rsplit("/", 1)[0]]
-        return [resolve_role(target, self.ctx.admin.request("describe", timeout=5, topics=topics))]
+        return [resolve_target(self.ctx.admin, target)]
 
     def invoke(self, op: Op) -> Op:
         value = op["value"]
