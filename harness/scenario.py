@@ -63,6 +63,7 @@ class FaultSpec(BaseModel):
             raise ValueError("target coordinator needs transactional_id")
         if self.target == "leader" and not self.key:
             raise ValueError("target leader needs key (topic/partition)")
+        FAULTS[self.fault].validate(self.as_dict())
         return self
 
     def as_dict(self) -> dict:

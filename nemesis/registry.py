@@ -16,7 +16,8 @@ from nemesis.partition import PartitionNemesis, choose_partition
 from nemesis.process import KillNemesis, PauseNemesis
 from nemesis.targets import choose_client, choose_node
 from nemesis.zombie import ZombieNemesis
-from nemesis.toxiproxy import ToxicNemesis, choose_toxic_target
+from nemesis.grudge import GRUDGE_KINDS
+from nemesis.toxiproxy import ToxicNemesis, choose_toxic_target, toxic_plan
 
 #: (rng, fault spec as a dict, node ids, client names) -> the op value naming the target
 Chooser = Callable[[random.Random, dict[str, Any], list[int], list[str]], dict[str, Any]]
@@ -39,6 +40,29 @@ def choose_client_target(rng: random.Random, spec: dict, nodes: list[int], clien
     return {"client": choose_client(rng, clients, spec.get("clients") or ["*"])}
 
 
+def no_params(name: str, params: dict[str, Any]) -> None:
+    """Parameter check of a fault kind that takes none beyond SPEC_KEYS."""
+    if params:
+        raise ValueError(f"fault {name} takes only {sorted(SPEC_KEYS - {'fault'})}; "
+                         f"unknown: {sorted(params)}")
+
+
+def partition_params(name: str, params: dict[str, Any]) -> None:
+    """``grudge``: one of nemesis.grudge.GRUDGE_KINDS."""
+    extra = sorted(set(params) - {"grudge"})
+    if extra:
+        raise ValueError(f"fault partition takes grudge (and {sorted(SPEC_KEYS - {'fault'})}); "
+                         f"unknown: {extra}")
+    kind = params.get("grudge", "isolate-one")
+    if kind not in GRUDGE_KINDS:
+        raise ValueError(f"unknown grudge {kind!r}; known: {list(GRUDGE_KINDS)}")
+
+
+def toxic_params(name: str, params: dict[str, Any]) -> None:
+    """The toxic's type and attributes, as nemesis.toxiproxy.toxic_plan reads them."""
+    toxic_plan(params)
+
+
 @dataclass(frozen=True)
 class FaultKind:
     name: str
@@ -49,6 +73,13 @@ class FaultKind:
     #: what the runner must put in NemesisContext.extra for this kind: "network" (the
     #: TestNetwork), "toxiproxy" (client links through toxiproxy, harness.toxiproxy)
     needs: tuple[str, ...] = ()
+    #: (kind name, the spec's own parameters: every key but SPEC_KEYS) -> None; raises
+    #: ValueError saying what is wrong, so that a scenario fails when it is loaded
+    check_params: Callable[[str, dict[str, Any]], None] = no_params
+
+    def validate(self, spec: dict[str, Any]) -> None:
+        """Check a scenario's fault spec against this kind's parameters (ValueError)."""
+        self.check_params(self.name, {k: v for k, v in spec.items() if k not in SPEC_KEYS})
 
 
 FAULTS: dict[str, FaultKind] = {}
@@ -66,8 +97,10 @@ for _kind in (
     # issue 4 part 8: pause a transactional client, start a replacement with its id (nemesis.zombie)
     FaultKind("zombie", "zombie", "resume-zombie", ZombieNemesis, choose_client_target),
     # issue 4: partitions (iptables in the namespaces) and client-link toxics (toxiproxy)
-    FaultKind("partition", "partition", "heal-partition", PartitionNemesis, choose_partition, ("network",)),
-    FaultKind("toxic", "toxic", "untoxic", ToxicNemesis, choose_toxic_target, ("toxiproxy",)),
+    FaultKind("partition", "partition", "heal-partition", PartitionNemesis, choose_partition, ("network",),
+              partition_params),
+    FaultKind("toxic", "toxic", "untoxic", ToxicNemesis, choose_toxic_target, ("toxiproxy",),
+              toxic_params),
 ):
     register(_kind)
 

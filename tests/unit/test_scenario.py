@@ -26,6 +26,28 @@ def test_typo_and_bad_values_are_named(tmp_path):
     assert "workload.txn-queue.abort_probability" in msg and "workload.txn-queue.producer" in msg
 
 
+def test_fault_parameters_are_checked_when_the_scenario_loads(tmp_path):
+    # a typo in a fault's own parameters fails at load, before any cluster starts
+    p = tmp_path / "s.yaml"
+    p.write_text("""name: x
+nemesis:
+  faults:
+    - {fault: toxic, type: latncy}
+    - {fault: toxic, type: latency, latncy_ms: 600}
+    - {fault: partition, grudge: halfs}
+    - {fault: kill, hold_s: 3}
+    - {fault: toxic, type: timeout, timeout_ms: 0}
+""")
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(p)
+    msg = str(e.value)
+    assert "nemesis.faults.0" in msg and "'latncy'" in msg
+    assert "nemesis.faults.1" in msg and "['latncy_ms']" in msg
+    assert "nemesis.faults.2" in msg and "unknown grudge 'halfs'" in msg
+    assert "nemesis.faults.3" in msg and "fault kill takes only" in msg and "['hold_s']" in msg
+    assert "nemesis.faults.4" not in msg
+
+
 def test_missing_and_non_yaml_files(tmp_path):
     with pytest.raises(ScenarioError, match="does not exist"):
         load_scenario(tmp_path / "nope.yaml")
