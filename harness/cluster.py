@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import os
-import shutil
 import signal
 import subprocess
 import uuid
@@ -285,11 +284,6 @@ class Cluster:
                 node.start()
                 done.append(f"started n{i}")
         return done
-
-    def discard_data(self) -> None:
-        """Delete the nodes' log dirs (a run keeps configs and logs, not megabytes of segments)."""
-        for node in self.nodes.values():
-            shutil.rmtree(node.workdir / "data", ignore_errors=True)
 
     def shutdown(self) -> list[str]:
         """Stop every node (SIGKILL: the data is thrown away anyway); return problems."""

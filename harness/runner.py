@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import threading
 import time
 from dataclasses import dataclass, field
@@ -126,11 +127,24 @@ def run_scenario(scn: Scenario, results_root: Path, *, source: str | None = None
     progress = progress or Progress()
     scn, run_dir = prepare_run_dir(scn, results_root, source)
     progress.phase = "waiting"
-    with cluster_lock():
-        meta, problems = _execute(scn, run_dir, progress, stop or threading.Event())
+    try:
+        with cluster_lock():
+            meta, problems = _execute(scn, run_dir, progress, stop or threading.Event())
+    except BaseException:
+        discard_node_data(run_dir)
+        raise
     progress.phase = "check"
     verdict = checkers.check(run_dir / "history.jsonl", meta=meta, allowed=scn.expected)
     (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=1, default=str))
+    if verdict["valid"] is True:
+        discard_node_data(run_dir)
+    else:
+        kept = sorted(run_dir.glob("nodes/n*/data"))
+        if kept:
+            mib = sum(f.stat().st_size for d in kept for f in d.rglob("*") if f.is_file()) / 2**20
+            problems.append(f"run not valid: the brokers' log dirs are kept for inspection "
+                            f"({mib:.0f} MiB in {run_dir / 'nodes'}/n*/data; read segments with "
+                            "kafka-dump-log.sh --files ... --print-data-log; delete when done)")
     progress.phase = "report"
     report = None
     try:
@@ -141,6 +155,13 @@ def run_scenario(scn: Scenario, results_root: Path, *, source: str | None = None
         problems.append(f"report could not be rendered: {type(exc).__name__}: {exc}")
     progress.phase = "done"
     return RunResult(run_dir, verdict, report, problems)
+
+
+def discard_node_data(run_dir: Path) -> None:
+    """Delete the brokers' log dirs of a run (``nodes/n*/data``): a run keeps configs and
+    logs, not megabytes of segments, unless its verdict was not valid (run_scenario)."""
+    for d in run_dir.glob("nodes/n*/data"):
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.Event) -> tuple[dict, list[str]]:
@@ -279,7 +300,6 @@ def _teardown(pool, history, agent, cluster, network) -> list[str]:
         ("history", lambda: history.close() if history else None),
         ("admin agent", lambda: agent.close() if agent else None),
         ("cluster", lambda: cluster.shutdown() if cluster else []),
-        ("node data", lambda: cluster.discard_data() if cluster else None),
         ("network", network.down),
     ]
     for what, step in steps:
