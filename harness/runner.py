@@ -233,7 +233,7 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
             drained = next((c for c in drain.control if c.get("drained")), None)
             meta["drain"] = drained
             meta["final_reads_complete"] = bool(drained and drained["complete"])
-        workload.finish(run_dir, history)
+        meta.update(workload.finish(run_dir, history) or {})
         problems += pool.stop(readers, timeout=30)
         timings["heal_and_drain_s"] = round(time.monotonic() - t0, 2)
     finally:

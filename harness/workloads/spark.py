@@ -106,8 +106,6 @@ class Spark:
             self._temporary = True
         self.work.mkdir(parents=True, exist_ok=True)
         self._instances = 0
-        # filled by finish(); the runner holds these very dicts in its meta (meta() returns them)
-        self._sink_meta: dict = {}
         self._spark_meta: dict = {"sink": spec.sink, "master": spec.master, "isolation_level": spec.isolation_level,
                                   "work_dir": str(self.work)}
 
@@ -158,12 +156,12 @@ class Spark:
 
     def meta(self) -> dict:
         return {"transactional": True, "isolation_level": self.spec.isolation_level,
-                "sink": self._sink_meta, "spark": self._spark_meta}
+                "spark": dict(self._spark_meta)}
 
     # -- after the drain -----------------------------------------------------------------------
-    def finish(self, run_dir: Path, history) -> None:
-        """Append the committed batches as poll ops to ``history``, fill meta["sink"] and
-        meta["spark"], copy the query's files to ``run_dir/spark``. See the module docstring."""
+    def finish(self, run_dir: Path, history) -> dict:
+        """Append the committed batches as poll ops to ``history``, copy the query's files to
+        ``run_dir/spark``; returns meta["sink"] and meta["spark"]. See the module docstring."""
         from harness.spark import batches as sb
 
         out = Path(run_dir) / "spark"
@@ -179,18 +177,19 @@ class Spark:
         crashes = sb.crash_events(events, kills, base, meta=meta)
         for ev in sb.in_time_order(ops + crashes):
             history.append(ev)
-        self._sink_meta.update(sb.sink_meta(read, self.keys()))
+        sink = sb.sink_meta(read, self.keys())
         catchup = _json_or_none(self.work / "catchup.json")
         summary = _summary(read, ops, crashes, events, writes, catchup)
         if self.spec.sink == "parquet":
             read.problems += sb.progress_mismatches(read, events)
         summary["problems"] = read.problems[:50]
-        self._spark_meta.update(summary, process_base=base)
+        spark = dict(self._spark_meta, **summary, process_base=base)
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
         if self._temporary:
             _copy_tree(self.work, out / "work")
             _remove_when_stopped(self.work, events)
-        self._spark_meta["files"] = str(out)
+        spark["files"] = str(out)
+        return {"sink": sink, "spark": spark}
 
 
 def _history_facts(path: Path) -> tuple[dict[tuple[str, int], int], int, dict[int, int]]:

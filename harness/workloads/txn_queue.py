@@ -88,5 +88,5 @@ class TxnQueue:
     def meta(self) -> dict:
         return {"transactional": True, "isolation_level": self.spec.isolation_level}
 
-    def finish(self, run_dir: Path, history) -> None:
-        pass
+    def finish(self, run_dir: Path, history) -> dict:
+        return {}
