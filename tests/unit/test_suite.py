@@ -51,7 +51,9 @@ def test_shipped_suites_load_and_expand():
     nightly = st.load_suite(ROOT / "scenarios" / "nightly.yaml")
     cells = st.expand(nightly, ROOT / "scenarios")
     assert {c.kafka_version for c in cells} == {DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION}
-    assert "smoke" in {c.name for c in cells}
+    # every shipped scenario but the one that reproduces finding F1 (invalid by design)
+    shipped = {f.stem for f in (ROOT / "scenarios").glob("*.yaml") if not st.is_suite_file(f)}
+    assert {c.name for c in cells} == shipped - {"coordinator-inflight-abort"}
     assert st.is_suite_file(ROOT / "scenarios" / "nightly.yaml")
     assert not st.is_suite_file(ROOT / "scenarios" / "smoke.yaml")
 
