@@ -48,8 +48,9 @@ def stalled_lso_cases(h: History, bound_s: float | None = None) -> list[dict]:
     position -1 when assigned from the beginning), the wait is the time until its next read
     of the key, minus the time position p+1 became available (its writer's ok completion or
     anyone's first read of it). A consumer that never read p+1 waits until it crashed or the
-    history ended, or until an ``assign`` op gave it an assignment without the key (a
-    rebalance moved the key to another member, whose reads then count). One case per
+    history ended, or until an ``assign`` op gave it an assignment without the key, or gave
+    the key to another member of its consumer group (a rebalance moved the key, and the new
+    owner's reads count). One case per
     (consumer, key): the longest wait over the bound.
 
     Example: {"anomaly": "stalled-lso", "key", "process", "stuck_at": {"pos", "offset"},
@@ -59,7 +60,11 @@ def stalled_lso_cases(h: History, bound_s: float | None = None) -> list[dict]:
         return []
     r = reads_with_pos(h).filter(pl.col("pos").is_not_null()).select(
         "process", "key", "op", "pos", t="complete_time")
-    starts, revokes = [], []
+    starts, revokes, gains = [], [], []
+    members: dict[str, list[int]] = {}  # consumer group -> its processes
+    for gid, proc in (h.ops.filter(pl.col("group_id").is_not_null())
+                      .select("group_id", "process").unique().sort("process").iter_rows()):
+        members.setdefault(gid, []).append(proc)
     for op, ex in h.extras.items():
         row = h.ops.row(op, named=True)
         if row["f"] != "assign" or row["type"] != "ok" or not isinstance(ex.get("value"), list):
@@ -71,6 +76,12 @@ def stalled_lso_cases(h: History, bound_s: float | None = None) -> list[dict]:
         # An assign op carries the whole new assignment: every other key is revoked here.
         revokes += [(row["process"], i, row["invoke_time"])
                     for i, k in enumerate(h.keys) if k not in ex["value"]]
+        # A group member assigned a key owns it from now on: every other member lost it
+        # (a fenced or paused member, e.g. a zombie, records no assign op of its own).
+        mine = [h.keys.index(k) for k in ex["value"] if k in h.keys]
+        revokes += [(p, i, row["invoke_time"]) for p in members.get(row["group_id"], ())
+                    if p != row["process"] for i in mine]
+        gains += [(row["process"], i, row["invoke_time"]) for i in mine]
     if starts:
         r = pl.concat([r, pl.DataFrame(starts, schema=r.schema, orient="row")])
     if r.is_empty():
@@ -85,8 +96,18 @@ def stalled_lso_cases(h: History, bound_s: float | None = None) -> list[dict]:
         .with_columns(end=pl.col("process").replace_strict(ends, default=None, return_dtype=pl.Int64))
     )
     if revokes:
-        rv = pl.DataFrame(revokes, schema={"process": r.schema["process"], "key": r.schema["key"],
-                                           "revoke_t": pl.Int64}, orient="row").sort("revoke_t")
+        schema = {"process": r.schema["process"], "key": r.schema["key"], "at": pl.Int64}
+        rv = pl.DataFrame(revokes, schema=schema, orient="row").rename({"at": "revoke_t"})
+        # a read while the key belonged to another member (a zombie's, say) owes nothing:
+        # keep a step only if the process's latest assignment event for the key gave it
+        owns = pl.concat([
+            pl.DataFrame(gains, schema=schema, orient="row").with_columns(owns=pl.lit(True)),
+            rv.rename({"revoke_t": "at"}).with_columns(owns=pl.lit(False))]).sort("at", "owns")
+        steps = (steps.sort("t")
+                 .join_asof(owns, left_on="t", right_on="at", by=["process", "key"],
+                            strategy="backward", check_sortedness=False)
+                 .filter(pl.col("owns").fill_null(True)).drop("at", "owns"))
+        rv = rv.sort("revoke_t")
         steps = (steps.sort("t")
                  .join_asof(rv, left_on="t", right_on="revoke_t", by=["process", "key"],
                             strategy="forward", check_sortedness=False)

@@ -387,3 +387,31 @@ def test_stalled_lso_ends_when_a_rebalance_takes_the_key_away():
     cs = run(rebalance=False)
     assert [(c["process"], c["key"]) for c in cs] == [(1, "x/0")]
     assert "never read it" in cs[0]["explanation"]
+
+
+def test_stalled_lso_ends_when_another_group_member_is_assigned_the_key():
+    # processor 1 (group g) owns x/0 and is paused; its replacement, process 2, is assigned
+    # x/0 and reads on; the resumed zombie polls x/0 once more before it is fenced. Neither
+    # its silence after the handover nor its late read owes anything.
+    b = HistoryBuilder(step_ns=1_000_000_000)
+    g = {"via": "rebalance", "group_id": "g"}
+    b.txn(0, [("x/0", 1, 0)], tid="t")
+    b.assign(1, ["x/0"], start=g)
+    b.poll(1, {"x/0": [(0, 1)]})
+    b.assign(2, ["x/0"], start=g)
+    b.txn(0, [("x/0", 2, 2)], tid="t")
+    b.poll(2, {"x/0": [(0, 1), (2, 2)]})
+    b.poll(1, {"x/0": [(0, 1)]})  # the zombie, late
+    for _ in range(10):
+        b.nemesis("noop")
+    assert stalled_lso_cases(H(b), bound_s=5.0) == []
+    # the same without the handover: process 1 stalls
+    b = HistoryBuilder(step_ns=1_000_000_000)
+    b.txn(0, [("x/0", 1, 0)], tid="t")
+    b.assign(1, ["x/0"], start=g)
+    b.poll(1, {"x/0": [(0, 1)]})
+    b.txn(0, [("x/0", 2, 2)], tid="t")
+    for _ in range(10):
+        b.nemesis("noop")
+    b.poll(3, {"x/0": [(0, 1), (2, 2)]})
+    assert [c["process"] for c in stalled_lso_cases(H(b), bound_s=5.0)] == [1]
