@@ -3,6 +3,11 @@
 real-smoke-s1: `eos-chaos run scenarios/smoke.yaml --seed 1 --duration 25` on Kafka 4.3.1.
 real-read-uncommitted-s2: the same workload with read_uncommitted consumers and
 abort_probability 0.3 (the negative control), seed 2, 25 s.
+real-inflight-abort-s2: coordinator.yaml, seed 2, 60 s, with the txn-producer as it was before
+413be73: it aborted after a 10 s flush timeout with records still in flight (librdkafka's
+message.timeout.ms 20 s), what `inflight_abort: reuse` + `flush_timeout_s: 10` do now
+(scenarios/coordinator-inflight-abort.yaml). A broken client configuration that loses
+committed writes: finding F1, docs/scenarios.md.
 """
 import json
 from pathlib import Path
@@ -34,6 +39,19 @@ def test_real_read_uncommitted_history_shows_aborted_reads():
     assert v["anomaly_counts"]["G1a"] == 141
     ex = v["anomalies"]["G1a"][0]
     assert "aborted" in ex["explanation"] and ex["key"].startswith("t")
+
+
+def test_real_inflight_abort_history_shows_the_lost_committed_write():
+    # the negative control of lost-write, unseen, torn-transaction and poll-skip on real data
+    v = verdict("real-inflight-abort-s2")
+    assert v["valid"] is False
+    assert {"lost-write", "unseen", "torn-transaction", "poll-skip"} <= set(v["failing"])
+    lost = {(c["key"], c["value"]) for c in v["anomalies"]["lost-write"]}
+    assert lost == {("t0/0", 200000101), ("t1/3", 200000095)}
+    assert lost <= {(c["key"], c["value"]) for c in v["anomalies"]["unseen"]}
+    torn = v["anomalies"]["torn-transaction"][0]
+    assert "200000101@t0/0" in torn["explanation"] and torn["op"]["transactional_id"] == "eosc-txn-1"
+    assert not {"duplicate", "G1a", "zombie-write"} & set(v["anomaly_counts"])
 
 
 def test_a_truncated_real_history_still_gets_a_verdict(tmp_path):
