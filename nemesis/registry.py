@@ -58,6 +58,17 @@ def partition_params(name: str, params: dict[str, Any]) -> None:
         raise ValueError(f"unknown grudge {kind!r}; known: {list(GRUDGE_KINDS)}")
 
 
+def zombie_params(name: str, params: dict[str, Any]) -> None:
+    """``fresh_id`` (bool): the replacement takes a fresh transactional.id (a negative
+    control, nemesis.zombie)."""
+    extra = sorted(set(params) - {"fresh_id"})
+    if extra:
+        raise ValueError(f"fault zombie takes fresh_id (and {sorted(SPEC_KEYS - {'fault'})}); "
+                         f"unknown: {extra}")
+    if not isinstance(params.get("fresh_id", False), bool):
+        raise ValueError(f"fresh_id must be true or false, got {params['fresh_id']!r}")
+
+
 def toxic_params(name: str, params: dict[str, Any]) -> None:
     """The toxic's type and attributes, as nemesis.toxiproxy.toxic_plan reads them."""
     toxic_plan(params)
@@ -95,7 +106,8 @@ for _kind in (
     FaultKind("kill-client", "kill-client", "restart-client", ClientKillNemesis, choose_client_target),
     FaultKind("pause-client", "pause-client", "resume-client", ClientPauseNemesis, choose_client_target),
     # issue 4 part 8: pause a transactional client, start a replacement with its id (nemesis.zombie)
-    FaultKind("zombie", "zombie", "resume-zombie", ZombieNemesis, choose_client_target),
+    FaultKind("zombie", "zombie", "resume-zombie", ZombieNemesis, choose_client_target,
+              check_params=zombie_params),
     # issue 4: partitions (iptables in the namespaces) and client-link toxics (toxiproxy)
     FaultKind("partition", "partition", "heal-partition", PartitionNemesis, choose_partition, ("network",),
               partition_params),

@@ -37,6 +37,8 @@ nemesis:
     - {fault: partition, grudge: halfs}
     - {fault: kill, hold_s: 3}
     - {fault: toxic, type: timeout, timeout_ms: 0}
+    - {fault: zombie, fresh_id: yes-please}
+    - {fault: zombie, fresh_id: true}
 """)
     with pytest.raises(ScenarioError) as e:
         load_scenario(p)
@@ -46,6 +48,8 @@ nemesis:
     assert "nemesis.faults.2" in msg and "unknown grudge 'halfs'" in msg
     assert "nemesis.faults.3" in msg and "fault kill takes only" in msg and "['hold_s']" in msg
     assert "nemesis.faults.4" not in msg
+    assert "nemesis.faults.5" in msg and "fresh_id must be true or false" in msg
+    assert "nemesis.faults.6" not in msg
 
 
 def test_missing_and_non_yaml_files(tmp_path):
