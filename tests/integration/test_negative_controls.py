@@ -13,30 +13,18 @@ About 40-45 s of load each (~1.5 min with cluster start and drain).
 """
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from harness.runner import run_scenario
-from harness.scenario import FaultSpec, load_scenario
-from tests.integration.test_workloads_support import fault_steps, require_pipeline_decoding
+from tests.integration.test_workloads_support import explain as _explain
+from tests.integration.test_workloads_support import fault_steps, require_pipeline_decoding, variant
 
 pytestmark = pytest.mark.integration
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
-
 
 def _variant(name: str, seed: int, duration: float, workload: dict, faults: list[dict], **nemesis):
-    scn = load_scenario(SCENARIOS / f"{name}.yaml")
-    n = scn.nemesis.model_copy(update=dict(faults=[FaultSpec(**f) for f in faults], **nemesis))
-    return scn.model_copy(update={
-        "name": f"{scn.name}-negative", "seed": seed, "duration": duration,
-        "workload": scn.workload.model_copy(update=workload), "nemesis": n,
-    })
-
-
-def _explain(verdict: dict) -> str:
-    return json.dumps({k: v[:1] for k, v in verdict.get("anomalies", {}).items()}, indent=1)[:3000]
+    return variant(name, seed, duration, suffix="-negative", workload=workload, faults=faults, **nemesis)
 
 
 def test_idempotence_off_duplicates_under_link_faults(results_root):

@@ -15,30 +15,20 @@ from pathlib import Path
 import pytest
 
 from harness.runner import run_scenario
-from harness.scenario import load_scenario
-from tests.integration.test_workloads_support import fault_steps, require_pipeline_decoding
+from tests.integration.test_workloads_support import SCENARIOS, fault_steps, require_pipeline_decoding
+from tests.integration.test_workloads_support import explain as _explain
+from tests.integration.test_workloads_support import variant
 
 pytestmark = pytest.mark.integration
-
-SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
-
-
-def _scenario(name: str, seed: int, duration: float):
-    scn = load_scenario(SCENARIOS / f"{name}.yaml")
-    return scn.model_copy(update={"seed": seed, "duration": duration})
 
 
 def _events(run_dir: Path) -> list[dict]:
     return [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines()]
 
 
-def _explain(verdict: dict) -> str:
-    return json.dumps({k: v[:1] for k, v in verdict.get("anomalies", {}).items()}, indent=1)[:3000]
-
-
 @pytest.fixture(scope="module")
 def idempotent_run(results_root):
-    scn = _scenario("idempotent", seed=4, duration=40)
+    scn = variant("idempotent", seed=4, duration=40)
     kinds = Counter(s.f for s in fault_steps(scn))  # start ops: toxic, kill (ends: untoxic, start)
     assert kinds["toxic"] >= 3 and kinds["kill"] >= 1, kinds
     return run_scenario(scn, results_root, source=str(SCENARIOS / "idempotent.yaml"))
@@ -70,7 +60,7 @@ def test_idempotent_faults_were_applied(idempotent_run):
 @pytest.fixture(scope="module")
 def zombie_run(results_root):
     require_pipeline_decoding()
-    scn = _scenario("zombie", seed=2, duration=45)
+    scn = variant("zombie", seed=2, duration=45)
     clients = [s.value["client"] for s in fault_steps(scn) if s.f == "zombie"]
     assert "producer-0" in clients and any(c.startswith("processor-") for c in clients), clients
     return run_scenario(scn, results_root, source=str(SCENARIOS / "zombie.yaml"))

@@ -1,9 +1,14 @@
 """Helpers shared by the workload integration tests and the negative controls."""
 import inspect
+import json
+from pathlib import Path
 
 import pytest
 
+from harness.scenario import FaultSpec, Scenario, load_scenario
 from nemesis.schedule import fault_schedule
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
 #: client worker names at schedule time, as the runner lists them (readers, then writers)
 PIPELINE_CLIENTS = ["consumer-0", "processor-0", "processor-1", "processor-2", "producer-0"]
@@ -30,3 +35,22 @@ def require_pipeline_decoding() -> None:
     if "value_divisor" not in inspect.getsource(checkers.pipeline):
         pytest.fail("checkers.pipeline does not decode meta.pipeline.value_divisor yet: eos-pipeline "
                     "verdicts would be wrong (see docs/workloads.md, 'What other parts need')")
+
+
+def variant(name: str, seed: int, duration: float, *, suffix: str = "", workload: dict | None = None,
+            faults: list[dict] | None = None, **nemesis) -> Scenario:
+    """scenarios/<name>.yaml with the seed and duration fixed, renamed ``<name><suffix>``,
+    its workload fields and nemesis settings updated and its faults replaced when given."""
+    scn = load_scenario(SCENARIOS / f"{name}.yaml")
+    if faults is not None:
+        nemesis["faults"] = [FaultSpec(**f) for f in faults]
+    return scn.model_copy(update={
+        "name": scn.name + suffix, "seed": seed, "duration": duration,
+        "workload": scn.workload.model_copy(update=workload or {}),
+        "nemesis": scn.nemesis.model_copy(update=nemesis),
+    })
+
+
+def explain(verdict: dict) -> str:
+    """The first example of each anomaly, for an assertion message."""
+    return json.dumps({k: v[:1] for k, v in verdict.get("anomalies", {}).items()}, indent=1)[:3000]
