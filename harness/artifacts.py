@@ -132,6 +132,33 @@ def kafka_dist(version: str = DEFAULT_KAFKA_VERSION, *, fetch: bool = True) -> K
     return dist
 
 
+def dump_log_command(version: str = DEFAULT_KAFKA_VERSION, *, fetch: bool = True) -> list[str]:
+    """The java command line of Kafka's DumpLogSegments for ``version``, to which the caller
+    appends ``--files SEGMENT ...`` (Kafka docs, "kafka-dump-log.sh"). Kafka 3.x ships it in
+    the broker jar (``kafka.tools.DumpLogSegments``); 4.x moved it to ``kafka-tools``
+    (``org.apache.kafka.tools.DumpLogSegments``), fetched on first use with Maven into the
+    version's cache, next to ``libs``. Raises ArtifactError as kafka_dist does."""
+    dist = kafka_dist(version, fetch=fetch)
+    java = _require("java", "install a JDK 17+ (Debian: apt-get install -y openjdk-17-jre-headless)")
+    if dist.major < 4:
+        return [java, "-cp", dist.classpath, "kafka.tools.DumpLogSegments"]
+    tools = dist.home / "tools"
+    jar = tools / f"kafka-tools-{version}.jar"
+    if not jar.exists():
+        if not fetch:
+            raise ArtifactError(f"kafka-tools {version} is not cached at {tools}: run `eos-chaos setup`")
+        mvn = _require("mvn", "install Maven (Debian: apt-get install -y maven)")
+        # the broker classpath already holds every dependency of kafka-tools but itself
+        proc = subprocess.run(
+            [mvn, "-q", "-B", "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy",
+             f"-Dartifact=org.apache.kafka:kafka-tools:{version}", f"-DoutputDirectory={tools}"],
+            capture_output=True, text=True)
+        if proc.returncode != 0 or not jar.exists():
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+            raise ArtifactError(f"Maven could not fetch org.apache.kafka:kafka-tools:{version}:\n{tail}")
+    return [java, "-cp", f"{dist.classpath}:{tools / '*'}", "org.apache.kafka.tools.DumpLogSegments"]
+
+
 def toxiproxy_server(*, fetch: bool = True) -> Path:
     """Return the path of the toxiproxy server binary, building it with ``go install`` if needed."""
     target = cache_dir() / "bin" / "toxiproxy-server"

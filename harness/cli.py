@@ -61,6 +61,8 @@ def run(
     duration: Optional[float] = typer.Option(None, help="seconds of load and faults"),
     kafka_version: Optional[str] = typer.Option(None, help="Apache Kafka version, e.g. 4.3.1 or 3.9.1"),
     results: Path = typer.Option(Path("results"), help="results root folder"),
+    keep_data: bool = typer.Option(False, help="keep the brokers' log dirs (nodes/n*/data) even "
+                                   "when the run is valid (they are always kept when it is not)"),
 ) -> None:
     """Run SCENARIO on a fresh cluster; print the verdict and the report's path."""
     from harness.runner import Progress, run_scenario
@@ -90,7 +92,8 @@ def run(
 
     def work() -> None:
         try:
-            result_box["result"] = run_scenario(scn, results, source=str(scenario), progress=progress, stop=stop)
+            result_box["result"] = run_scenario(scn, results, source=str(scenario), progress=progress, stop=stop,
+                                                keep_data=keep_data)
         except BaseException as exc:  # shown below, with the exit code for errors
             result_box["error"] = exc
 
@@ -214,17 +217,59 @@ def check(
     raise typer.Exit(EXIT.get(verdict.get("valid"), 2))
 
 
+@app.command("dump-log")
+def dump_log(
+    run_dir: Path = typer.Argument(..., help="a run folder (results/<scenario>/<run-id>)"),
+    key: str = typer.Argument(..., help="partition as topic/partition, e.g. t0/1"),
+    raw: bool = typer.Option(False, help="print Kafka's DumpLogSegments output as is"),
+) -> None:
+    """Show every kept replica of a partition: offset, producer id/epoch, value or COMMIT/ABORT
+    marker, read from the brokers' log segments with Kafka's DumpLogSegments. Offsets where the
+    replicas disagree are marked. Needs a run that kept its log dirs (not valid, or --keep-data)."""
+    from rich.table import Table
+
+    from harness.artifacts import ArtifactError
+    from harness.segments import SegmentError, read_partition
+
+    try:
+        replicas = read_partition(run_dir, key)
+    except (SegmentError, ArtifactError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
+    if raw:
+        for r in replicas:  # as Kafka printed it: no wrapping
+            sys.stdout.write(f"# {r.node}\n{r.raw}")
+        return
+    cells = {r.node: {x.offset: x for x in r.records} for r in replicas}
+    offsets = sorted({o for c in cells.values() for o in c})
+    table = Table("offset", *[f"{r.node} (log end {r.log_end_offset})" for r in replicas], "",
+                  title=f"{key} in {run_dir}", caption="value or marker, then producer id.epoch")
+
+    def cell(x) -> str:
+        if x is None:
+            return "-"
+        what = x.marker if x.marker else x.value
+        return f"{what} [dim]{x.producer_id}.{x.producer_epoch}[/]"
+
+    for o in offsets:
+        row = [cells[r.node].get(o) for r in replicas]
+        seen = {(x.producer_id, x.value, x.marker) if x else None for x in row}
+        table.add_row(str(o), *[cell(x) for x in row], "[red]differs[/]" if len(seen) > 1 else "")
+    out.print(table)
+
+
 @app.command()
 def setup(kafka_version: list[str] = typer.Option(None, help="versions to fetch (default: 4.3.1)"),
           spark: bool = typer.Option(False, "--spark", help="also fetch Spark's Kafka connector jars (spark workload)"),
           ) -> None:
     """Fetch and cache Kafka jars and the toxiproxy server (and Spark's Kafka connector); check system tools."""
-    from harness.artifacts import DEFAULT_KAFKA_VERSION, ArtifactError, ensure_system_tools, kafka_dist, toxiproxy_server
+    from harness.artifacts import (DEFAULT_KAFKA_VERSION, ArtifactError, dump_log_command, ensure_system_tools,
+                                   kafka_dist, toxiproxy_server)
 
     try:
         for v in kafka_version or [DEFAULT_KAFKA_VERSION]:
             dist = kafka_dist(v)
-            out.print(f"kafka {v}: {dist.libs}")
+            out.print(f"kafka {v}: {dist.libs} (dump-log: {dump_log_command(v)[-1]})")
         out.print(f"toxiproxy: {toxiproxy_server()}")
         if spark:
             import importlib.util

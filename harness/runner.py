@@ -116,12 +116,14 @@ def prepare_run_dir(scn: Scenario, results_root: Path, source: str | None) -> tu
 
 
 def run_scenario(scn: Scenario, results_root: Path, *, source: str | None = None,
-                 progress: Progress | None = None, stop: threading.Event | None = None) -> RunResult:
+                 progress: Progress | None = None, stop: threading.Event | None = None,
+                 keep_data: bool = False) -> RunResult:
     """Run one scenario on a fresh cluster; return the run folder, verdict and report path.
 
     ``scn`` already carries the seed, duration and Kafka version to use (the CLI merges its
     options in). ``stop`` ends the load phase early (Ctrl-C): the run still heals, drains and
-    checks. Raises ArtifactError / NetError / ClusterError / WaitTimeout when the cluster
+    checks. The brokers' log dirs (``nodes/n*/data``) stay when the verdict is not valid or
+    ``keep_data`` is set; otherwise they are deleted. Raises ArtifactError / NetError / ClusterError / WaitTimeout when the cluster
     cannot be brought up; teardown runs in every case.
     """
     progress = progress or Progress()
@@ -136,15 +138,16 @@ def run_scenario(scn: Scenario, results_root: Path, *, source: str | None = None
     progress.phase = "check"
     verdict = checkers.check(run_dir / "history.jsonl", meta=meta, allowed=scn.expected)
     (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=1, default=str))
-    if verdict["valid"] is True:
+    if verdict["valid"] is True and not keep_data:
         discard_node_data(run_dir)
     else:
         kept = sorted(run_dir.glob("nodes/n*/data"))
         if kept:
             mib = sum(f.stat().st_size for d in kept for f in d.rglob("*") if f.is_file()) / 2**20
-            problems.append(f"run not valid: the brokers' log dirs are kept for inspection "
-                            f"({mib:.0f} MiB in {run_dir / 'nodes'}/n*/data; read segments with "
-                            "kafka-dump-log.sh --files ... --print-data-log; delete when done)")
+            why = "asked to keep them" if keep_data else "run not valid"
+            problems.append(f"{why}: the brokers' log dirs are kept for inspection "
+                            f"({mib:.0f} MiB in {run_dir / 'nodes'}/n*/data; `eos-chaos dump-log "
+                            f"{run_dir} TOPIC/PARTITION` shows a partition; delete when done)")
     progress.phase = "report"
     report = None
     try:

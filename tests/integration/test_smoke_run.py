@@ -7,6 +7,7 @@ import pytest
 
 from harness.runner import run_scenario
 from harness.scenario import load_scenario
+from harness.segments import read_partition
 from nemesis.schedule import fault_schedule
 
 pytestmark = pytest.mark.integration
@@ -70,3 +71,13 @@ def test_read_uncommitted_consumers_are_caught_reading_aborted_writes(results_ro
     assert g1a, sorted(res.verdict["anomalies"])
     ex = g1a[0]
     assert "explanation" in ex and "abort" in ex["explanation"]
+    # the run is not valid, so it kept the brokers' log dirs: the aborted value read by the
+    # consumer is in every replica's log, and a later ABORT marker of its producer closes it
+    replicas = read_partition(res.run_dir, ex["key"])
+    assert len(replicas) == 3
+    for rep in replicas:
+        rec = next(r for r in rep.records if r.value == str(ex["value"]))
+        assert rec.offset == ex["offset"] and rec.transactional
+        markers = [r.marker for r in rep.records
+                   if r.offset > rec.offset and r.producer_id == rec.producer_id and r.marker]
+        assert markers and markers[0] == "ABORT", (rep.node, markers[:3])
