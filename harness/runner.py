@@ -27,6 +27,7 @@ import checkers
 from harness import net
 from harness.agent import Agent
 from harness.artifacts import kafka_dist
+from harness.broker_events import scan_broker_logs
 from harness.cluster import Cluster
 from harness.history import HistoryWriter
 from harness.lock import cluster_lock
@@ -122,7 +123,8 @@ def run_scenario(scn: Scenario, results_root: Path, *, source: str | None = None
 
     ``scn`` already carries the seed, duration and Kafka version to use (the CLI merges its
     options in). ``stop`` ends the load phase early (Ctrl-C): the run still heals, drains and
-    checks. The brokers' log dirs (``nodes/n*/data``) stay when the verdict is not valid or
+    checks. The brokers' log dirs (``nodes/n*/data``) stay when the verdict is not valid, when
+    the brokers logged an event that threatens exactly-once (harness.broker_events) or when
     ``keep_data`` is set; otherwise they are deleted. Raises ArtifactError / NetError / ClusterError / WaitTimeout when the cluster
     cannot be brought up; teardown runs in every case.
     """
@@ -138,13 +140,15 @@ def run_scenario(scn: Scenario, results_root: Path, *, source: str | None = None
     progress.phase = "check"
     verdict = checkers.check(run_dir / "history.jsonl", meta=meta, allowed=scn.expected)
     (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=1, default=str))
-    if verdict["valid"] is True and not keep_data:
+    risky = sorted(meta.get("broker_events") or {})
+    if verdict["valid"] is True and not keep_data and not risky:
         discard_node_data(run_dir)
     else:
         kept = sorted(run_dir.glob("nodes/n*/data"))
         if kept:
             mib = sum(f.stat().st_size for d in kept for f in d.rglob("*") if f.is_file()) / 2**20
-            why = "asked to keep them" if keep_data else "run not valid"
+            why = ("run not valid" if verdict["valid"] is not True else
+                   "asked to keep them" if keep_data else f"the brokers logged {', '.join(risky)}")
             problems.append(f"{why}: the brokers' log dirs are kept for inspection "
                             f"({mib:.0f} MiB in {run_dir / 'nodes'}/n*/data; `eos-chaos dump-log "
                             f"{run_dir} TOPIC/PARTITION` shows a partition; delete when done)")
@@ -249,6 +253,7 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         problems += _teardown(pool, history, agent, cluster, network)
         meta["timings"] = timings
         meta["teardown_problems"] = problems
+        meta["broker_events"] = scan_broker_logs(logs)
         (run_dir / "meta.json").write_text(json.dumps(meta, indent=1))
     return meta, problems
 

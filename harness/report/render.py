@@ -80,6 +80,17 @@ def render_report_html(history_events: list[dict], verdict: dict, scenario: dict
         return _env.get_template("report.html.j2").render(**ctx)
 
 
+def _broker_events(meta: dict) -> list[dict]:
+    """meta["broker_events"] (harness.broker_events) as rows, with each event's description."""
+    from harness.broker_events import DESCRIPTIONS
+
+    evs = meta.get("broker_events")
+    if not isinstance(evs, dict):
+        return []
+    return [{"name": name, "description": DESCRIPTIONS.get(name, name), **ev}
+            for name, ev in sorted(evs.items()) if isinstance(ev, dict)]
+
+
 def _context(history_events: list[dict], verdict: dict, scenario: dict, meta: dict | None,
              warnings: list[str] | None, run_dir: Path | None) -> dict[str, Any]:
     events = [e for e in history_events if isinstance(e, dict)]
@@ -145,7 +156,8 @@ def _context(history_events: list[dict], verdict: dict, scenario: dict, meta: di
         "replay": _replay_command(scenario),
         "scenario_yaml": yaml.safe_dump(scenario, sort_keys=False, default_flow_style=False,
                                         allow_unicode=True) if scenario else "",
-        "meta_rows": _flatten(meta),
+        "meta_rows": _flatten({k: v for k, v in meta.items() if k != "broker_events"}),
+        "broker_events": _broker_events(meta),
         "stats_rows": _flatten(verdict.get("stats") or {}),
         "counts": an.op_counts(pairing.ops),
         "latencies": [
