@@ -225,11 +225,12 @@ def dump_log(
 ) -> None:
     """Show every kept replica of a partition: offset, producer id/epoch, value or COMMIT/ABORT
     marker, read from the brokers' log segments with Kafka's DumpLogSegments. Offsets where the
-    replicas disagree are marked. Needs a run that kept its log dirs (not valid, or --keep-data)."""
+    replicas disagree are marked. Needs a run that kept its log dirs (not valid, brokers that
+    logged an unclean election or skipped markers, or --keep-data)."""
     from rich.table import Table
 
     from harness.artifacts import ArtifactError
-    from harness.segments import SegmentError, read_partition
+    from harness.segments import SegmentError, aligned, read_partition
 
     try:
         replicas = read_partition(run_dir, key)
@@ -240,8 +241,6 @@ def dump_log(
         for r in replicas:  # as Kafka printed it: no wrapping
             sys.stdout.write(f"# {r.node}\n{r.raw}")
         return
-    cells = {r.node: {x.offset: x for x in r.records} for r in replicas}
-    offsets = sorted({o for c in cells.values() for o in c})
     table = Table("offset", *[f"{r.node} (log end {r.log_end_offset})" for r in replicas], "",
                   title=f"{key} in {run_dir}", caption="value or marker, then producer id.epoch")
 
@@ -251,10 +250,8 @@ def dump_log(
         what = x.marker if x.marker else x.value
         return f"{what} [dim]{x.producer_id}.{x.producer_epoch}[/]"
 
-    for o in offsets:
-        row = [cells[r.node].get(o) for r in replicas]
-        seen = {(x.producer_id, x.value, x.marker) if x else None for x in row}
-        table.add_row(str(o), *[cell(x) for x in row], "[red]differs[/]" if len(seen) > 1 else "")
+    for o, row, differs in aligned(replicas):
+        table.add_row(str(o), *[cell(x) for x in row], "[red]differs[/]" if differs else "")
     out.print(table)
 
 

@@ -123,10 +123,9 @@ def run_scenario(scn: Scenario, results_root: Path, *, source: str | None = None
 
     ``scn`` already carries the seed, duration and Kafka version to use (the CLI merges its
     options in). ``stop`` ends the load phase early (Ctrl-C): the run still heals, drains and
-    checks. The brokers' log dirs (``nodes/n*/data``) stay when the verdict is not valid, when
-    the brokers logged an event that threatens exactly-once (harness.broker_events) or when
-    ``keep_data`` is set; otherwise they are deleted. Raises ArtifactError / NetError / ClusterError / WaitTimeout when the cluster
-    cannot be brought up; teardown runs in every case.
+    checks. The brokers' log dirs are kept or deleted as ``settle_node_data`` says. Raises
+    ArtifactError / NetError / ClusterError / WaitTimeout when the cluster cannot be brought
+    up; teardown runs in every case.
     """
     progress = progress or Progress()
     scn, run_dir = prepare_run_dir(scn, results_root, source)
@@ -140,18 +139,7 @@ def run_scenario(scn: Scenario, results_root: Path, *, source: str | None = None
     progress.phase = "check"
     verdict = checkers.check(run_dir / "history.jsonl", meta=meta, allowed=scn.expected)
     (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=1, default=str))
-    risky = sorted(meta.get("broker_events") or {})
-    if verdict["valid"] is True and not keep_data and not risky:
-        discard_node_data(run_dir)
-    else:
-        kept = sorted(run_dir.glob("nodes/n*/data"))
-        if kept:
-            mib = sum(f.stat().st_size for d in kept for f in d.rglob("*") if f.is_file()) / 2**20
-            why = ("run not valid" if verdict["valid"] is not True else
-                   "asked to keep them" if keep_data else f"the brokers logged {', '.join(risky)}")
-            problems.append(f"{why}: the brokers' log dirs are kept for inspection "
-                            f"({mib:.0f} MiB in {run_dir / 'nodes'}/n*/data; `eos-chaos dump-log "
-                            f"{run_dir} TOPIC/PARTITION` shows a partition; delete when done)")
+    problems += settle_node_data(run_dir, verdict, meta, keep_data)
     progress.phase = "report"
     report = None
     try:
@@ -165,10 +153,29 @@ def run_scenario(scn: Scenario, results_root: Path, *, source: str | None = None
 
 
 def discard_node_data(run_dir: Path) -> None:
-    """Delete the brokers' log dirs of a run (``nodes/n*/data``): a run keeps configs and
-    logs, not megabytes of segments, unless its verdict was not valid (run_scenario)."""
+    """Delete the brokers' log dirs of a run (``nodes/n*/data``)."""
     for d in run_dir.glob("nodes/n*/data"):
         shutil.rmtree(d, ignore_errors=True)
+
+
+def settle_node_data(run_dir: Path, verdict: dict, meta: dict, keep_data: bool) -> list[str]:
+    """Keep the brokers' log dirs when the verdict is not valid, when the brokers logged an
+    event that threatens exactly-once (``meta["broker_events"]``, harness.broker_events) or
+    when asked; else delete them (a run keeps configs and logs, not megabytes of segments).
+    Returns the line for the run's problems that says what was kept and how to read it."""
+    risky = sorted(meta.get("broker_events") or {})
+    if verdict["valid"] is True and not keep_data and not risky:
+        discard_node_data(run_dir)
+        return []
+    kept = sorted(run_dir.glob("nodes/n*/data"))
+    if not kept:
+        return []
+    mib = sum(f.stat().st_size for d in kept for f in d.rglob("*") if f.is_file()) / 2**20
+    why = ("run not valid" if verdict["valid"] is not True else
+           "asked to keep them" if keep_data else f"the brokers logged {', '.join(risky)}")
+    return [f"{why}: the brokers' log dirs are kept for inspection ({mib:.0f} MiB in "
+            f"{run_dir / 'nodes'}/n*/data; `eos-chaos dump-log {run_dir} TOPIC/PARTITION` shows a "
+            "partition; delete when done)"]
 
 
 def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.Event) -> tuple[dict, list[str]]:

@@ -2,8 +2,9 @@
 DumpLogSegments (kafka-dump-log.sh), to see a partition replica by replica: every record's
 offset, producer id and epoch, value, and the COMMIT/ABORT control records (KIP-98).
 
-A run keeps the log dirs when its verdict is not valid, or with ``eos-chaos run --keep-data``
-(harness.runner). ``eos-chaos dump-log RUN KEY`` prints what this module reads.
+A run keeps the log dirs when its verdict is not valid, when its brokers logged an event that
+threatens exactly-once (harness.broker_events), or with ``eos-chaos run --keep-data``
+(harness.runner.settle_node_data). ``eos-chaos dump-log RUN KEY`` prints what this module reads.
 """
 from __future__ import annotations
 
@@ -68,13 +69,25 @@ def parse_dump(text: str) -> list[Record]:
 
 
 def kafka_version_of(run_dir: Path) -> str:
-    """The Kafka version the run used (its scenario.yaml), else the default."""
+    """The Kafka version the run used (``kafka_version`` of the scenario.yaml the runner
+    wrote), else the default."""
     try:
         data = yaml.safe_load((run_dir / "scenario.yaml").read_text()) or {}
     except (OSError, yaml.YAMLError):
         return DEFAULT_KAFKA_VERSION
-    return str(data.get("kafka_version") or (data.get("cluster") or {}).get("kafka_version")
-               or DEFAULT_KAFKA_VERSION)
+    return str(data.get("kafka_version") or DEFAULT_KAFKA_VERSION)
+
+
+def aligned(replicas: list[Replica]) -> list[tuple[int, list[Record | None], bool]]:
+    """Per offset held by any replica: (offset, each replica's record there or None, whether
+    the replicas disagree: a missing record, or another producer, value or marker)."""
+    cells = [{x.offset: x for x in r.records} for r in replicas]
+    rows = []
+    for o in sorted({o for c in cells for o in c}):
+        row = [c.get(o) for c in cells]
+        seen = {(x.producer_id, x.value, x.marker) if x else None for x in row}
+        rows.append((o, row, len(seen) > 1))
+    return rows
 
 
 def read_partition(run_dir: str | Path, key: str, timeout: float = 120.0) -> list[Replica]:

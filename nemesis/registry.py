@@ -40,19 +40,18 @@ def choose_client_target(rng: random.Random, spec: dict, nodes: list[int], clien
     return {"client": choose_client(rng, clients, spec.get("clients") or ["*"])}
 
 
-def no_params(name: str, params: dict[str, Any]) -> None:
-    """Parameter check of a fault kind that takes none beyond SPEC_KEYS."""
-    if params:
-        raise ValueError(f"fault {name} takes only {sorted(SPEC_KEYS - {'fault'})}; "
-                         f"unknown: {sorted(params)}")
+def only_params(name: str, params: dict[str, Any], allowed: frozenset[str] = frozenset()) -> None:
+    """Parameter check of a fault kind that takes ``allowed`` beyond SPEC_KEYS (none by
+    default): any other key is a ValueError naming it."""
+    extra = sorted(set(params) - allowed)
+    if extra:
+        raise ValueError(f"fault {name} takes only {sorted(allowed | (SPEC_KEYS - {'fault'}))}; "
+                         f"unknown: {extra}")
 
 
 def partition_params(name: str, params: dict[str, Any]) -> None:
     """``grudge``: one of nemesis.grudge.GRUDGE_KINDS."""
-    extra = sorted(set(params) - {"grudge"})
-    if extra:
-        raise ValueError(f"fault partition takes grudge (and {sorted(SPEC_KEYS - {'fault'})}); "
-                         f"unknown: {extra}")
+    only_params(name, params, frozenset({"grudge"}))
     kind = params.get("grudge", "isolate-one")
     if kind not in GRUDGE_KINDS:
         raise ValueError(f"unknown grudge {kind!r}; known: {list(GRUDGE_KINDS)}")
@@ -61,10 +60,7 @@ def partition_params(name: str, params: dict[str, Any]) -> None:
 def zombie_params(name: str, params: dict[str, Any]) -> None:
     """``fresh_id`` (bool): the replacement takes a fresh transactional.id (a negative
     control, nemesis.zombie)."""
-    extra = sorted(set(params) - {"fresh_id"})
-    if extra:
-        raise ValueError(f"fault zombie takes fresh_id (and {sorted(SPEC_KEYS - {'fault'})}); "
-                         f"unknown: {extra}")
+    only_params(name, params, frozenset({"fresh_id"}))
     if not isinstance(params.get("fresh_id", False), bool):
         raise ValueError(f"fresh_id must be true or false, got {params['fresh_id']!r}")
 
@@ -86,7 +82,7 @@ class FaultKind:
     needs: tuple[str, ...] = ()
     #: (kind name, the spec's own parameters: every key but SPEC_KEYS) -> None; raises
     #: ValueError saying what is wrong, so that a scenario fails when it is loaded
-    check_params: Callable[[str, dict[str, Any]], None] = no_params
+    check_params: Callable[[str, dict[str, Any]], None] = only_params
 
     def validate(self, spec: dict[str, Any]) -> None:
         """Check a scenario's fault spec against this kind's parameters (ValueError)."""

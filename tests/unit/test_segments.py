@@ -31,3 +31,33 @@ def test_records_and_markers_with_their_producer():
 def test_lines_outside_a_batch_and_other_text_are_ignored():
     assert parse_dump("Dumping x\nLog starting offset: 0\n| offset: 0 payload: 1\n") == []
     assert parse_dump("") == []
+
+
+def test_aligned_marks_offsets_where_replicas_disagree():
+    from harness.segments import Replica, aligned
+
+    a = Replica("n1", [], parse_dump(DUMP))
+    b = Replica("n2", [], parse_dump(DUMP)[:2])  # a replica that is behind
+    rows = aligned([a, b])
+    assert [(o, differs) for o, _, differs in rows] == [
+        (0, False), (1, False), (2, True), (3, True), (4, True)]
+    assert rows[2][1][1] is None and rows[2][1][0].value == "300000007"
+
+
+def test_node_data_is_kept_only_when_it_is_worth_reading(tmp_path):
+    from harness.runner import settle_node_data
+
+    def run(name, valid, events=None, keep=False):
+        d = tmp_path / name
+        (d / "nodes" / "n1" / "data" / "t0-0").mkdir(parents=True)
+        (d / "nodes" / "n1" / "data" / "t0-0" / "0.log").write_bytes(b"x" * 10)
+        said = settle_node_data(d, {"valid": valid}, {"broker_events": events or {}}, keep)
+        return (d / "nodes" / "n1" / "data").exists(), said
+
+    assert run("valid", True) == (False, [])
+    kept, said = run("invalid", False)
+    assert kept and said[0].startswith("run not valid") and "eos-chaos dump-log" in said[0]
+    kept, said = run("risky", True, {"unclean-leader-election": {"count": 1}})
+    assert kept and said[0].startswith("the brokers logged unclean-leader-election")
+    kept, said = run("asked", True, keep=True)
+    assert kept and said[0].startswith("asked to keep them")
