@@ -18,6 +18,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from typing import Any
 
 from harness.net import Host
@@ -41,23 +42,52 @@ def _describe(admin, topics: list[str] | None, timeout: float) -> dict:
     return out
 
 
+# Errors after which a CreateTopics request may simply be sent again. _DESTROY_BROKER is what
+# librdkafka >= 2.10 reports for a request in flight on a bootstrap connection it retires once
+# the cluster's metadata names the real brokers (KIP-899 re-bootstrap); seen right after start.
+_TRANSIENT_CODES = ("_DESTROY_BROKER", "_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN", "NOT_CONTROLLER")
+
+
+def transient_admin_error(exc: BaseException) -> bool:
+    """True when ``exc`` (a KafkaException from an admin future) is worth retrying: a retriable
+    KafkaError or one of the connection-level codes above. False for anything else."""
+    err = exc.args[0] if exc.args else None
+    if not hasattr(err, "retriable"):
+        return False
+    return bool(err.retriable()) or any(c in str(err) for c in _TRANSIENT_CODES)
+
+
 def _create_topics(admin, names: list[str], partitions: int, rf: int, configs: dict, timeout: float) -> dict:
+    """Create ``names``; {name: "created" | "exists"}. Transient errors are retried until
+    ``timeout`` seconds have passed; a topic that a retried request finds already there (the
+    first attempt may have created it) is "exists". Raises the last error otherwise."""
     from confluent_kafka.admin import NewTopic
 
-    futures = admin.create_topics(
-        [NewTopic(n, num_partitions=partitions, replication_factor=rf, config=configs) for n in names],
-        request_timeout=timeout,
-    )
-    result = {}
-    for name, fut in futures.items():
-        try:
-            fut.result(timeout=timeout)
-            result[name] = "created"
-        except Exception as exc:  # TOPIC_ALREADY_EXISTS is fine for a retried request
-            if "TOPIC_ALREADY_EXISTS" in str(exc):
-                result[name] = "exists"
-            else:
-                raise
+    deadline = time.monotonic() + timeout
+    result: dict[str, str] = {}
+    todo = list(names)
+    while todo:
+        left = max(1.0, deadline - time.monotonic())
+        futures = admin.create_topics(
+            [NewTopic(n, num_partitions=partitions, replication_factor=rf, config=configs) for n in todo],
+            request_timeout=left,
+        )
+        retry = []
+        for name, fut in futures.items():
+            try:
+                fut.result(timeout=left)
+                result[name] = "created"
+            except Exception as exc:
+                if "TOPIC_ALREADY_EXISTS" in str(exc):
+                    result[name] = "exists"
+                elif transient_admin_error(exc) and time.monotonic() < deadline:
+                    print(f"create_topics {name}: {exc}; retrying", file=sys.stderr, flush=True)
+                    retry.append(name)
+                else:
+                    raise
+        todo = retry
+        if todo:
+            time.sleep(0.5)
     return result
 
 
