@@ -34,11 +34,22 @@ def _require_root() -> None:
 
 
 def _summary(verdict: dict) -> str:
+    """One line (plus notes) for the terminal: the verdict, then the anomalies that make it
+    invalid, those the scenario expects, and liveness reports, each as ``name: count``."""
+    from checkers import LIVENESS
     valid = verdict.get("valid")
     label = {True: "[green]VALID[/]", False: "[red]INVALID[/]"}.get(valid, "[yellow]UNKNOWN[/]")
     counts = verdict.get("anomaly_counts") or {k: len(v) for k, v in verdict.get("anomalies", {}).items()}
-    parts = [f"{k}: {n}" for k, n in sorted(counts.items())]
-    text = f"verdict: {label}" + (f"  anomalies: {', '.join(parts)}" if parts else "")
+    # a valid run may still list anomalies: say which ones the scenario expects and which are
+    # liveness reports, so "VALID  anomalies: G0" does not read like a contradiction
+    allowed, failing = set(verdict.get("allowed") or []), set(verdict.get("failing") or [])
+    groups: dict[str, list[str]] = {"anomalies": [], "expected": [], "liveness": []}
+    for name, n in sorted(counts.items()):
+        # failing covers a liveness name listed in fail_on; older verdicts have no "failing"
+        group = ("anomalies" if name in failing else "expected" if name in allowed
+                 else "liveness" if name in LIVENESS else "anomalies")
+        groups[group].append(f"{name}: {n}")
+    text = f"verdict: {label}" + "".join(f"  {g}: {', '.join(p)}" for g, p in groups.items() if p)
     for reason in verdict.get("unknown_reasons") or []:
         text += f"\n  unknown: {reason}"
     stats = verdict.get("stats") or {}
