@@ -21,6 +21,7 @@ import threading
 import time
 from typing import Any
 
+from harness.errors import ErrorFacts
 from harness.net import Host
 
 
@@ -45,16 +46,14 @@ def _describe(admin, topics: list[str] | None, timeout: float) -> dict:
 # Errors after which a CreateTopics request may simply be sent again. _DESTROY_BROKER is what
 # librdkafka >= 2.10 reports for a request in flight on a bootstrap connection it retires once
 # the cluster's metadata names the real brokers (KIP-899 re-bootstrap); seen right after start.
-_TRANSIENT_CODES = ("_DESTROY_BROKER", "_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN", "NOT_CONTROLLER")
+_TRANSIENT = frozenset({"_DESTROY_BROKER", "_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN", "NOT_CONTROLLER"})
 
 
 def transient_admin_error(exc: BaseException) -> bool:
     """True when ``exc`` (a KafkaException from an admin future) is worth retrying: a retriable
     KafkaError or one of the connection-level codes above. False for anything else."""
-    err = exc.args[0] if exc.args else None
-    if not hasattr(err, "retriable"):
-        return False
-    return bool(err.retriable()) or any(c in str(err) for c in _TRANSIENT_CODES)
+    facts = ErrorFacts.of(exc)
+    return facts.retriable or facts.name in _TRANSIENT
 
 
 def _create_topics(admin, names: list[str], partitions: int, rf: int, configs: dict, timeout: float) -> dict:
@@ -78,7 +77,7 @@ def _create_topics(admin, names: list[str], partitions: int, rf: int, configs: d
                 fut.result(timeout=left)
                 result[name] = "created"
             except Exception as exc:
-                if "TOPIC_ALREADY_EXISTS" in str(exc):
+                if ErrorFacts.of(exc).name == "TOPIC_ALREADY_EXISTS":
                     result[name] = "exists"
                 elif transient_admin_error(exc) and time.monotonic() < deadline:
                     print(f"create_topics {name}: {exc}; retrying", file=sys.stderr, flush=True)
