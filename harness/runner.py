@@ -17,6 +17,7 @@ import random
 import shutil
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,21 +25,16 @@ from pathlib import Path
 import yaml
 
 import checkers
-from harness import net
-from harness.agent import Agent
-from harness.artifacts import kafka_dist
 from harness.broker_events import scan_broker_logs
-from harness.cluster import Cluster
+from harness.cluster.backends import make_backend
+from harness.cluster.service import ClusterService, cluster_ready  # noqa: F401 (cluster_ready: old import path)
 from harness.history import HistoryWriter
 from harness.lock import cluster_lock
 from harness.pool import Pool
 from harness.scenario import Scenario
-from harness.toxiproxy import ClientProxies
-from harness.util import wait_until
 from harness.workloads import WORKLOADS
 from nemesis.core import Composite, NemesisContext
 from nemesis.registry import build_nemesis, needs, start_fs
-from nemesis.schedule import fault_schedule
 
 NEMESIS = "nemesis"
 
@@ -76,21 +72,6 @@ class RunResult:
 
 def _run_id(seed: int) -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-s{seed}"
-
-
-def cluster_ready(agent: Agent, nodes: int, topics: list[str] | None = None, min_isr: int = 2) -> bool:
-    """All ``nodes`` brokers registered, a controller elected, and every partition of ``topics``
-    led with at least ``min_isr`` replicas in sync (admin API metadata)."""
-    d = agent.request("describe", timeout=5, topics=topics)
-    if len(d["brokers"]) < nodes or d["controller"] in (-1, None):
-        return False
-    for name in topics or []:
-        t = d["topics"].get(name)
-        if t is None or t["error"] or not t["partitions"]:
-            return False
-        if any(p["leader"] < 0 or len(p["isr"]) < min_isr for p in t["partitions"].values()):
-            return False
-    return True
 
 
 def _link_latest(results_root: Path, run_dir: Path) -> None:
@@ -131,7 +112,9 @@ def run_scenario(scn: Scenario, results_root: Path, *, source: str | None = None
     scn, run_dir = prepare_run_dir(scn, results_root, source)
     progress.phase = "waiting"
     try:
-        with cluster_lock():
+        # an external cluster is not on this machine: its run makes no namespaces or containers
+        # and removes nobody's leftovers, so it does not take the machine's lock
+        with nullcontext() if scn.cluster.backend == "external" else cluster_lock():
             meta, problems = _execute(scn, run_dir, progress, stop or threading.Event())
     except BaseException:
         discard_node_data(run_dir)
@@ -180,62 +163,45 @@ def settle_node_data(run_dir: Path, verdict: dict, meta: dict, keep_data: bool) 
 
 def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.Event) -> tuple[dict, list[str]]:
     logs = run_dir / "logs"
-    progress.phase = "cleanup"
-    problems = [f"leftover of an earlier run removed: {p}" for p in net.cleanup()]
-    dist = kafka_dist(scn.cluster.kafka_version)
-    node_ids = list(range(1, scn.cluster.nodes + 1))
-    network = net.TestNetwork(node_ids)
-    cluster = agent = pool = history = None
     # link faults (issue 4): a toxiproxy proxy in front of every broker when a fault needs it
-    proxies = (ClientProxies(network, node_ids, logs, seed=scn.seed)
-               if "toxiproxy" in needs([f.fault for f in scn.nemesis.faults]) else None)
+    service = ClusterService(make_backend(scn.cluster, run_dir / "nodes", logs, run_id=run_dir.name),
+                             logs, proxies="toxiproxy" in needs([f.fault for f in scn.nemesis.faults]),
+                             seed=scn.seed, delete_topics=scn.cluster.backend == "external")
+    pool = history = None
     meta: dict = {"scenario": scn.name, "workload": scn.workload.name, "seed": scn.seed,
-                  "kafka_version": dist.version, "fail_on": scn.fail_on,
-                  "stalled_lso_bound_s": scn.stalled_lso_bound_s}
+                  "kafka_version": scn.cluster.kafka_version, "fail_on": scn.fail_on,
+                  "stalled_lso_bound_s": scn.stalled_lso_bound_s, "backend": scn.cluster.backend}
     timings: dict[str, float] = {}
+    problems: list[str] = []
     try:
+        progress.phase = "cleanup"
+        problems += [f"leftover of an earlier run removed: {p}" for p in service.clean_leftovers()]
         progress.phase = "cluster"
         t0 = time.monotonic()
-        network.up()
-        cluster = Cluster(dist, network, run_dir / "nodes", logs, nodes=scn.cluster.nodes,
-                          heap_mb=scn.cluster.heap_mb, overrides=scn.cluster.broker,
-                          client_listeners=proxies.advertised if proxies else None)
-        cluster.format_and_start()
-        agent = Agent(network.client, cluster.bootstrap, logs / "agent.log")
-        wait_until(lambda: cluster_ready(agent, scn.cluster.nodes), 180,
-                   f"{scn.cluster.nodes} brokers registered with an active controller (see logs/n*.log)")
-        if proxies:  # clients then bootstrap through the proxies; the admin agent stays direct
-            proxies.start()
-            meta["toxiproxy"] = proxies.config()
-        bootstrap = proxies.bootstrap if proxies else cluster.bootstrap
-        workload = WORKLOADS[scn.workload.name](scn.workload, bootstrap, scn.seed)
+        service.start(timeout=180)
+        meta.update(service.meta())
+        workload = WORKLOADS[scn.workload.name](with_client_config(scn.workload, service.client_config),
+                                                service.bootstrap, scn.seed)
         meta.update(workload.meta(), keys=workload.keys())
         min_isr = min(2, scn.cluster.nodes)
         topics = workload.topics()
-        by_count: dict[int, list] = {}
-        for t in topics:
-            by_count.setdefault(t.partitions, []).append(t.name)
-        for partitions, names in by_count.items():
-            agent.request("create_topics", timeout=30, names=names, partitions=partitions,
-                          replication_factor=min(3, scn.cluster.nodes),
-                          configs={"min.insync.replicas": str(min_isr)})
+        service.create_topics(topics, replication_factor=min(3, scn.cluster.nodes), min_isr=min_isr)
         names = [t.name for t in topics]
-        wait_until(lambda: cluster_ready(agent, scn.cluster.nodes, names, min_isr), 120,
-                   "every partition of the workload's topics to have a leader and an ISR")
+        service.wait_ready(names, min_isr, 120, "every partition of the workload's topics to have a leader and an ISR")
         timings["cluster_ready_s"] = round(time.monotonic() - t0, 2)
 
         progress.phase = "load"
         history = HistoryWriter(run_dir / "history.jsonl")
         progress.history = history
-        pool = Pool(network.client, history, logs, respawn=workload.respawn)
+        pool = Pool(service.client_host, history, logs, respawn=workload.respawn)
         readers = [pool.spawn(w).name for w in workload.readers()]
         writers = [pool.spawn(w).name for w in workload.writers()]
-        ctx = NemesisContext(cluster=cluster, clients=pool, admin=agent, extra={"network": network, "toxiproxy": proxies})
-        timings["load_s"] = _load(scn, run_dir, ctx, history, progress, stop)
+        ctx = service.nemesis_context(pool)
+        timings["load_s"] = _load(scn, run_dir, ctx, history, progress, stop, service)
 
         t0 = time.monotonic()
-        wait_until(lambda: cluster_ready(agent, scn.cluster.nodes, names, min_isr), 180,
-                   "the cluster to recover after healing (all brokers back, every partition led)")
+        service.wait_ready(names, min_isr, 180,
+                           "the cluster to recover after healing (all brokers back, every partition led)")
         progress.phase = "drain"
         problems += pool.stop(writers, timeout=90)
         drain_spec = workload.drain()
@@ -252,12 +218,7 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         timings["heal_and_drain_s"] = round(time.monotonic() - t0, 2)
     finally:
         progress.phase = "teardown"
-        if proxies:  # link faults (issue 4): stop toxiproxy before the network goes
-            try:
-                problems += proxies.stop()
-            except Exception as exc:  # report, don't swallow
-                problems.append(f"teardown of toxiproxy failed: {type(exc).__name__}: {exc}")
-        problems += _teardown(pool, history, agent, cluster, network)
+        problems += _teardown(pool, history, service)
         meta["timings"] = timings
         meta["teardown_problems"] = problems
         meta["broker_events"] = scan_broker_logs(logs)
@@ -265,15 +226,23 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
     return meta, problems
 
 
+def with_client_config(spec, config: dict[str, str]):
+    """The workload spec with ``config`` (the cluster's client security settings) merged
+    under its own ``producer`` / ``consumer`` settings, where the spec has them."""
+    if not config:
+        return spec
+    update = {k: {**config, **getattr(spec, k)} for k in ("producer", "consumer")
+              if isinstance(getattr(spec, k, None), dict)}
+    return spec.model_copy(update=update)
+
+
 def _load(scn: Scenario, run_dir: Path, ctx: NemesisContext, history: HistoryWriter,
-          progress: Progress, stop: threading.Event) -> float:
+          progress: Progress, stop: threading.Event, service: ClusterService) -> float:
     """The load phase: the nemesis follows its schedule until ``scn.duration``, then heals."""
-    faults = [f.as_dict() for f in scn.nemesis.faults]
-    nemesis = build_nemesis([f["fault"] for f in faults], ctx)
+    nemesis = build_nemesis([f.fault for f in scn.nemesis.all_faults()], ctx)
     nemesis.setup()
-    n = scn.nemesis
-    schedule = fault_schedule(scn.seed, faults, ctx.cluster.node_ids(), ctx.clients.client_names(),
-                              scn.duration, n.interval_s, n.fault_duration_s, n.first_fault_s, n.quiet_s)
+    # the seeded draw, or the scenario's explicit nemesis.schedule (eos-chaos explore)
+    schedule = scn.nemesis.steps(scn.seed, scn.duration, ctx.cluster.node_ids(), ctx.clients.client_names())
     (run_dir / "schedule.json").write_text(json.dumps([s.to_dict() for s in schedule], indent=1))
     starts = start_fs()
     load_start = time.monotonic()
@@ -286,7 +255,7 @@ def _load(scn: Scenario, run_dir: Path, ctx: NemesisContext, history: HistoryWri
         stop.wait(max(0.0, load_start + scn.duration - time.monotonic()))
     finally:
         progress.phase = "heal"
-        _heal(history, nemesis, ctx.cluster)
+        _heal(history, nemesis, service)
     return round(time.monotonic() - load_start, 2)
 
 
@@ -300,7 +269,7 @@ def nemesis_op(history: HistoryWriter, nemesis: Composite, op: dict) -> None:
     history.append({"process": NEMESIS, "type": "info", "f": done["f"], "value": done["value"]})
 
 
-def _heal(history: HistoryWriter, nemesis: Composite, cluster: Cluster) -> None:
+def _heal(history: HistoryWriter, nemesis: Composite, cluster: ClusterService) -> None:
     history.append({"process": NEMESIS, "type": "info", "f": "heal", "value": None})
     problems = nemesis.teardown()
     done = cluster.heal()  # also starts a node that died on its own
@@ -308,14 +277,12 @@ def _heal(history: HistoryWriter, nemesis: Composite, cluster: Cluster) -> None:
                     "value": {"result": done, "problems": problems}})
 
 
-def _teardown(pool, history, agent, cluster, network) -> list[str]:
+def _teardown(pool, history, service: ClusterService) -> list[str]:
     problems: list[str] = []
     steps = [
         ("workers", lambda: pool.shutdown() if pool else []),
         ("history", lambda: history.close() if history else None),
-        ("admin agent", lambda: agent.close() if agent else None),
-        ("cluster", lambda: cluster.shutdown() if cluster else []),
-        ("network", network.down),
+        ("cluster", service.teardown),
     ]
     for what, step in steps:
         try:

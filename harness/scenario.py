@@ -24,10 +24,79 @@ from harness.artifacts import DEFAULT_KAFKA_VERSION
 from harness.workloads import TxnQueueSpec, WorkloadSpec
 from harness.workloads.base import Strict
 from nemesis.registry import FAULTS
+from nemesis.schedule import explicit_schedule, fault_schedule
 
 
 class ScenarioError(ValueError):
     """The scenario file is missing, not YAML, or not a valid scenario; says what to fix."""
+
+
+BACKENDS = ("netns", "docker", "external")
+#: node-control command templates of the external backend
+COMMANDS = ("kill", "start", "pause", "resume")
+#: fault kind -> the templates an external cluster needs for it (begin, end)
+EXTERNAL_FAULT_COMMANDS = {"kill": ("kill", "start"), "pause": ("pause", "resume")}
+#: librdkafka settings an external cluster's clients may be given (security only)
+CLIENT_PREFIXES = ("security.protocol", "sasl.", "ssl.", "enable.ssl.")
+
+
+class ExternalNode(Strict):
+    """One node of an external cluster: its Kafka ``node.id``, ``host`` and ``name`` as the
+    command templates use them (``{id}``, ``{host}``, ``{name}``)."""
+
+    id: int = Field(ge=0)
+    host: str = ""
+    name: str = ""
+
+
+class ExternalSpec(Strict):
+    """``cluster.external``: a cluster the harness did not start (docs/backends.md)."""
+
+    bootstrap: str = Field(min_length=1, description="bootstrap.servers of the cluster")
+    client: dict[str, str] = Field(default_factory=dict, description="security settings for every client")
+    nodes: list[ExternalNode] = Field(default_factory=list)
+    commands: dict[str, str] = Field(default_factory=dict, description="node-control command templates")
+    command_timeout_s: float = Field(120.0, gt=0)
+
+    @field_validator("client")
+    @classmethod
+    def _security_only(cls, v: dict[str, str]) -> dict[str, str]:
+        bad = sorted(k for k in v if not k.startswith(CLIENT_PREFIXES))
+        if bad:
+            raise ValueError(f"only security settings (security.protocol, sasl.*, ssl.*) are passed "
+                             f"to the clients; not: {bad}")
+        return v
+
+    @field_validator("commands")
+    @classmethod
+    def _templates(cls, v: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(v) - set(COMMANDS))
+        if unknown:
+            raise ValueError(f"unknown command {unknown}; known: {list(COMMANDS)}")
+        for k, t in v.items():
+            try:
+                t.format(id=1, host="h", name="n")
+            except (KeyError, IndexError, ValueError) as exc:
+                raise ValueError(f"command {k}: placeholders are {{id}} {{host}} {{name}}; {t!r} has "
+                                 f"{exc!r}") from None
+        return v
+
+    @model_validator(mode="after")
+    def _nodes_for_commands(self) -> "ExternalSpec":
+        if self.commands and not self.nodes:
+            raise ValueError("commands need nodes: [{id, host, name}, ...] to fill {id} {host} {name}")
+        ids = [n.id for n in self.nodes]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"node ids repeat: {ids}")
+        return self
+
+
+class DockerSpec(Strict):
+    """``cluster.docker``: the image of every broker (Kafka under /opt/kafka, the layout of
+    the official apache/kafka image); default: kafka-eos-chaos/kafka:<kafka_version>, built
+    locally by ``eos-chaos setup --docker``."""
+
+    image: str | None = None
 
 
 class ClusterSpec(Strict):
@@ -35,6 +104,26 @@ class ClusterSpec(Strict):
     kafka_version: str = DEFAULT_KAFKA_VERSION
     heap_mb: int = Field(512, ge=128)
     broker: dict[str, str] = Field(default_factory=dict, description="extra server.properties settings")
+    backend: Literal["netns", "docker", "external"] = "netns"
+    docker: DockerSpec | None = None
+    external: ExternalSpec | None = None
+
+    @model_validator(mode="after")
+    def _backend_fields(self) -> "ClusterSpec":
+        for other in ("docker", "external"):
+            if getattr(self, other) is not None and self.backend != other:
+                raise ValueError(f"cluster.{other} is read only with backend: {other} (backend is {self.backend})")
+        if self.backend == "external":
+            if self.external is None:
+                raise ValueError("backend external needs cluster.external.bootstrap (the cluster's bootstrap.servers)")
+            if self.broker:
+                raise ValueError("cluster.broker settings cannot be applied to an external cluster; remove them")
+            if self.external.nodes:
+                if "nodes" in self.model_fields_set and self.nodes != len(self.external.nodes):
+                    raise ValueError(f"cluster.nodes is {self.nodes} but cluster.external.nodes lists "
+                                     f"{len(self.external.nodes)}")
+                self.nodes = len(self.external.nodes)
+        return self
 
 
 class FaultSpec(BaseModel):
@@ -70,6 +159,23 @@ class FaultSpec(BaseModel):
         return self.model_dump(exclude_none=True)
 
 
+class ScheduledFault(Strict):
+    """One fault of an explicit schedule (``nemesis.schedule``): ``fault`` begins ``at`` seconds
+    after the load started and lasts ``duration`` seconds; ``value`` fixes its target as
+    schedule.json names it (``{node: 2}``, ``{client: processor-1}``), omitted the fault kind
+    chooses it from the run's seed (nemesis.schedule.explicit_schedule)."""
+
+    at: float = Field(ge=0)
+    duration: float = Field(gt=0)
+    fault: FaultSpec
+    value: dict[str, Any] | None = None
+
+    @field_validator("fault", mode="before")
+    @classmethod
+    def _name(cls, v):
+        return {"fault": v} if isinstance(v, str) else v
+
+
 class NemesisSpec(Strict):
     faults: list[FaultSpec] = Field(default_factory=lambda: [FaultSpec(fault="kill"), FaultSpec(fault="pause")])
     interval_s: tuple[float, float] = (10.0, 15.0)
@@ -78,6 +184,23 @@ class NemesisSpec(Strict):
     first_fault_s: float = Field(5.0, ge=0)
     #: seconds without a fault after each fault ends, so the cluster can recover
     quiet_s: float = Field(0.0, ge=0)
+    #: an explicit schedule (written by `eos-chaos explore`): when given it replaces the
+    #: seeded draw from ``faults``, and interval_s, fault_duration_s, first_fault_s and
+    #: quiet_s are not used
+    schedule: list[ScheduledFault] | None = None
+
+    def all_faults(self) -> list[FaultSpec]:
+        """``faults`` and the faults of ``schedule``: what the run must be able to apply."""
+        return list(self.faults) + [s.fault for s in self.schedule or []]
+
+    def steps(self, seed: int, duration: float, nodes: list[int], clients: list[str]) -> list:
+        """The run's fault steps (nemesis.schedule.Step): ``schedule`` when given, else the
+        seeded draw. ``duration`` is the load's length in seconds."""
+        if self.schedule is not None:
+            return explicit_schedule(seed, [s.model_dump(exclude_none=True) | {"fault": s.fault.as_dict()}
+                                            for s in self.schedule], nodes, clients, duration)
+        return fault_schedule(seed, [f.as_dict() for f in self.faults], nodes, clients, duration,
+                              self.interval_s, self.fault_duration_s, self.first_fault_s, self.quiet_s)
 
     @field_validator("faults", mode="before")
     @classmethod
@@ -116,9 +239,28 @@ class Scenario(Strict):
 
     @model_validator(mode="after")
     def _sane(self) -> "Scenario":
-        if self.cluster.nodes < 3 and any(f.fault == "kill" for f in self.nemesis.faults):
+        if self.cluster.nodes < 3 and any(f.fault == "kill" for f in self.nemesis.all_faults()):
             raise ValueError("killing a node needs at least 3 nodes (RF 3, min.insync.replicas 2)")
+        if self.cluster.backend == "external":
+            external_faults(self.cluster.external, [f.fault for f in self.nemesis.all_faults()])
         return self
+
+
+def external_faults(ext: ExternalSpec, faults: list[str]) -> None:
+    """Refuse the faults an external cluster cannot take: node faults without their command
+    templates, and network faults (no iptables inside someone else's brokers, no CLIENT
+    listener advertised at our proxies). Raises ValueError in one line naming what is missing."""
+    for f in dict.fromkeys(faults):
+        if f in EXTERNAL_FAULT_COMMANDS:
+            missing = [c for c in EXTERNAL_FAULT_COMMANDS[f] if c not in ext.commands]
+            if missing:
+                raise ValueError(f"fault {f} on the external backend needs the node-control command "
+                                 f"templates cluster.external.commands.{' and .'.join(missing)} (missing: "
+                                 f"{', '.join(missing)})")
+        elif FAULTS[f].needs:
+            raise ValueError(f"fault {f} needs {'/'.join(FAULTS[f].needs)} in front of or inside the brokers, "
+                             "which the external backend cannot set up; offered there: kill and pause "
+                             "(with command templates), kill-client, pause-client, zombie")
 
 
 def read_yaml_mapping(path: str | Path, what: str, error: type[Exception]) -> tuple[Path, Any]:

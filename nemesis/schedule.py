@@ -57,3 +57,34 @@ def fault_schedule(seed: int, faults: list[dict[str, Any]], nodes: list[int], cl
         steps.append(Step(round(t + length, 3), kind.end_f, dict(value)))
         t += gap
     return steps
+
+
+def explicit_schedule(seed: int, entries: list[dict[str, Any]], nodes: list[int], clients: list[str],
+                      duration: float) -> list[Step]:
+    """Steps of a schedule given as data (a scenario's ``nemesis.schedule``, drawn by
+    ``eos-chaos explore``) instead of drawn from a seed. Each entry is ``{"at": s, "duration":
+    s, "fault": {fault spec as in fault_schedule}, "value": {...} | None}``: the fault begins
+    ``at`` seconds after the load started and ends ``duration`` seconds later, cut at
+    ``duration`` of the load; an entry at or after the load's end is dropped. ``value`` fixes
+    the target as schedule.json names it (``{"node": 2}``, ``{"client": "processor-1"}``);
+    None lets the fault kind choose it, from ``seed`` and the entry's position. Entries may
+    overlap (the nemesis applies them as they come). Returns steps sorted by time; raises
+    ValueError for an unknown fault name."""
+    steps: list[Step] = []
+    for i, e in enumerate(entries):
+        spec = e["fault"]
+        if spec["fault"] not in FAULTS:
+            raise ValueError(f"unknown fault {spec['fault']!r}; known: {sorted(FAULTS)}")
+        at = float(e["at"])
+        if at >= duration:
+            continue
+        kind = FAULTS[spec["fault"]]
+        value = dict(e.get("value") or {}) or kind.choose(random.Random(seed * 1009 + i), spec, nodes, clients)
+        params = {k: v for k, v in spec.items() if k not in SPEC_KEYS}
+        if params:
+            value["params"] = params
+        end = min(at + float(e["duration"]), duration)
+        steps.append(Step(round(at, 3), kind.start_f, value))
+        steps.append(Step(round(end, 3), kind.end_f, dict(value)))
+    # stable: a fault's end stays after its begin when another fault begins at the same time
+    return sorted(steps, key=lambda s: s.at)
