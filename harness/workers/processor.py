@@ -40,6 +40,10 @@ Negative-control switches (misconfigured pipelines the checkers must catch):
   Kafka's default), outside the transaction: a processor killed after committing output whose
   offsets were not yet committed reprocesses it on restart (eos-duplicate; offsets-ahead when
   the auto-commit ran ahead of a transaction that then died).
+* ``offsets: commit-before``: no ``send_offsets_to_transaction``; the consumer commits the
+  batch's next offsets synchronously (``commit(asynchronous=False)``, auto-commit off) before
+  the transaction begins, outside it: at-most-once, so a processor killed mid-transaction
+  loses the batch (eos-loss, offsets-ahead) (the zoo's offsets-outside-txn mutant).
 * ``group_metadata: group-only`` sends offsets with the metadata of a consumer that never
   joins the group (generation -1, no member id), like the deprecated
   ``sendOffsetsToTransaction(offsets, groupId)``: the coordinator cannot fence a zombie by
@@ -189,7 +193,13 @@ class ProcessorWorker(RetirableTxnProducer):
         self.emit("invoke", "txn", [["poll"]] + [["send", k, v] for k, v in sends], time_ns=t0, meta=meta)
         offsets: dict[int, int | None] = {}
         abort_on_purpose = self.rng.random() < self.cfg.get("abort_probability", 0.0)
-        self._pending = None if self.cfg.get("offsets", "transaction") == "consumer" else nxt
+        mode = self.cfg.get("offsets", "transaction")
+        self._pending = nxt if mode == "transaction" else None
+        if mode == "commit-before":  # negative control: the offsets go first, outside the transaction
+            try:
+                self.consumer.commit(offsets=nxt, asynchronous=False)
+            except KafkaException as exc:  # as a careless application would: carry on
+                self.log(f"offset commit before the transaction failed: {exc}")
 
         def completed() -> list:
             return [["poll", by_key]] + [["send", k, [offsets.get(v), v]] for k, v in sends]

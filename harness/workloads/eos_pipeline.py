@@ -49,7 +49,9 @@ class EosPipelineSpec(Strict):
     processor_abort_probability: float = Field(0.05, ge=0.0, le=1.0)
     #: transaction (KIP-98) or consumer (negative control: the consumer auto-commits its
     #: position every 5 s, outside the transaction: at-least-once)
-    offsets: Literal["transaction", "consumer"] = "transaction"
+    #: commit-before (negative control: the consumer commits the batch's offsets synchronously
+    #: before the transaction, outside it: at-most-once)
+    offsets: Literal["transaction", "consumer", "commit-before"] = "transaction"
     #: static membership (KIP-345, group.instance.id = the processor's name): a restarted
     #: processor takes over its partitions at once; without it every kill stalls the group
     #: until the dead member's session (10 s) expires
