@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from .history import History
+from .history import History, positions
 
 I64_MAX = np.iinfo(np.int64).max
 OK, FAIL, INFO = 0, 1, 2  # physical codes of history.TYPE
@@ -42,17 +42,6 @@ def shift_in_group(df: pl.DataFrame, by: list[str], cols: dict[str, str], n: int
     same = pl.all_horizontal([pl.col(g) == pl.col(g).shift(n) for g in by])
     return df.with_columns(
         [pl.when(same).then(pl.col(c).shift(n)).otherwise(None).alias(new) for new, c in cols.items()])
-
-
-def positions(keys: np.ndarray) -> np.ndarray:
-    """0-based rank of each row within its run of equal sorted ``keys``."""
-    n = len(keys)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    first = np.ones(n, dtype=bool)
-    first[1:] = keys[1:] != keys[:-1]
-    start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
-    return np.arange(n, dtype=np.int64) - start
 
 
 def take(a: np.ndarray, i: np.ndarray, fill: int = -1) -> np.ndarray:

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import checkers.history as H
+import checkers.history.reader as HR
 import checkers.verdict as V
 from checkers import check, load_history
 from checkers.build import HistoryBuilder
@@ -108,9 +108,9 @@ def test_file_and_event_list_read_the_same(tmp_path, monkeypatch, seed, n, mangl
     p = tmp_path / f"h{seed}.jsonl"
     sep = (",", ":") if rnd.random() < 0.7 else (", ", ": ")  # spaced JSON reads the same
     p.write_text("".join(json.dumps(e, separators=sep) + "\n" for e in ev))
-    monkeypatch.setattr(H, "_PART_BYTES", part)
+    monkeypatch.setattr(HR, "_PART_BYTES", part)
     # the same content as the file holds (a huge integer reads back from JSON as a float)
-    _same(load_history(p), load_history([H._loads(json.dumps(e)) for e in ev]))
+    _same(load_history(p), load_history([HR._loads(json.dumps(e)) for e in ev]))
 
 
 def test_garbled_lines_and_truncation_across_many_small_parts(tmp_path, monkeypatch):
@@ -123,9 +123,9 @@ def test_garbled_lines_and_truncation_across_many_small_parts(tmp_path, monkeypa
     text = "\n".join(lines) + "\n" + lines[-1][:30]
     p = tmp_path / "history.jsonl"
     p.write_text(text)
-    monkeypatch.setattr(H, "_PART_BYTES", 1500)
+    monkeypatch.setattr(HR, "_PART_BYTES", 1500)
     h = load_history(p)
-    monkeypatch.setattr(H, "_PART_BYTES", 1 << 26)
+    monkeypatch.setattr(HR, "_PART_BYTES", 1 << 26)
     h1 = load_history(p)
     assert h.garbled_lines == h1.garbled_lines == 4
     assert h.truncated and h1.truncated
