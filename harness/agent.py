@@ -10,7 +10,11 @@ one JSON reply per line on its stdout::
 
 Commands: ``describe`` (brokers, controller id, per-partition leader/replicas/ISR of the
 non-internal topics, or of ``topics`` when given), ``create_topics`` (names, partitions,
-replication factor, configs; waits for the result), ``watermarks`` (high watermarks of keys).
+replication factor, configs; waits for the result), ``delete_topics`` (names; {name: "deleted" |
+"absent"}), ``watermarks`` (high watermarks of keys).
+
+``config`` (a JSON object, second argument) holds librdkafka settings every client of the
+cluster needs, such as an external cluster's ``security.protocol`` / ``sasl.*`` / ``ssl.*``.
 """
 from __future__ import annotations
 
@@ -90,10 +94,25 @@ def _create_topics(admin, names: list[str], partitions: int, rf: int, configs: d
     return result
 
 
-def _watermarks(bootstrap: str, keys: list[str], timeout: float) -> dict:
+def _delete_topics(admin, names: list[str], timeout: float) -> dict:
+    """Delete ``names``; {name: "deleted" | "absent"}. Raises the first other error."""
+    out: dict[str, str] = {}
+    for name, fut in admin.delete_topics(list(names), operation_timeout=timeout, request_timeout=timeout).items():
+        try:
+            fut.result(timeout=timeout)
+            out[name] = "deleted"
+        except Exception as exc:
+            if ErrorFacts.of(exc).name == "UNKNOWN_TOPIC_OR_PART":
+                out[name] = "absent"
+            else:
+                raise
+    return out
+
+
+def _watermarks(bootstrap: str, keys: list[str], timeout: float, config: dict | None = None) -> dict:
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "eosc-agent",
+    c = Consumer({**(config or {}), "bootstrap.servers": bootstrap, "group.id": "eosc-agent",
                   "enable.auto.commit": False, "isolation.level": "read_committed"})
     try:
         out = {}
@@ -106,11 +125,11 @@ def _watermarks(bootstrap: str, keys: list[str], timeout: float) -> dict:
         c.close()
 
 
-def serve(bootstrap: str) -> None:
+def serve(bootstrap: str, config: dict | None = None) -> None:
     """Answer requests from stdin until it closes."""
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000})
+    admin = AdminClient({**(config or {}), "bootstrap.servers": bootstrap, "socket.timeout.ms": 5000})
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -122,8 +141,10 @@ def serve(bootstrap: str) -> None:
             elif cmd == "create_topics":
                 res = _create_topics(admin, req["names"], req["partitions"], req["replication_factor"],
                                      req.get("configs", {}), timeout)
+            elif cmd == "delete_topics":
+                res = _delete_topics(admin, req["names"], timeout)
             elif cmd == "watermarks":
-                res = _watermarks(bootstrap, req["keys"], timeout)
+                res = _watermarks(bootstrap, req["keys"], timeout, config)
             else:
                 raise ValueError(f"unknown agent command {cmd!r}")
             reply = {"ok": True, "result": res}
@@ -140,10 +161,11 @@ class AgentError(RuntimeError):
 class Agent:
     """Controller-side handle on an agent process started in ``host``'s namespace."""
 
-    def __init__(self, host: Host, bootstrap: str, log_path):
+    def __init__(self, host: Host, bootstrap: str, log_path, config: dict[str, str] | None = None):
+        """``config``: librdkafka settings for the agent's clients (security of an external cluster)."""
         self._log = open(log_path, "ab")
         self.proc = subprocess.Popen(
-            host.exec_prefix() + [sys.executable, "-m", "harness.agent", bootstrap],
+            host.exec_prefix() + [sys.executable, "-m", "harness.agent", bootstrap, json.dumps(config or {})],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True, bufsize=1,
             start_new_session=True,
         )
@@ -174,4 +196,4 @@ class Agent:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    serve(sys.argv[1], json.loads(sys.argv[2]) if len(sys.argv) > 2 else None)

@@ -74,13 +74,17 @@ def run(
     results: Path = typer.Option(Path("results"), help="results root folder"),
     keep_data: bool = typer.Option(False, help="keep the brokers' log dirs (nodes/n*/data) even "
                                    "when the run is valid (they are always kept when it is not)"),
+    backend: Optional[str] = typer.Option(None, help="cluster backend: netns, docker or external "
+                                          "(default: the scenario's cluster.backend, else netns)"),
 ) -> None:
     """Run SCENARIO on a fresh cluster; print the verdict and the report's path."""
     from harness.runner import Progress, run_scenario
-    from harness.scenario import ScenarioError, load_scenario
+    from harness.scenario import BACKENDS, ScenarioError, load_scenario, with_backend
 
     try:
-        scn = load_scenario(scenario)
+        if backend is not None and backend not in BACKENDS:
+            raise ScenarioError(f"--backend {backend}: choose one of {', '.join(BACKENDS)}")
+        scn = with_backend(load_scenario(scenario), backend)
     except ScenarioError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2)
@@ -267,8 +271,12 @@ def dump_log(
 
 
 @app.command()
-def setup(kafka_version: list[str] = typer.Option(None, help="versions to fetch (default: 4.3.1)"),
-          spark: bool = typer.Option(False, "--spark", help="also fetch Spark's Kafka connector jars (spark workload)"),
+def setup(kafka_version: list[str] = typer.Option(None, "--kafka-version", metavar="VERSION",
+                                                  help="Kafka version to fetch (repeatable; default: 4.3.1)"),
+          spark: bool = typer.Option(False, "--spark", help="also install pyspark and fetch Spark's Kafka "
+                                     "connector jars (spark workload)"),
+          minimal: bool = typer.Option(False, "--minimal", help="only Kafka's broker jars: what a run "
+                                       "without link faults needs (make demo); no toxiproxy, no kafka-tools"),
           ) -> None:
     """Fetch and cache Kafka jars and the toxiproxy server (and Spark's Kafka connector); check system tools."""
     from harness.artifacts import (DEFAULT_KAFKA_VERSION, ArtifactError, dump_log_command, ensure_system_tools,
@@ -277,15 +285,13 @@ def setup(kafka_version: list[str] = typer.Option(None, help="versions to fetch 
     try:
         for v in kafka_version or [DEFAULT_KAFKA_VERSION]:
             dist = kafka_dist(v)
-            out.print(f"kafka {v}: {dist.libs} (dump-log: {dump_log_command(v)[-1]})")
-        out.print(f"toxiproxy: {toxiproxy_server()}")
+            out.print(f"kafka {v}: {dist.libs}" + ("" if minimal else f" (dump-log: {dump_log_command(v)[-1]})"))
+        if not minimal:
+            out.print(f"toxiproxy: {toxiproxy_server()}")
         if spark:
-            import importlib.util
+            from harness.artifacts import install_extra, spark_connector_jars
 
-            from harness.artifacts import spark_connector_jars
-
-            if importlib.util.find_spec("pyspark") is None:
-                raise ArtifactError("pyspark is not installed: pip install -e '.[spark]' (make setup does)")
+            install_extra("spark", "pyspark")
             out.print(f"spark kafka connector: {', '.join(p.name for p in spark_connector_jars())}")
     except ArtifactError as exc:
         console.print(f"[red]error:[/] {exc}")
@@ -299,11 +305,12 @@ def setup(kafka_version: list[str] = typer.Option(None, help="versions to fetch 
 
 @app.command()
 def cleanup() -> None:
-    """Remove everything the harness ever makes: processes in its namespaces, namespaces, links."""
-    from harness import net
+    """Remove everything the harness ever makes: processes in its namespaces, namespaces, links,
+    and (when a Docker engine runs) every container, network and volume labelled by the harness."""
+    from harness.cluster.backends import clean_everything
 
     _require_root()
-    problems = net.cleanup()
+    problems = clean_everything()
     for p in problems:
         console.print(f"[red]could not undo:[/] {p}")
     out.print("cleanup: nothing left" if not problems else f"cleanup: {len(problems)} problems")
@@ -326,6 +333,11 @@ def bench_checker(ops: int = typer.Option(100_000, help="ops in the synthetic hi
     else:
         for k, v in res.items():
             out.print(f"{k}: {v}")
+
+
+from harness.zoo_cli import register as _register_zoo  # noqa: E402 (eos-chaos zoo, explore)
+
+_register_zoo(app)
 
 
 def main() -> None:

@@ -175,3 +175,16 @@ def cleanup() -> list[str]:
     for netns in list_namespaces():
         problems.append(f"namespace {netns} still exists")
     return problems
+
+
+class LocalHost(Host):
+    """The controller's own network namespace, for clients of a cluster the harness did not
+    start (the external backend): whatever the machine reaches, they reach. Commands run as
+    they are; nothing here is in a namespace ``cleanup`` could empty, so processes started on
+    it must end on their own (workers and the agent exit when their stdin closes)."""
+
+    def exec_prefix(self) -> list[str]:
+        return []
+
+
+LOCAL = LocalHost("local", "127.0.0.1")

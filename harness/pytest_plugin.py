@@ -22,6 +22,8 @@ Options::
     --eos-seed N            seed (repeatable: one item per seed); default: the scenario's, else random
     --eos-duration S        seconds of load and faults; default: the scenario's
     --eos-results DIR       results root; default: <rootdir>/results
+    --eos-backend B         cluster backend (netns, docker, external) of the runs and of eos_cluster;
+                            default: the scenario's (eos_cluster: netns)
 
 Fixtures: ``eos_results`` (Path of the results root), ``eos_run`` (run a scenario, get a
 harness.runner.RunResult), ``eos_check`` (check a history, get a verdict dict), ``eos_cluster``
@@ -76,6 +78,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="seconds of load and faults per run; default: the scenario's")
     g.addoption("--eos-results", default=None, metavar="DIR",
                 help="results root of the runs; default: <rootdir>/results")
+    g.addoption("--eos-backend", default=None, choices=("netns", "docker", "external"), metavar="B",
+                help="cluster backend of the runs and of eos_cluster (netns, docker, external); "
+                     "default: the scenario's (eos_cluster: netns)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -142,15 +147,24 @@ def results_root(config: pytest.Config) -> Path:
 
 
 def merge_options(scn, *, seed: int | None = None, duration: float | None = None,
-                  kafka_version: str | None = None):
-    """A copy of the Scenario with the given seed, duration (s) and Kafka version set (None keeps)."""
+                  kafka_version: str | None = None, backend: str | None = None):
+    """A copy of the Scenario with the given seed, duration (s), Kafka version and cluster
+    backend set (None keeps). A backend change is validated again (ScenarioError, e.g.
+    external without cluster.external)."""
     update: dict[str, Any] = {}
     if seed is not None:
         update["seed"] = seed
     if duration is not None:
         update["duration"] = float(duration)
+    cluster: dict[str, Any] = {}
     if kafka_version is not None:
-        update["cluster"] = scn.cluster.model_copy(update={"kafka_version": kafka_version})
+        cluster["kafka_version"] = kafka_version
+    if backend is not None:
+        from harness.scenario import with_backend
+
+        scn = with_backend(scn, backend)
+    if cluster:
+        update["cluster"] = scn.cluster.model_copy(update=cluster)
     return scn.model_copy(update=update)
 
 
@@ -171,7 +185,11 @@ class ScenarioFile(pytest.File):
         many = len(seeds) * len(versions) > 1
         for seed in seeds:
             for version in versions:
-                cell = merge_options(scn, seed=seed, duration=duration, kafka_version=version)
+                try:
+                    cell = merge_options(scn, seed=seed, duration=duration, kafka_version=version,
+                                         backend=opt("eos_backend"))
+                except ValueError as exc:
+                    raise self.CollectError(f"{self.path} with --eos-backend {opt('eos_backend')}: {exc}") from exc
                 name = f"{scn.name}[s{seed}-kafka-{version}]" if many else scn.name
                 yield ScenarioItem.from_parent(self, name=name, scenario=cell)
 
@@ -316,7 +334,8 @@ def eos_run(request: pytest.FixtureRequest, eos_results: Path) -> Callable[..., 
         first = lambda name: (config.getoption(name) or [None])[0]  # noqa: E731
         scn = merge_options(scenario, seed=seed if seed is not None else first("eos_seed"),
                             duration=duration if duration is not None else config.getoption("eos_duration"),
-                            kafka_version=kafka_version or first("eos_kafka_version"))
+                            kafka_version=kafka_version or first("eos_kafka_version"),
+                            backend=config.getoption("eos_backend"))
         _guard(config)
         res = run_scenario(scn, eos_results, source=source, stop=stop)
         _record_run(request.node, config, res, _title(res_scenario(scn, res)))
@@ -350,73 +369,75 @@ def eos_check() -> Callable[..., dict]:
 
 @dataclass
 class SessionCluster:
-    """The session's real cluster: ``cluster`` (harness.cluster.Cluster), ``network``
-    (harness.net.TestNetwork), ``agent`` (harness.agent.Agent: admin requests such as
-    ``describe`` and ``create_topics``), ``workdir`` (node data and logs)."""
+    """The session's real cluster: ``service`` (harness.cluster.service.ClusterService: its
+    lifecycle, ``node(i)`` control, ``nemesis_context``), ``network`` (the backend's test
+    network, harness.net.TestNetwork on netns; None on external), ``cluster`` (the netns
+    backend's harness.cluster.Cluster; else the backend), ``agent`` (harness.agent.Agent: admin
+    requests such as ``describe`` and ``create_topics``), ``workdir`` (node data and logs)."""
 
-    network: Any
-    cluster: Any
-    agent: Any
+    service: Any
     workdir: Path
+    kafka_version: str
     problems: list[str] = field(default_factory=list)
 
     @property
-    def bootstrap(self) -> str:
-        """host:port,... of the brokers; reachable from the client namespace only
-        (run clients with ``network.client.exec_prefix()`` or through harness.pool)."""
-        return self.cluster.bootstrap
+    def network(self) -> Any:
+        return self.service.backend.network
 
     @property
-    def kafka_version(self) -> str:
-        return self.cluster.dist.version
+    def cluster(self) -> Any:
+        return getattr(self.service.backend, "cluster", None) or self.service.backend
+
+    @property
+    def agent(self) -> Any:
+        return self.service.agent
+
+    @property
+    def bootstrap(self) -> str:
+        """host:port,... of the brokers; reachable from the client host only (run clients with
+        ``service.client_host.exec_prefix()`` or through harness.pool)."""
+        return self.service.bootstrap
 
 
 @pytest.fixture(scope="session")
 def eos_cluster(pytestconfig: pytest.Config, tmp_path_factory) -> Iterator[SessionCluster]:
     """A real 3-node KRaft cluster for the whole session, on Kafka --eos-kafka-version (first
-    value) or the default, each node in its own network namespace (root needed).
+    value) or the default, on --eos-backend netns (default: each node in its own network
+    namespace) or docker (each node a container); root needed.
 
     Holds the machine's cluster lock until the session ends: no scenario run (item or eos_run)
     can happen meanwhile; such tests are ordered first. Startup waits up to 180 s for 3
-    registered brokers and a controller. Teardown kills nodes, the agent and the namespaces,
-    and fails the session's last test teardown with what it could not undo.
+    registered brokers and a controller. Teardown (ClusterService.teardown) stops the nodes,
+    the agent and the network, and fails the session's last test teardown with what it could
+    not undo.
     """
     if os.geteuid() != 0:
         pytest.skip("eos_cluster needs root (network namespaces)")
-    from harness import net
-    from harness.agent import Agent
-    from harness.artifacts import DEFAULT_KAFKA_VERSION, kafka_dist
-    from harness.cluster import Cluster
+    from harness.artifacts import DEFAULT_KAFKA_VERSION
+    from harness.cluster.backends import make_backend
+    from harness.cluster.service import ClusterService
     from harness.lock import cluster_lock
-    from harness.runner import cluster_ready
-    from harness.util import wait_until
+    from harness.scenario import ClusterSpec
 
     version = (pytestconfig.getoption("eos_kafka_version") or [DEFAULT_KAFKA_VERSION])[0]
+    backend = pytestconfig.getoption("eos_backend") or "netns"
+    if backend == "external":
+        pytest.skip("eos_cluster starts a cluster itself: --eos-backend netns or docker")
     workdir = tmp_path_factory.mktemp("eos-cluster")
     (workdir / "logs").mkdir()
+    spec = ClusterSpec(kafka_version=version, backend=backend)
     problems: list[str] = []
     with cluster_lock():
         pytestconfig.stash[_CLUSTER_UP] = True
-        network = net.TestNetwork([1, 2, 3])
-        cluster = agent = None
+        service = None
         try:
-            problems += [f"leftover of an earlier run removed: {p}" for p in net.cleanup()]
-            network.up()
-            cluster = Cluster(kafka_dist(version), network, workdir / "nodes", workdir / "logs")
-            cluster.format_and_start()
-            agent = Agent(network.client, cluster.bootstrap, workdir / "logs" / "agent.log")
-            wait_until(lambda: cluster_ready(agent, 3), 180,
-                       f"3 brokers registered with an active controller (see {workdir}/logs)")
-            yield SessionCluster(network, cluster, agent, workdir, problems)
+            service = ClusterService(make_backend(spec, workdir / "nodes", workdir / "logs",
+                                                  run_id=f"pytest-{os.getpid()}"), workdir / "logs")
+            problems += [f"leftover of an earlier run removed: {p}" for p in service.clean_leftovers()]
+            service.start(timeout=180)
+            yield SessionCluster(service, workdir, version, problems)
         finally:
-            left: list[str] = []
-            for what, step in (("admin agent", lambda: agent.close() if agent else None),
-                               ("cluster", lambda: cluster.shutdown() if cluster else []),
-                               ("network", network.down)):
-                try:
-                    left += step() or []
-                except Exception as exc:  # keep tearing down; report what was left
-                    left.append(f"teardown of {what} failed: {type(exc).__name__}: {exc}")
+            left = service.teardown() if service else []
             pytestconfig.stash[_CLUSTER_UP] = False
     if left:
         pytest.fail("eos_cluster teardown could not undo: " + "; ".join(left), pytrace=False)

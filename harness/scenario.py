@@ -246,6 +246,21 @@ class Scenario(Strict):
         return self
 
 
+def with_backend(scn: "Scenario", backend: str | None) -> "Scenario":
+    """``scn`` on cluster backend ``backend`` (None or the same: unchanged), validated again so
+    that, say, external without ``cluster.external`` or with broker faults is refused. Raises
+    ScenarioError in one line saying what to fix."""
+    if backend is None or backend == scn.cluster.backend:
+        return scn
+    data = scn.model_dump(mode="json", exclude_unset=True)
+    data.setdefault("cluster", {})["backend"] = backend
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        msg = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+        raise ScenarioError(f"scenario {scn.name} on backend {backend}: {msg}") from None
+
+
 def external_faults(ext: ExternalSpec, faults: list[str]) -> None:
     """Refuse the faults an external cluster cannot take: node faults without their command
     templates, and network faults (no iptables inside someone else's brokers, no CLIENT

@@ -1,8 +1,10 @@
 """The nemesis protocol and the narrow views of the run a nemesis may use.
 
 A nemesis never imports the harness: it gets a NemesisContext whose members follow the
-protocols below (harness.cluster.Cluster is a NodeControl, harness.pool.Pool a ClientControl,
-harness.agent.Agent an AdminView).
+protocols below (every cluster backend of harness.cluster.service is a NodeControl: netns,
+docker and external alike; harness.pool.Pool is a ClientControl, harness.agent.Agent an
+AdminView). ``extra["network"]`` is the backend's test network for grudges (None on a backend
+that cannot cut links) and ``extra["toxiproxy"]`` the proxies (None when the run has none).
 """
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ from typing import Any, Protocol
 
 
 class NodeProcess(Protocol):
-    """What a nemesis may do to one Kafka node's process (harness.cluster.KafkaNode)."""
+    """What a nemesis may do to one Kafka node (harness.cluster.KafkaNode on netns, a container
+    on docker, command templates on external). ``start`` returns the node's pid, or 0 when the
+    backend has none of ours (external)."""
 
     def kill(self) -> bool: ...
     def start(self) -> int: ...
@@ -22,7 +26,7 @@ class NodeProcess(Protocol):
 
 
 class NodeControl(Protocol):
-    """What a nemesis may see of the cluster (harness.cluster.Cluster)."""
+    """What a nemesis may see of the cluster (a harness.cluster.service.Backend)."""
 
     def node_ids(self) -> list[int]: ...
     def node(self, node_id: int) -> NodeProcess: ...

@@ -1,11 +1,13 @@
-"""A second Kafka version (3.9.x) must start too, for the version matrix."""
+"""A second Kafka version (3.9.x) must start too, for the version matrix; brought up and down
+through the cluster service like every other cluster (harness.cluster.service)."""
 import pytest
 
 from harness import net
-from harness.agent import Agent
-from harness.artifacts import SECOND_KAFKA_VERSION, kafka_dist
-from harness.cluster import Cluster
+from harness.artifacts import SECOND_KAFKA_VERSION
+from harness.cluster.backends import make_backend
+from harness.cluster.service import ClusterService
 from harness.lock import cluster_lock
+from harness.scenario import ClusterSpec
 from harness.util import wait_until
 
 pytestmark = pytest.mark.integration
@@ -17,24 +19,18 @@ def test_kafka_39_cluster_starts_and_creates_topics(tmp_path):
 
 
 def _start_39(tmp_path):
-    assert net.cleanup() == []
-    network = net.TestNetwork([1, 2, 3])
-    network.up()
-    cluster = agent = None
+    spec = ClusterSpec(kafka_version=SECOND_KAFKA_VERSION)
+    service = ClusterService(make_backend(spec, tmp_path / "nodes", tmp_path / "logs"), tmp_path / "logs")
+    assert service.clean_leftovers() == []
     try:
-        cluster = Cluster(kafka_dist(SECOND_KAFKA_VERSION), network, tmp_path / "nodes", tmp_path / "logs")
-        cluster.format_and_start()
-        agent = Agent(network.client, cluster.bootstrap, tmp_path / "agent.log")
-        wait_until(lambda: len(agent.request("describe", timeout=3)["brokers"]) == 3, 120, "3 brokers")
+        service.start(timeout=120)
+        agent = service.agent
         # "exists" when a retried request finds what its first, interrupted attempt created
         assert agent.request("create_topics", names=["v"], partitions=2, replication_factor=3)["v"] in ("created", "exists")
         desc = wait_until(lambda: (d := agent.request("describe", topics=["v"]))["topics"]["v"]["partitions"] and d,
                           60, "topic v")
         assert all(len(p["replicas"]) == 3 for p in desc["topics"]["v"]["partitions"].values())
+        assert service.meta()["nodes"] == {"1": "198.18.0.11:9092", "2": "198.18.0.12:9092", "3": "198.18.0.13:9092"}
     finally:
-        if agent:
-            agent.close()
-        if cluster:
-            cluster.shutdown()
-        assert network.down() == []
+        assert service.teardown() == []
     assert net.list_namespaces() == []

@@ -1,0 +1,274 @@
+"""One cluster service for every backend, with a ducktape-style lifecycle.
+
+The runner, the pytest fixture ``eos_cluster`` and the integration tests bring a cluster up
+and down only through ClusterService::
+
+    service = ClusterService(backend, logdir, proxies=True, seed=7)
+    service.clean_leftovers()   # what a crashed earlier run left: [descriptions]
+    service.start()             # nodes, admin agent, brokers registered, toxiproxy in front
+    service.create_topics(topics, replication_factor=3, min_isr=2)
+    service.wait_ready([t.name for t in topics], min_isr=2)
+    ctx = service.nemesis_context(pool)          # what the nemesis may touch
+    service.heal()              # every node resumed and running again
+    problems = service.teardown()                # stop() then clean(): what could not be undone
+
+The service owns the admin agent (harness.agent), the toxiproxy server in front of the
+brokers (harness.toxiproxy.ClientProxies) and readiness (``cluster_ready``, judged through the
+admin API, never by sleeping). Everything a backend differs in is behind ``Backend``: how
+nodes start, die, freeze and thaw (node control), the hosts a grudge is applied on (network
+faults), where clients run and which addresses they use. Ducktape's Service has the same
+verbs (start, wait, stop, clean); ``heal`` is Jepsen's.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Iterable, Protocol, runtime_checkable
+
+from harness.agent import Agent
+from harness.toxiproxy import ClientProxies
+from harness.util import wait_until
+from nemesis.core import NemesisContext, NodeProcess
+
+
+class ServiceError(RuntimeError):
+    """The service was asked for something its backend does not offer (e.g. toxiproxy links
+    on a backend without a test network); the message says what to change."""
+
+
+class ClientHost(Protocol):
+    """Where the admin agent, the client workers and toxiproxy run (harness.net.Host)."""
+
+    name: str
+    address: str
+
+    def exec_prefix(self) -> list[str]: ...
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What a cluster backend implements (netns, docker, external).
+
+    ``network`` is the test network for grudges and proxies, shaped like
+    harness.net.TestNetwork: ``hosts`` (host name "n<i>" / "c" -> object with ``address`` and
+    ``run(*argv, check, timeout)`` that runs a command, iptables in practice, in that host's
+    network namespace), ``client`` (the client host) and ``node(i)``. None when the backend
+    cannot cut links (external): partition and toxic faults are then refused at load.
+    """
+
+    name: str
+    network: Any | None
+    #: librdkafka settings every client needs on this cluster (SASL/TLS of an external cluster)
+    client_config: dict[str, str]
+
+    def clean_leftovers(self) -> list[str]:
+        """Remove what a crashed earlier run of this backend left; return descriptions of it."""
+        ...
+
+    def start(self, client_listeners: dict[int, str] | None) -> None:
+        """Make the network and start every node. ``client_listeners``: node id -> "host:port"
+        of the proxy the node advertises on its CLIENT listener (None: no CLIENT listener).
+        Raises ClusterError / NetError / a backend error naming the log to read."""
+        ...
+
+    @property
+    def client_host(self) -> ClientHost: ...
+
+    @property
+    def bootstrap(self) -> str:
+        """host:port,... of the brokers as the client host reaches them directly."""
+        ...
+
+    def node_ids(self) -> list[int]: ...
+    def node(self, node_id: int) -> NodeProcess: ...
+
+    def addresses(self) -> dict[int, str]:
+        """Node id -> "host:port" of the node's broker listener (meta.json ``nodes``)."""
+        ...
+
+    def dead_nodes(self) -> list[int]:
+        """Nodes that exited on their own (a crash to report)."""
+        ...
+
+    def heal(self) -> list[str]:
+        """Resume paused nodes and start stopped ones; return what was done."""
+        ...
+
+    def stop(self) -> list[str]:
+        """Stop every node; return what could not be stopped."""
+        ...
+
+    def clean(self) -> list[str]:
+        """Remove everything ``start`` made (network, containers, volumes); return what could
+        not be removed."""
+        ...
+
+    def meta(self) -> dict[str, Any]:
+        """Backend facts for meta.json (e.g. ``image``)."""
+        ...
+
+
+def cluster_ready(agent: Agent, nodes: int, topics: list[str] | None = None, min_isr: int = 2) -> bool:
+    """All ``nodes`` brokers registered, a controller elected, and every partition of ``topics``
+    led with at least ``min_isr`` replicas in sync (admin API metadata)."""
+    d = agent.request("describe", timeout=5, topics=topics)
+    if len(d["brokers"]) < nodes or d["controller"] in (-1, None):
+        return False
+    for name in topics or []:
+        t = d["topics"].get(name)
+        if t is None or t["error"] or not t["partitions"]:
+            return False
+        if any(p["leader"] < 0 or len(p["isr"]) < min_isr for p in t["partitions"].values()):
+            return False
+    return True
+
+
+class ClusterService:
+    """The cluster of one run (or one pytest session) on ``backend``; see the module docstring.
+
+    ``proxies``: put a toxiproxy proxy in front of every broker and make clients bootstrap
+    through them (link faults, harness.toxiproxy). ``logdir``: agent.log, toxiproxy.log and
+    the backend's node logs. ``delete_topics``: delete the topics this service created when
+    it stops (the external backend: a cluster that is not ours keeps nothing of the run).
+    """
+
+    def __init__(self, backend: Backend, logdir: Path, *, proxies: bool = False, seed: int = 0,
+                 delete_topics: bool = False):
+        self.backend = backend
+        self.logdir = Path(logdir)
+        self.want_proxies = proxies
+        self.seed = seed
+        self.delete_topics = delete_topics
+        self.proxies: ClientProxies | None = None
+        self.agent: Agent | None = None
+        self.created_topics: list[str] = []
+        self.timings: dict[str, float] = {}
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def clean_leftovers(self) -> list[str]:
+        """What a crashed earlier run left, removed; one description each."""
+        return self.backend.clean_leftovers()
+
+    def start(self, timeout: float = 180.0) -> None:
+        """Start the nodes and the admin agent, wait until every broker is registered with an
+        active controller (``timeout`` s), then start toxiproxy when asked. Raises what the
+        backend raises, WaitTimeout, ServiceError, ToxiproxyError."""
+        self.logdir.mkdir(parents=True, exist_ok=True)
+        t0 = time.monotonic()
+        if self.want_proxies:
+            if self.backend.network is None:
+                raise ServiceError(f"toxiproxy links need a test network; the {self.backend.name} "
+                                   "backend has none")
+            self.proxies = ClientProxies(self.backend.network, self.backend.node_ids(), self.logdir,
+                                         seed=self.seed)
+        self.backend.start(self.proxies.advertised if self.proxies else None)
+        self.agent = Agent(self.backend.client_host, self.backend.bootstrap, self.logdir / "agent.log",
+                           config=self.backend.client_config)
+        self.wait_ready(timeout=timeout, what=f"{len(self.node_ids())} brokers registered with an "
+                        f"active controller (see {self.logdir}/n*.log)")
+        if self.proxies:  # clients then bootstrap through the proxies; the admin agent stays direct
+            self.proxies.start()
+        self.timings["start_s"] = round(time.monotonic() - t0, 2)
+
+    def wait_ready(self, topics: list[str] | None = None, min_isr: int = 2, timeout: float = 180.0,
+                   what: str | None = None) -> None:
+        """Wait (``timeout`` s) until ``cluster_ready``; raises WaitTimeout naming ``what``."""
+        nodes = len(self.node_ids())
+        wait_until(lambda: cluster_ready(self.agent, nodes, topics, min_isr), timeout,
+                   what or "every partition of the workload's topics to have a leader and an ISR")
+
+    def create_topics(self, topics: Iterable[Any], replication_factor: int, min_isr: int,
+                      timeout: float = 30.0) -> dict[str, str]:
+        """Create ``topics`` (objects with ``name``, ``partitions``, ``configs``); {name:
+        "created" | "exists"}. Raises AgentError."""
+        by_shape: dict[tuple, list[str]] = {}
+        for t in topics:
+            configs = {"min.insync.replicas": str(min_isr), **(getattr(t, "configs", None) or {})}
+            by_shape.setdefault((t.partitions, tuple(sorted(configs.items()))), []).append(t.name)
+        out: dict[str, str] = {}
+        for (partitions, configs), names in by_shape.items():
+            self.created_topics += [n for n in names if n not in self.created_topics]
+            out.update(self.agent.request("create_topics", timeout=timeout, names=names,
+                                          partitions=partitions, replication_factor=replication_factor,
+                                          configs=dict(configs)))
+        return out
+
+    def heal(self) -> list[str]:
+        """Every node resumed and running again (also one that died on its own)."""
+        return self.backend.heal()
+
+    def stop(self) -> list[str]:
+        """Delete the run's topics (when asked), stop the agent, toxiproxy and the nodes; return
+        what could not be undone."""
+        problems: list[str] = []
+        steps = []
+        if self.delete_topics and self.created_topics:
+            steps.append(("the run's topics", self._delete_topics))
+        steps += [("admin agent", lambda: self.agent.close() if self.agent else None),
+                  ("toxiproxy", lambda: self.proxies.stop() if self.proxies else []),
+                  ("nodes", self.backend.stop)]
+        for what, step in steps:
+            try:
+                problems += step() or []
+            except Exception as exc:  # keep tearing down; report what was left
+                problems.append(f"teardown of {what} failed: {type(exc).__name__}: {exc}")
+        self.agent = None
+        return problems
+
+    def _delete_topics(self) -> list[str]:
+        res = self.agent.request("delete_topics", timeout=60, names=self.created_topics)
+        left = [f"topic {n} could not be deleted: {r}" for n, r in sorted(res.items())
+                if r not in ("deleted", "absent")]
+        return left
+
+    def clean(self) -> list[str]:
+        """Remove what ``start`` made; return what could not be removed."""
+        return self.backend.clean()
+
+    def teardown(self) -> list[str]:
+        """``stop`` then ``clean``; what could not be undone (empty when clean)."""
+        problems = self.stop()
+        try:
+            problems += self.clean() or []
+        except Exception as exc:  # report, don't swallow
+            problems.append(f"teardown of the {self.backend.name} cluster failed: {type(exc).__name__}: {exc}")
+        return problems
+
+    # -- what the run uses -------------------------------------------------------------
+    @property
+    def bootstrap(self) -> str:
+        """Bootstrap servers for clients: the proxies when there are, else the brokers."""
+        return self.proxies.bootstrap if self.proxies else self.backend.bootstrap
+
+    @property
+    def client_host(self) -> ClientHost:
+        return self.backend.client_host
+
+    @property
+    def client_config(self) -> dict[str, str]:
+        return dict(self.backend.client_config)
+
+    def node_ids(self) -> list[int]:
+        return self.backend.node_ids()
+
+    def node(self, node_id: int) -> NodeProcess:
+        return self.backend.node(node_id)
+
+    def dead_nodes(self) -> list[int]:
+        return self.backend.dead_nodes()
+
+    def nemesis_context(self, clients=None) -> NemesisContext:
+        """The nemesis's view: node control (the backend), the client pool, the admin agent,
+        the network (grudges) and toxiproxy (links)."""
+        return NemesisContext(cluster=self.backend, clients=clients, admin=self.agent,
+                              extra={"network": self.backend.network, "toxiproxy": self.proxies})
+
+    def meta(self) -> dict[str, Any]:
+        """meta.json keys: ``backend``, ``nodes`` (node id -> address), the backend's own
+        (``image`` on docker) and ``toxiproxy`` (its proxies) when there is one."""
+        out: dict[str, Any] = {"backend": self.backend.name,
+                               "nodes": {str(i): a for i, a in sorted(self.backend.addresses().items())}}
+        out.update(self.backend.meta() or {})
+        if self.proxies:
+            out["toxiproxy"] = self.proxies.config()
+        return out
