@@ -14,11 +14,32 @@ Nodes are ops that wrote or read. Edges (Adya; Elle ``list_append.clj``, Jepsen 
   for the last completion before B's invoke; paths through time nodes are exactly the
   realtime order, without the O(n^2) edges of its transitive closure.
 
-A cycle of only ww edges is G0; ww+wr with a wr edge is G1c; a cycle that needs process
-(realtime) edges is G0-process / G1c-process (G0-realtime / G1c-realtime). Strongly
-connected components come from ``scipy.sparse.csgraph.connected_components``; in each
-non-trivial component one shortest cycle (fewest ops, 0-1 BFS) through an edge of the kind
-the variant needs is reported, with each edge explained.
+Each anomaly is searched on its own, as Elle does (``elle/txn.clj`` cycle-anomaly specs): an
+anomaly names the edge kinds a cycle may use and the kinds it must use, and a cycle is
+reported under that anomaly's name when it uses only the allowed kinds and every required
+one. So a component that holds an allowed G0 / G0-realtime cycle is still searched for a
+G1c / G1c-realtime / G1c-process cycle, and every anomaly present is reported:
+
+=============  =====================  ====================
+anomaly        may use                must use
+=============  =====================  ====================
+G0             ww                     -
+G1c            ww, wr                 wr
+G0-process     ww, process            process
+G1c-process    ww, wr, process        wr and process
+G0-realtime    ww, realtime           realtime
+G1c-realtime   ww, wr, realtime       wr and realtime
+=============  =====================  ====================
+
+Strongly connected components come from ``scipy.sparse.csgraph.connected_components``; in
+each non-trivial component of an anomaly's edges one shortest simple cycle (fewest ops,
+0-1 BFS) is reported, with each edge explained. With one required kind, any edge of that
+kind inside a component lies on a simple cycle (a shortest path back closes it). With two,
+the search is a BFS over (node, required kinds used so far) from each edge of the rarer
+kind; it accepts only a closed walk that visits no node twice. When no such walk turns up
+within the budget although the component holds edges of both kinds, the finder says so
+(a case marked ``"unknown": True``, which the verdict turns into an unknown reason), never
+silence.
 """
 
 from __future__ import annotations
@@ -38,16 +59,17 @@ from .polls import process_rank
 
 KINDS = ("ww", "wr", "process", "realtime")
 WW, WR, PROC, RT = range(4)
-# (name, edge kinds allowed, kind a reported cycle must use or None)
+# (name, edge kinds a cycle may use, kinds it must use)
 VARIANTS = [
-    ("G0", (WW,), None),
-    ("G1c", (WW, WR), WR),
-    ("G0-process", (WW, PROC), PROC),
-    ("G1c-process", (WW, WR, PROC), PROC),
-    ("G0-realtime", (WW, RT), RT),
-    ("G1c-realtime", (WW, WR, RT), RT),
+    ("G0", (WW,), ()),
+    ("G1c", (WW, WR), (WR,)),
+    ("G0-process", (WW, PROC), (PROC,)),
+    ("G1c-process", (WW, WR, PROC), (WR, PROC)),
+    ("G0-realtime", (WW, RT), (RT,)),
+    ("G1c-realtime", (WW, WR, RT), (WR, RT)),
 ]
-MAX_TRIES = 16  # candidate edges tried per component when looking for a shortest cycle
+MAX_TRIES = 16  # candidate edges tried per component when one edge kind is required
+MAX_TRIES_2 = 256  # ... when two are: a shortest walk through both may revisit a node
 
 
 def writers(h: History) -> pl.DataFrame:
@@ -263,45 +285,88 @@ def _within(edges: pl.DataFrame, n_nodes: int, nodes: np.ndarray) -> pl.DataFram
     return edges.filter(pl.Series(keep))
 
 
-def _shortest_cycle(n_ops: int, edges: pl.DataFrame, need: int | None):
-    """Fewest-op cycle in a strongly connected edge set, through an edge of kind ``need``
-    (any edge if None). Returns a list of (src, dst, kind, eid) or None."""
+def _adjacency(edges: pl.DataFrame) -> dict[int, list]:
     adj: dict[int, list] = {}
     for s, d, k, e in edges.iter_rows():
         adj.setdefault(s, []).append((d, k, e))
-    cands = edges if need is None else edges.filter(pl.col("kind") == need)
-    if need == RT:  # a realtime step ends on an op
+    return adj
+
+
+def _candidates(n_ops: int, edges: pl.DataFrame, kind: int | None, cap: int) -> list[tuple]:
+    """Edges of ``kind`` (any if None) to start a cycle search from, at most ``cap`` spread
+    over the component."""
+    cands = edges if kind is None else edges.filter(pl.col("kind") == kind)
+    if kind == RT:  # a realtime step ends on an op
         cands = cands.filter(pl.col("dst") < n_ops)
     rows = cands.rows()
-    if len(rows) > MAX_TRIES:
-        rows = [rows[i] for i in np.linspace(0, len(rows) - 1, MAX_TRIES).astype(int)]
+    if len(rows) > cap:
+        rows = [rows[i] for i in np.linspace(0, len(rows) - 1, cap).astype(int)]
+    return rows
+
+
+def _walk_back(n_ops: int, adj: dict, start: tuple, need: tuple[int, ...]):
+    """Shortest closed walk that begins with edge ``start`` = (s, d, kind, eid) and uses
+    every kind in ``need``: 0-1 BFS from d to s over states (node, mask of needed kinds
+    used); entering an op costs 1, a time node 0. Returns (ops, [(src, dst, kind, eid)]) or
+    None."""
+    s, d, k, e = start
+    bit = {kind: 1 << i for i, kind in enumerate(need)}
+    full = (1 << len(need)) - 1
+    m0 = bit.get(k, 0)
+    goal = (s, full)
+    dist = {(d, m0): 0}
+    parent: dict[tuple, tuple] = {}
+    dq = deque([(d, m0)])
+    while dq:
+        st = dq.popleft()
+        if st == goal:
+            break
+        x, m = st
+        for y, ky, ey in adj.get(x, ()):
+            nst = (y, m | bit.get(ky, 0))
+            c = dist[st] + (1 if y < n_ops else 0)
+            if c < dist.get(nst, 1 << 60):
+                dist[nst] = c
+                parent[nst] = (st, ky, ey)
+                (dq.append if y < n_ops else dq.appendleft)(nst)
+    if goal not in dist:
+        return None
+    path = []
+    st = goal
+    while st != (d, m0):
+        pst, kx, ex = parent[st]
+        path.append((pst[0], st[0], kx, ex))
+        st = pst
+    return dist[goal], [(s, d, k, e)] + path[::-1]
+
+
+def _simple(cyc: list) -> bool:
+    """True when the closed walk visits no node (op or time node) twice."""
+    nodes = [src for src, _, _, _ in cyc]
+    return len(nodes) == len(set(nodes))
+
+
+def _shortest_cycle(n_ops: int, edges: pl.DataFrame, need: tuple[int, ...]):
+    """Fewest-op simple cycle in a strongly connected edge set that uses every edge kind in
+    ``need`` (any cycle if empty). Returns a list of (src, dst, kind, eid), or None when
+    none was found (possible only with two needed kinds: see the module docstring)."""
+    adj = _adjacency(edges)
+    if len(need) <= 1:
+        start_kind = need[0] if need else None
+        cap = MAX_TRIES
+    else:  # start from the rarer needed kind
+        counts = {k: int((edges["kind"] == k).sum()) for k in need}
+        start_kind = min(need, key=lambda k: counts[k])
+        cap = MAX_TRIES_2
     best = None
-    for s, d, k, e in rows:
-        # 0-1 BFS from d back to s; entering an op costs 1, a time node 0
-        dist = {d: 0}
-        parent: dict[int, tuple] = {}
-        dq = deque([d])
-        while dq:
-            x = dq.popleft()
-            if x == s:
-                break
-            for y, ky, ey in adj.get(x, ()):
-                c = dist[x] + (1 if y < n_ops else 0)
-                if c < dist.get(y, 1 << 60):
-                    dist[y] = c
-                    parent[y] = (x, ky, ey)
-                    (dq.append if y < n_ops else dq.appendleft)(y)
-        if s not in dist:
+    for cand in _candidates(n_ops, edges, start_kind, cap):
+        got = _walk_back(n_ops, adj, cand, need)
+        if got is None or not _simple(got[1]):
             continue
-        path = []
-        x = s
-        while x != d:
-            px, kx, ex = parent[x]
-            path.append((px, x, kx, ex))
-            x = px
-        cyc = [(s, d, k, e)] + path[::-1]
-        if best is None or dist[s] < best[0]:
-            best = (dist[s], cyc)
+        if best is None or got[0] < best[0]:
+            best = got
+            if len(need) > 1 and best[0] <= 2:
+                break  # two ops: no shorter cycle uses two kinds
     return None if best is None else best[1]
 
 
@@ -346,15 +411,6 @@ def _explain(h: History, g: dict, a: int, b: int, kind: int, eid: int) -> dict:
     return base
 
 
-def _name(kinds: set[int]) -> str:
-    base = "G1c" if WR in kinds else "G0"
-    if RT in kinds:
-        return base + "-realtime"
-    if PROC in kinds:
-        return base + "-process"
-    return base
-
-
 def cycle_cases(h: History) -> list[dict]:
     """G0, G1c, G0-process, G1c-process, G0-realtime, G1c-realtime: see the module
     docstring for the graph.
@@ -375,27 +431,31 @@ def cycle_cases(h: History) -> list[dict]:
     # only now the exact graph, on the nodes of the cyclic components
     g = graph(h, np.concatenate(union))
     sub = g["edges"]
-    out, seen = [], set()
+    out = []
     for name, kinds, need in VARIANTS:
         e = sub.filter(pl.col("kind").is_in(list(kinds)))
         for comp in _sccs(g["n_nodes"], e):
             ce = _within(e, g["n_nodes"], comp)
+            if any(not (ce["kind"] == k).any() for k in need):
+                continue  # the component lacks a kind this anomaly must use
+            size = int(sum(1 for x in comp if x < g["n_ops"]))
             cyc = _shortest_cycle(g["n_ops"], ce, need)
             if cyc is None:
+                out.append({
+                    "anomaly": name, "unknown": True, "component_size": size,
+                    "ops": [h.op_ref(int(o)) for o in comp[:10] if o < g["n_ops"]],
+                    "explanation": f"a component of {size} ops holds {' and '.join(KINDS[k] for k in need)} "
+                                   f"edges, but no simple {name} cycle was found within the search "
+                                   "budget: whether it holds one is unknown"})
                 continue
             ops = [s for s, _, _, _ in cyc if s < g["n_ops"]]
-            found = _name({k for _, _, k, _ in cyc})
-            sig = (found, frozenset(ops))
-            if sig in seen:
-                continue
-            seen.add(sig)
             steps = _steps(h, g, cyc)
             out.append({
-                "anomaly": found,
+                "anomaly": name,
                 "ops": [h.op_ref(o) for o in ops],
                 "steps": steps,
-                "component_size": int(sum(1 for x in comp if x < g["n_ops"])),
-                "explanation": f"{found} cycle of {len(steps)} ops: "
+                "component_size": size,
+                "explanation": f"{name} cycle of {len(steps)} ops: "
                                + "; ".join(s["explanation"] for s in steps),
             })
     return out

@@ -144,7 +144,10 @@ def check(
             unknown.append(cases)
             continue
         for c in cases:
-            found.setdefault(c["anomaly"], []).append(c)
+            if c.get("unknown"):  # the finder could not decide: say so, never count it
+                unknown.append(f"{c['anomaly']}: {c['explanation']}")
+            else:
+                found.setdefault(c["anomaly"], []).append(c)
 
     counts = {name: len(cs) for name, cs in sorted(found.items())}
     anomalies = {name: cs[:max_examples] for name, cs in sorted(found.items())}
