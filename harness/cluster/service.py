@@ -180,7 +180,15 @@ class ClusterService:
     def create_topics(self, topics: Iterable[Any], replication_factor: int, min_isr: int,
                       timeout: float = 30.0) -> dict[str, str]:
         """Create ``topics`` (objects with ``name``, ``partitions``, ``configs``); {name:
-        "created" | "exists"}. Raises AgentError."""
+        "created" | "exists"}. With ``delete_topics`` (a cluster not ours) a topic that exists
+        already is refused (ServiceError). Raises AgentError."""
+        topics = list(topics)
+        if self.delete_topics:  # a cluster that is not ours: never write into a topic it had
+            there = self.agent.request("describe", timeout=10, topics=[t.name for t in topics])["topics"]
+            clash = sorted(n for n, d in there.items() if not d["error"] and d["partitions"])
+            if clash:
+                raise ServiceError(f"topics {clash} exist on the {self.backend.name} cluster already; this run "
+                                   "would write into them: delete them or use another cluster")
         by_shape: dict[tuple, list[str]] = {}
         for t in topics:
             configs = {"min.insync.replicas": str(min_isr), **(getattr(t, "configs", None) or {})}
