@@ -86,6 +86,7 @@ class Index:
     w_key: np.ndarray
     w_val: np.ndarray
     w_slot: np.ndarray  # -1: offset unknown
+    w_place: np.ndarray  # w_slot, or where a poll returned the value when the send's offset is unknown
     w_type: np.ndarray  # OK / FAIL / INFO of the writing op
     o_first: np.ndarray  # first value observed at the slot (reads first, then sends)
     o_cons: np.ndarray  # every observation of the slot (reads, sends with it) agrees
@@ -229,7 +230,7 @@ def _index(h: History) -> Index:
     read = np.zeros(len(wi), bool)
     read[ws] = (r_cnt[sl] > 0) & r_cons[sl] & (r_first[sl] == w_val[ws])
     ix = Index(S, slot_key, slot_off, op[ri], key[ri], r_val, r_slot, r_cnt, r_first, r_cons,
-               w_op, w_key, w_val, w_slot, w_type, o_first, o_cons, None, read,
+               w_op, w_key, w_val, w_slot, w_slot, w_type, o_first, o_cons, None, read,
                None, None, None, None, None, None)
     ix.dup_kv = _duplicates(ix, seen)
     # a value sent to a known offset and read must have been read there, unless it sits at
@@ -245,6 +246,14 @@ def _index(h: History) -> Index:
         if hit.height:
             read[resid] = rk.join(hit.with_columns(_h=pl.lit(True)), on=["key", "value"],
                                   how="left", maintain_order="left")["_h"].fill_null(False).to_numpy()
+    unplaced = np.flatnonzero(~ws & read)
+    if len(unplaced):  # Jepsen places such a send where polls returned its value (the first offset)
+        at = (pl.DataFrame({"key": key[ri], "value": r_val, "slot": r_slot})
+              .group_by("key", "value").agg(pl.col("slot").min()))
+        got = (pl.DataFrame({"key": w_key[unplaced], "value": w_val[unplaced]})
+               .join(at, on=["key", "value"], how="left", maintain_order="left")["slot"])
+        ix.w_place = w_slot.copy()
+        ix.w_place[unplaced] = got.fill_null(-1).to_numpy()
     op_read = np.zeros(n_ops, bool)
     op_read[w_op[read]] = True
     # a transaction is atomic: one read value commits all of the op's; the records of a
@@ -354,11 +363,12 @@ def log_slice(h: History, key: int, lo_pos: int, hi_pos: int, limit: int = 10) -
 
 
 def write_pos(h: History) -> np.ndarray:
-    """Committed-log position of each send (aligned with writes(h)), -1 when its offset is
-    unknown or not in the committed log."""
+    """Committed-log position of each send (aligned with writes(h)), -1 when it cannot be
+    placed (offset unknown and its value never read) or is not in the committed log. A send
+    whose offset is unknown sits where polls returned its value (``Index.w_place``)."""
     def build(h: History):
         ix = index(h)
-        return take(ix.log_pos, take(ix.log_row, ix.w_slot))
+        return take(ix.log_pos, take(ix.log_row, ix.w_place))
     return h.cached("write_pos", build)
 
 

@@ -18,7 +18,8 @@ def lost_write_cases(h: History) -> list[dict]:
     position of the key's committed log.
 
     Example: {"anomaly": "lost-write", "key", "value", "offset", "pos", "writer": op ref,
-    "max_read": {"pos", "offset", "value", "op", "process"}, "explanation"}.
+    "max_read": {"pos", "offset", "value", "op", "process"}, "committed_because": "ok" |
+    "acknowledged" | "op-read", "explanation"}.
     """
     w = writes(h).with_columns(pos=pl.Series(write_pos(h))).filter(
         pl.col("committed") & ~pl.col("read") & pl.col("offset").is_not_null())
@@ -50,15 +51,38 @@ def lost_write_cases(h: History) -> list[dict]:
             "offset": row["offset"],
             "pos": row["pos"],
             "writer": h.op_ref(row["op"]),
+            "committed_because": committed_because(row),
             "max_read": {"pos": row["max_pos"], "offset": row["max_offset"],
                          "value": row["max_value"], "op": h.ops["invoke_index"][row["max_op"]],
                          "process": row["max_process"]},
             "explanation": (
                 f"value {row['value']} of key {key}, written at offset {row['offset']} "
                 f"(position {row['pos']}) by {describe_op(h, row['op'])} which "
-                f"{OUTCOME[row['type']] if row['type'] == 'ok' else 'must have committed (info, and a value of it was read)'}, "
+                f"{_why_committed(h, row)}, "
                 f"was never returned by any poll, although {rdesc} read position "
                 f"{row['max_pos']} (offset {row['max_offset']}, value {row['max_value']})"
             ),
         })
     return out
+
+
+def committed_because(row: dict) -> str:
+    """Why a write must have committed (ANOMALIES.md terms): ``ok`` (its op completed ok),
+    ``op-read`` (an info op, one of whose values a poll returned: a transaction is atomic) or
+    ``acknowledged`` (a non-transactional info send whose delivery report gave an offset).
+    ``row`` is a writes(h) row."""
+    if row["type"] == "ok":
+        return "ok"
+    if row["f"] != "send" and row["op_read"]:
+        return "op-read"
+    return "acknowledged" if row["offset"] is not None else "op-read"
+
+
+def _why_committed(h: History, row: dict) -> str:
+    why = committed_because(row)
+    if why == "ok":
+        return OUTCOME["ok"]
+    if why == "acknowledged":
+        return (f"must have committed (info, but its delivery report acknowledged offset "
+                f"{row['offset']})")
+    return "must have committed (info, and another value of the same op was read)"

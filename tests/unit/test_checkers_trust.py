@@ -50,3 +50,52 @@ def test_allowed_g0_does_not_hide_a_g1c_sharing_its_ops():
                          ["send", "y/0", [0, 2]], ["send", "w/0", [0, 6]]])
     v = check(b.events, allowed=G0_ALLOWED)
     assert "G0" in v["anomaly_counts"] and "G1c" in v["failing"]
+
+
+# -- 2. sends whose offset the client did not learn ------------------------------------
+def test_info_send_with_unknown_offset_is_placed_by_polls_for_send_order():
+    b = HistoryBuilder()
+    b.send(0, [("x/0", 1, None)], "info")  # delivery report lost: offset null
+    b.send(0, [("x/0", 2, 3)])  # the process's next send landed at offset 3 ...
+    b.assign(1, ["x/0"])
+    b.poll(1, {"x/0": [(3, 2), (5, 1)]})  # ... before the first one, found at offset 5
+    v = check(b.events)
+    assert v["failing"] == ["nonmonotonic-send"], v["anomaly_counts"]
+    ex = v["anomalies"]["nonmonotonic-send"][0]
+    assert ex["from"] == {"offset": 5, "value": 1} and ex["to"] == {"offset": 3, "value": 2}
+    assert "did not learn its offset" in ex["explanation"]
+
+
+def test_txn_with_unknown_offsets_is_placed_by_polls_within_the_op():
+    b = HistoryBuilder()
+    b.txn(0, [("x/0", 1, None), ("x/0", 2, None)], "info", tid="t")
+    b.assign(1, ["x/0"])
+    b.poll(1, {"x/0": [(0, 2), (1, 1)]})  # the op's second record landed first
+    v = check(b.events)
+    assert v["failing"] == ["int-nonmonotonic-send"], v["anomaly_counts"]
+
+
+# -- 6. explanations say the reason that applies ----------------------------------------
+def _lost_info_write(f: str) -> HistoryBuilder:
+    b = HistoryBuilder()
+    if f == "send":  # an acknowledged record of an info send: committed on its own
+        b.send(0, [("x/0", 1, 0)], "info")
+    else:  # an info txn: committed because another of its values was read
+        b.txn(0, [("x/0", 1, 0), ("y/0", 9, 0)], "info", tid="t")
+    b.send(1, [("x/0", 2, 1)])
+    b.assign(2, ["x/0", "y/0"])
+    b.poll(2, {"x/0": [(1, 2)], "y/0": [(0, 9)]})
+    return b
+
+
+@pytest.mark.parametrize("f,because,says", [
+    ("send", "acknowledged", "delivery report acknowledged offset 0"),
+    ("txn", "op-read", "another value of the same op was read"),
+])
+def test_lost_write_of_an_info_op_says_why_it_must_have_committed(f, because, says):
+    v = check(_lost_info_write(f).events)
+    ex = v["anomalies"]["lost-write"][0]
+    assert ex["value"] == 1 and ex["committed_because"] == because
+    assert says in ex["explanation"]
+    if f == "send":
+        assert "was read" not in ex["explanation"].split("never returned")[0]
