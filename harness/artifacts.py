@@ -286,3 +286,86 @@ def spark_connector_jars(version: str = "4.3.0", *, fetch: bool = True) -> list[
             f"spark-sql-kafka-0-10_{SPARK_SCALA} {sql_kafka}\nspark-token-provider-kafka-0-10_{SPARK_SCALA} {token}\n")
     shipped = _pyspark_jar_names()
     return sorted(p for p in jars.glob("*.jar") if _artifact_name(p.name) not in shipped)
+
+
+# -- the Java client under test (harness/java) ------------------------------------------------
+
+#: what the Java workers need besides kafka-clients: JSON for the worker protocol, an slf4j
+#: binding so the client's warnings reach the worker's log (stderr)
+JAVA_CLIENT_EXTRAS = [("com.fasterxml.jackson.core", "jackson-databind", "2.21.2"),
+                      ("org.slf4j", "slf4j-simple", "1.7.36")]
+
+
+def _java_client_pom(version: str) -> str:
+    deps = [("org.apache.kafka", "kafka-clients", version), *JAVA_CLIENT_EXTRAS]
+    body = "\n".join(
+        f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId>"
+        f"<version>{v}</version></dependency>"
+        for g, a, v in deps
+    )
+    return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>kafka-eos-chaos</groupId>
+  <artifactId>java-client-classpath</artifactId>
+  <version>{version}</version>
+  <dependencies>
+{body}
+  </dependencies>
+</project>
+"""
+
+
+def java_client_libs(version: str, *, fetch: bool = True) -> Path:
+    """The folder of jars the Java workers run on: ``org.apache.kafka:kafka-clients:<version>``
+    with its runtime dependencies, jackson-databind and slf4j-simple, resolved through Maven
+    like ``kafka_dist`` and cached at ``cache_dir()/java-client/<version>/libs``. Raises
+    ArtifactError when Java or Maven is missing, when nothing is cached and ``fetch`` is false,
+    or when Maven cannot resolve the version (its last lines quoted)."""
+    home = cache_dir() / "java-client" / version
+    libs = home / "libs"
+    if (home / ".complete").exists():
+        return libs
+    if not fetch:
+        raise ArtifactError(f"kafka-clients {version} is not cached at {home}: run `eos-chaos setup`")
+    _require("java", "install a JDK 17+ (Debian: apt-get install -y openjdk-17-jdk-headless)")
+    mvn = _require("mvn", "install Maven (Debian: apt-get install -y maven)")
+    home.mkdir(parents=True, exist_ok=True)
+    staging = home / "libs.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="eosc-java-pom-") as tmp:
+        Path(tmp, "pom.xml").write_text(_java_client_pom(version))
+        proc = subprocess.run(
+            [mvn, "-q", "-B", "dependency:copy-dependencies", "-DincludeScope=runtime",
+             f"-DoutputDirectory={staging}"],
+            cwd=tmp, capture_output=True, text=True,
+        )
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise ArtifactError(
+            f"Maven could not resolve org.apache.kafka:kafka-clients:{version} "
+            f"(is the version right, is Maven Central reachable?):\n{tail}"
+        )
+    shutil.rmtree(libs, ignore_errors=True)
+    staging.rename(libs)
+    (home / ".complete").write_text(version + "\n")
+    return libs
+
+
+def install_extra(extra: str, module: str) -> None:
+    """Install the requirements of this package's optional extra ``extra`` (pyproject.toml, e.g.
+    ``spark``: pyspark and pyarrow at the tested versions) with this interpreter's pip, unless
+    ``module`` already imports. Raises ArtifactError when pip fails."""
+    import importlib.metadata
+    import importlib.util
+    import sys
+
+    if importlib.util.find_spec(module) is not None:
+        return
+    reqs = [r.split(";")[0].strip() for r in importlib.metadata.requires("kafka-eos-chaos") or []
+            if re.search(rf"""extra\s*==\s*["']{re.escape(extra)}["']""", r)]
+    if not reqs:
+        raise ArtifactError(f"no extra {extra!r} in kafka-eos-chaos's metadata: reinstall it (pip install -e .)")
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", *reqs], capture_output=True, text=True)
+    if proc.returncode != 0:
+        why = " ".join(proc.stderr.split())[-300:]
+        raise ArtifactError(f"pip could not install {' '.join(reqs)}: {why}")

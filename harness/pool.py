@@ -54,8 +54,13 @@ class WorkerHandle:
         self.control: list[dict] = []
         self.bad_lines = 0
         self._log = open(logdir / f"{name}.log", "ab")
+        argv = [sys.executable, "-m", "harness.workers", role]
+        if cfg.get("client") == "java":  # the Java client's worker of the role (harness.java)
+            from harness.java import command as java_command
+
+            argv, cfg = java_command(role, cfg)
         self.proc = subprocess.Popen(
-            host.exec_prefix() + [sys.executable, "-m", "harness.workers", role, json.dumps(cfg)],
+            host.exec_prefix() + argv + [json.dumps(cfg)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
             start_new_session=True,
             env=dict(os.environ, PYTHONUNBUFFERED="1"),

@@ -8,12 +8,15 @@ from typing import Annotated, Union
 
 from pydantic import Field
 
+from harness.workloads.clients import with_client
 from harness.workloads.eos_pipeline import EosPipeline, EosPipelineSpec
 from harness.workloads.idempotent import Idempotent, IdempotentSpec
 from harness.workloads.spark import Spark, SparkSpec
 from harness.workloads.txn_queue import TxnQueue, TxnQueueSpec
 
-WORKLOADS = {"txn-queue": TxnQueue, "idempotent": Idempotent, "eos-pipeline": EosPipeline, "spark": Spark}
+# workload.client (librdkafka | java) for the workloads whose workers exist in both clients
+WORKLOADS = {"txn-queue": with_client(TxnQueue), "idempotent": with_client(Idempotent),
+             "eos-pipeline": with_client(EosPipeline), "spark": Spark}
 
 WorkloadSpec = Annotated[Union[TxnQueueSpec, IdempotentSpec, EosPipelineSpec, SparkSpec], Field(discriminator="name")]
 

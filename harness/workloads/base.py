@@ -12,15 +12,42 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class Strict(BaseModel):
     """A scenario section: unknown fields are errors, so a typo never falls back to a default."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class ClientSpec(Strict):
+    """The client under test, for workloads whose workers exist in both clients
+    (txn-queue, idempotent, eos-pipeline): ``librdkafka`` (confluent-kafka, the Python workers)
+    or ``java`` (kafka-clients, harness.java; docs/java-client.md). With ``java``, the
+    workload's ``producer`` / ``consumer`` settings are Java client settings."""
+
+    client: Literal["librdkafka", "java"] = "librdkafka"
+    #: kafka-clients version of the Java workers (Maven Central); default: harness.java's
+    #: DEFAULT_JAVA_CLIENT_VERSION
+    java_client_version: str | None = Field(None, pattern=r"^[0-9][0-9A-Za-z.+-]*$")
+
+    @model_validator(mode="after")
+    def _java_version_needs_java(self) -> "ClientSpec":
+        if self.java_client_version and self.client != "java":
+            raise ValueError("java_client_version needs client: java")
+        return self
+
+    def client_cfg(self) -> dict[str, Any]:
+        """What every worker config of this workload gains: nothing for librdkafka,
+        ``client`` and ``java_client_version`` for java (read by harness.pool)."""
+        if self.client != "java":
+            return {}
+        from harness.java import DEFAULT_JAVA_CLIENT_VERSION
+
+        return {"client": "java", "java_client_version": self.java_client_version or DEFAULT_JAVA_CLIENT_VERSION}
 
 
 @dataclass(frozen=True)

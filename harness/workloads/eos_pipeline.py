@@ -27,14 +27,14 @@ from typing import Literal
 
 from pydantic import Field
 
-from harness.workloads.base import Strict, TopicSpec, WorkerSpec
+from harness.workloads.base import ClientSpec, Strict, TopicSpec, WorkerSpec
 from harness.workers.processor import OUTPUT_FACTOR
 from harness.workloads.txn_queue import VALUE_STRIDE, TxnQueue
 
 IN, OUT, GROUP = "in", "out", "eosc-proc"
 
 
-class EosPipelineSpec(Strict):
+class EosPipelineSpec(ClientSpec):
     name: Literal["eos-pipeline"] = "eos-pipeline"
     processors: int = Field(3, ge=1, le=32)
     input_producers: int = Field(1, ge=1, le=32)

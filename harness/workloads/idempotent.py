@@ -18,11 +18,11 @@ from typing import Literal
 
 from pydantic import Field
 
-from harness.workloads.base import Strict, WorkerSpec
+from harness.workloads.base import ClientSpec, Strict, WorkerSpec
 from harness.workloads.txn_queue import VALUE_STRIDE, TxnQueue
 
 
-class IdempotentSpec(Strict):
+class IdempotentSpec(ClientSpec):
     name: Literal["idempotent"] = "idempotent"
     producers: int = Field(4, ge=1, le=64)
     consumers: int = Field(2, ge=0, le=64)

@@ -13,13 +13,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from harness.workloads.base import Strict, TopicSpec, WorkerSpec
+from harness.workloads.base import ClientSpec, Strict, TopicSpec, WorkerSpec
 
 #: values of one worker spawn are value_base, value_base + 1, ...: unique per run
 VALUE_STRIDE = 100_000_000
 
 
-class TxnQueueSpec(Strict):
+class TxnQueueSpec(ClientSpec):
     name: Literal["txn-queue"] = "txn-queue"
     producers: int = Field(4, ge=1, le=64)
     consumers: int = Field(2, ge=0, le=64)
