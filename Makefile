@@ -13,7 +13,7 @@ setup: system-deps venv artifacts
 # iproute2 for namespaces, iptables (nft backend) for partitions, a JDK and Maven for Kafka, Go for toxiproxy
 system-deps:
 	@missing=""; \
-	for t in ip:iproute2 iptables:iptables java:openjdk-17-jre-headless mvn:maven go:golang-go chromium:chromium chromedriver:chromium-driver; do \
+	for t in ip:iproute2 iptables:iptables java:openjdk-17-jre-headless javac:openjdk-17-jdk-headless mvn:maven go:golang-go chromium:chromium chromedriver:chromium-driver; do \
 	  command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t#*:}"; \
 	done; \
 	if [ -n "$$missing" ]; then \

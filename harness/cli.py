@@ -275,6 +275,9 @@ def setup(kafka_version: list[str] = typer.Option(None, "--kafka-version", metav
                                                   help="Kafka version to fetch (repeatable; default: 4.3.1)"),
           spark: bool = typer.Option(False, "--spark", help="also install pyspark and fetch Spark's Kafka "
                                      "connector jars (spark workload)"),
+          java_client: list[str] = typer.Option(None, "--java-client", metavar="VERSION",
+                                                help="kafka-clients version to build the Java workers on (repeatable; "
+                                                "default: 4.3.1 when javac is on PATH)"),
           minimal: bool = typer.Option(False, "--minimal", help="only Kafka's broker jars: what a run "
                                        "without link faults needs (make demo); no toxiproxy, no kafka-tools"),
           ) -> None:
@@ -293,6 +296,8 @@ def setup(kafka_version: list[str] = typer.Option(None, "--kafka-version", metav
 
             install_extra("spark", "pyspark")
             out.print(f"spark kafka connector: {', '.join(p.name for p in spark_connector_jars())}")
+        if java_client or not minimal:
+            _setup_java_client(java_client)
     except ArtifactError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2)
@@ -301,6 +306,20 @@ def setup(kafka_version: list[str] = typer.Option(None, "--kafka-version", metav
         console.print(f"[red]error:[/] missing system tools: {', '.join(missing)} "
                       "(Debian: apt-get install -y iproute2 iptables openjdk-17-jre-headless)")
         raise typer.Exit(2)
+
+
+def _setup_java_client(versions: list[str] | None) -> None:
+    """Build the Java workers (harness.java) on each kafka-clients version; without versions,
+    on the default one when javac is on PATH (docs/java-client.md)."""
+    import shutil
+
+    from harness.java import DEFAULT_JAVA_CLIENT_VERSION, build
+
+    if not versions and shutil.which("javac") is None:
+        out.print("java client workers: skipped (no javac; Debian: apt-get install -y openjdk-17-jdk-headless)")
+        return
+    for v in versions or [DEFAULT_JAVA_CLIENT_VERSION]:
+        out.print(f"java client workers on kafka-clients {v}: {build(v).split(':')[0]}")
 
 
 @app.command()
