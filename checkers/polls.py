@@ -1,11 +1,14 @@
 """Consecutive reads of a key by one consumer, the basis of poll-skip and nonmonotonic-poll.
 
 A consumer's reads of a key are compared only within a *segment*: a run of the process's
-ops with no seek, assignment or subscription between and no op whose outcome was not
-``ok`` (after an aborted or unknown op a consumer, or a consume-transform-produce processor,
-legitimately rewinds to its committed offsets). Any op of the process whose ``f`` is not
-``poll``, ``txn`` or ``send`` starts a new segment (``assign``, ``subscribe``, ``seek``, and
-unknown ``f``s, conservatively).
+ops with no event between that moves its position. Only such events may: ``assign`` (also
+the one a rebalance records), ``subscribe``, ``seek`` and ``rewind`` (the seek back to a
+batch's first offsets that a processor records after an abort, docs/history.md), and,
+conservatively, any other op whose ``f`` is not ``poll``, ``txn`` or ``send``. An aborted or
+unknown op does not: a consumer that did not rewind continues where its last ``ok`` poll
+left off, so Jepsen's rule applies (``kafka.clj``: each poll is compared with the
+consumer's last ok poll). Across ops only reads of ``ok`` ops are compared; within one op,
+all of its reads.
 """
 
 from __future__ import annotations
@@ -34,12 +37,9 @@ def segments(h: History) -> np.ndarray:
         pr, _ = process_rank(h)
         o = stable_order(pr)  # ops by process, then op
         reset = ~h.ops["f"].is_in(READ_FS).to_numpy()[o]
-        not_ok = (h.ops["type"] != "ok").to_numpy()[o]
         first = np.ones(n, bool)
         first[1:] = pr[o][1:] != pr[o][:-1]
-        prev_not_ok = np.ones(n, bool)
-        prev_not_ok[1:] = not_ok[:-1]
-        reset |= first | prev_not_ok
+        reset |= first
         seg = np.empty(n, np.int64)
         seg[o] = np.cumsum(reset)
         return seg
@@ -64,26 +64,17 @@ def read_steps(h: History) -> pl.DataFrame:
     def build(h: History):
         ix = index(h)
         valid = ix.r_pos >= 0
-        rows = np.flatnonzero(valid) if not valid.all() else None  # in (op, seq) order
-        op = ix.r_op if rows is None else ix.r_op[rows]
-        key = ix.r_key if rows is None else ix.r_key[rows]
-        pos = ix.r_pos if rows is None else ix.r_pos[rows]
-        if len(op) < 2:
-            return pl.DataFrame(schema=STEP_SCHEMA)
+        ok_op = (h.ops["type"] == "ok").to_numpy()
+        ok = valid & ok_op[ix.r_op] if len(ix.r_op) else valid
+        # pass 1, within one op: every read of it; pass 2, across ops: reads of ok ops only
+        c1, p1 = _steps(h, ix, valid, internal=True)
+        c2, p2 = _steps(h, ix, ok, internal=False)
+        cur, prev = np.concatenate([c1, c2]), np.concatenate([p1, p2])
         pr, _ = process_rank(h)
-        g = pr[op] * max(len(h.keys), 1) + key  # (process, key) group
-        o = stable_order(g)  # by group, then (op, seq)
-        # few gathers in sorted order (random access is what costs at this size)
-        g = g[o]
-        op_s = op[o]
-        seg = segments(h)[op_s]
-        pos = pos[o]
-        bad = np.flatnonzero((g[1:] == g[:-1]) & (seg[1:] == seg[:-1])
-                             & (pos[1:] - pos[:-1] != 1))
-        del g, seg, pos, op_s
-        cur, prev = o[bad + 1], o[bad]
-        if rows is not None:
-            cur, prev = rows[cur], rows[prev]
+        order = np.lexsort((cur, ix.r_key[cur], pr[ix.r_op[cur]]))  # process, key, op, seq
+        cur, prev = cur[order], prev[order]
+        if not len(cur):
+            return pl.DataFrame(schema=STEP_SCHEMA)
         off = pl.Series(ix.slot_off)  # a read's offset is its slot's
         return pl.DataFrame({
             "process": h.ops["process"].gather(ix.r_op[cur]),
@@ -99,6 +90,34 @@ def read_steps(h: History) -> pl.DataFrame:
             "internal": ix.r_op[cur] == ix.r_op[prev],
         }, schema=STEP_SCHEMA)
     return h.cached("read_steps", build)
+
+
+def _steps(h: History, ix, keep: np.ndarray, internal: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(cur, prev) read rows of consecutive reads of one (process, key) in one segment whose
+    positions do not step by +1, among the reads where ``keep``: pairs inside one op when
+    ``internal``, else pairs across ops."""
+    rows = np.flatnonzero(keep) if not keep.all() else None  # in (op, seq) order
+    op = ix.r_op if rows is None else ix.r_op[rows]
+    if len(op) < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    key = ix.r_key if rows is None else ix.r_key[rows]
+    pos = ix.r_pos if rows is None else ix.r_pos[rows]
+    pr, _ = process_rank(h)
+    g = pr[op] * max(len(h.keys), 1) + key  # (process, key) group
+    o = stable_order(g)  # by group, then (op, seq)
+    # few gathers in sorted order (random access is what costs at this size)
+    g = g[o]
+    op_s = op[o]
+    seg = segments(h)[op_s]
+    pos = pos[o]
+    same_op = op_s[1:] == op_s[:-1]
+    bad = np.flatnonzero((g[1:] == g[:-1]) & (seg[1:] == seg[:-1])
+                         & (same_op if internal else ~same_op)
+                         & (pos[1:] - pos[:-1] != 1))
+    cur, prev = o[bad + 1], o[bad]
+    if rows is not None:
+        cur, prev = rows[cur], rows[prev]
+    return cur.astype(np.int64), prev.astype(np.int64)
 
 
 def step_example(h: History, row: dict, name: str) -> dict:

@@ -247,24 +247,23 @@ class ProcessorWorker(RetirableTxnProducer):
         self.replace()
 
     def rewind(self, first: dict[str, int]) -> None:
-        """After an abort: seek back to the batch's first offsets, so it is processed again."""
+        """After an abort: seek back to the batch's first offsets, so it is processed again.
+        Recorded as a ``rewind`` op (value: {key: offset sought}, docs/history.md) so the
+        checkers tell a rewind from a skip; a seek that fails completes it ``info`` and
+        replaces the instance."""
         assigned = {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
-        for key, off in first.items():
-            tp = _tp(key, off)
-            if (tp.topic, tp.partition) not in assigned:
-                continue  # revoked meanwhile: its new owner starts from the committed offset
+        # a key revoked meanwhile is left alone: its new owner starts from the committed offset
+        todo = {k: off for k, off in first.items() if (_tp(k).topic, _tp(k).partition) in assigned}
+        if not todo:
+            return
+        meta = {"transactional_id": self.tid, "group_id": self.group}
+        self.emit("invoke", "rewind", todo, meta=meta)
+        for key, off in todo.items():
             try:
-                self.consumer.seek(tp)
+                self.consumer.seek(_tp(key, off))
             except KafkaException as exc:
+                self.emit("info", "rewind", todo, error=error_pair(exc), meta=meta)
                 self.log(f"seek {key}@{off}: {exc}; replacing the instance")
                 self.replace()
                 return
-
-    def run(self) -> None:
-        while not self.stopping.is_set():
-            if self.producer is None and not self.start_instance():
-                time.sleep(0.5)
-                continue
-            self.step()
-        self.close_consumer()
-        self.control(done=True)
+        self.emit("ok", "rewind", todo, meta=meta)

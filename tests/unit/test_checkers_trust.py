@@ -99,3 +99,31 @@ def test_lost_write_of_an_info_op_says_why_it_must_have_committed(f, because, sa
     assert says in ex["explanation"]
     if f == "send":
         assert "was read" not in ex["explanation"].split("never returned")[0]
+
+
+# -- 3. read continuity after a failed consume -------------------------------------------
+def _processor_abort(rewind: bool) -> HistoryBuilder:
+    b = HistoryBuilder()
+    b.send(9, [("in/0", 10 + i, i) for i in range(5)])  # the input, committed
+    b.assign(0, ["in/0"])
+    b.txn(0, [("out/0", 100, 0)], polls={"in/0": [(0, 10), (1, 11)]}, tid="p")
+    b.txn(0, [("out/0", 102, 1)], "fail", polls={"in/0": [(2, 12), (3, 13)]}, tid="p")
+    if rewind:  # the processor seeks back to the aborted batch's first offset
+        b.invoke(0, "rewind", {"in/0": 2})
+        b.complete(0, "ok", {"in/0": 2})
+        b.txn(0, [("out/0", 103, 3)], polls={"in/0": [(2, 12), (3, 13)]}, tid="p")
+    b.txn(0, [("out/0", 104, 5)], polls={"in/0": [(4, 14)]}, tid="p")
+    return b
+
+
+def test_processor_that_did_not_rewind_after_an_abort_skipped_input():
+    v = check(_processor_abort(rewind=False).events)
+    assert v["failing"] == ["poll-skip"], v["anomaly_counts"]
+    ex = v["anomalies"]["poll-skip"][0]
+    assert ex["from"]["offset"] == 1 and ex["to"]["offset"] == 4
+    assert [s["value"] for s in ex["skipped"]] == [12, 13]
+
+
+def test_processor_that_rewound_after_an_abort_did_not_skip():
+    v = check(_processor_abort(rewind=True).events)
+    assert "poll-skip" not in v["anomaly_counts"] and v["valid"] is True, v["anomaly_counts"]
