@@ -327,8 +327,8 @@ class Explorer:
         old = engine.MAX_SHRINKING_SECONDS
         engine.MAX_SHRINKING_SECONDS = max(old, int(self.budget_s) + 60)
         try:
-            find(strategy, self.predicate, settings=cfg, random=random.Random(self.seed),
-                 database_key=self.database_key())
+            # no random=: Hypothesis turns its example database off for a seeded search
+            find(strategy, self.predicate, settings=cfg, database_key=self.database_key())
         except NoSuchExample:
             pass
         finally:

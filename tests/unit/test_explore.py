@@ -1,0 +1,147 @@
+"""eos-chaos explore without a cluster: drawn schedules as runnable scenario files, and the
+search/shrink/replay logic of harness.explore.Explorer with a fake runner (instant verdicts
+chosen from the schedule), Hypothesis's real engine and example database."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given, settings
+
+from harness.explore import Explorer, ExploreError, normalized, scenario_yaml, schedules, size, to_scenario
+from harness.scenario import Scenario, load_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+F1 = load_scenario(ROOT / "scenarios" / "coordinator-inflight-abort.yaml")
+
+MIXED = Scenario.model_validate({
+    "name": "mixed", "duration": 40,
+    "workload": {"name": "eos-pipeline", "processors": 2},
+    "nemesis": {"faults": [
+        "kill", {"fault": "kill", "target": "coordinator", "transactional_id": "eosc-proc-0"},
+        {"fault": "kill-client", "clients": ["processor-*"]},
+        {"fault": "partition", "grudge": "halves"},
+        {"fault": "toxic", "type": "timeout", "timeout_ms": 0}],
+        "fault_duration_s": [2, 5]}})
+
+
+@settings(max_examples=40, deadline=None)
+@given(sched=schedules(MIXED))
+def test_a_drawn_schedule_round_trips_through_a_scenario_file(sched, tmp_path_factory):
+    p = tmp_path_factory.mktemp("s") / "minimal.yaml"
+    p.write_text(scenario_yaml(to_scenario(MIXED, sched, name="mixed-minimal"), "header\nline two"))
+    scn = load_scenario(p)
+    n = normalized(sched)
+    assert scn.name == "mixed-minimal" and scn.duration == n["duration"] and 10 <= n["duration"] <= 40
+    assert [s.model_dump(exclude_none=True) | {"fault": s.fault.as_dict()} for s in scn.nemesis.schedule] == \
+        [dict(f, fault={**f["fault"], "weight": 1.0}) for f in n["faults"]]
+    steps = scn.nemesis.steps(1, scn.duration, [1, 2, 3], ["processor-0", "processor-1"])
+    assert len(steps) == 2 * len(n["faults"]) and all(s.at <= scn.duration for s in steps)
+    for f in n["faults"]:
+        assert 0 <= f["at"] < n["duration"] and 1 <= f["duration"] <= 5 and f["at"] + f["duration"] <= n["duration"]
+        v = f.get("value") or {}
+        if f["fault"]["fault"] == "kill" and "target" not in f["fault"]:
+            assert v["node"] in (1, 2, 3)
+        if f["fault"]["fault"] == "kill-client":
+            assert v["client"] in ("processor-0", "processor-1")
+        if f["fault"].get("target") == "coordinator":
+            assert v == {"role": "coordinator", "transactional_id": "eosc-proc-0"}
+
+
+def test_a_scenario_without_faults_cannot_be_explored():
+    with pytest.raises(ExploreError, match="no nemesis.faults"):
+        schedules(Scenario.model_validate({"name": "x", "nemesis": {"faults": []}}))
+    with pytest.raises(ExploreError, match="at least 10 s"):
+        schedules(Scenario.model_validate({"name": "x", "duration": 5}))
+
+
+class FakeRunner:
+    """Invalid (lost-write) when the run's explicit schedule kills the coordinator of
+    eosc-txn-1 for at least 4 s within a load of at least 20 s; ``flaky`` drops every other
+    such failure (a real cluster does not fail every time). Records what it ran."""
+
+    def __init__(self, flaky: bool = False, other: bool = False):
+        self.flaky, self.other, self.calls, self.n = flaky, other, [], 0
+
+    def __call__(self, scn, results_root, *, source=None, stop=None, progress=None):
+        self.n += 1
+        sched = [s.model_dump(exclude_none=True) | {"fault": s.fault.as_dict()} for s in scn.nemesis.schedule]
+        self.calls.append((source, scn.duration, sched, scn.seed))
+        bad = scn.duration >= 20 and any(
+            f["fault"].get("transactional_id") == "eosc-txn-1" and f["fault"]["fault"] == "kill" and f["duration"] >= 4
+            for f in sched)
+        if bad and self.flaky and self.n % 2 == 0:
+            bad = False
+        failing = ["lost-write", "unseen"] if bad else (["duplicate"] if self.other and len(sched) >= 3 else [])
+        verdict = {"valid": not failing, "failing": failing, "anomalies": {}, "anomaly_counts": {}}
+        return SimpleNamespace(verdict=verdict, run_dir=Path(results_root) / f"run-{self.n}")
+
+
+def test_search_finds_shrinks_to_the_single_guilty_fault_and_replays(tmp_path):
+    runner = FakeRunner()
+    ex = Explorer(F1, tmp_path / "results", tmp_path / "out", runner=runner, k=3, budget_s=10_000, seed=3)
+    out = ex.explore()
+    assert out.found and out.anomalies == ["lost-write", "unseen"]
+    m = out.minimal
+    # the smallest failing schedule: one fault, the guilty kill, as short and early as it can be
+    assert m["duration"] == 20 and len(m["faults"]) == 1
+    f = m["faults"][0]
+    assert f["fault"]["fault"] == "kill" and f["fault"]["transactional_id"] == "eosc-txn-1"
+    assert (f["at"], f["duration"]) == (0, 4)
+    assert out.replays == {"runs": 3, "invalid": 3, "original_kind": 3}
+    # the minimal schedule is a runnable scenario file; explore.json holds the outcome and every run
+    scn = load_scenario(out.minimal_path)
+    assert scn.duration == 20 and scn.nemesis.schedule[0].fault.transactional_id == "eosc-txn-1"
+    assert "eos-chaos run" in out.minimal_path.read_text().splitlines()[2]
+    doc = json.loads((tmp_path / "out" / "explore.json").read_text())
+    assert doc["found"] and doc["minimal"]["duration"] == 20 and doc["replays"]["invalid"] == 3
+    assert doc["runs"] == runner.n == len(doc["attempts"])
+    assert [a["phase"] for a in doc["attempts"]][-3:] == ["replay"] * 3
+    # every run had its own seed
+    assert len({c[3] for c in runner.calls}) == runner.n
+
+    # Hypothesis's example database keeps the failure: the next search starts from it
+    again = FakeRunner()
+    out2 = Explorer(F1, tmp_path / "results", tmp_path / "out2", runner=again, k=1, budget_s=10_000, seed=9,
+                    db_dir=tmp_path / "out" / "hypothesis-db").explore()
+    assert out2.found and again.calls[0][0] == "eos-chaos explore (search)"
+    assert again.calls[0][1] == 20 and len(again.calls[0][2]) == 1
+
+
+def test_a_shrink_step_fails_when_any_of_k_runs_fails_with_an_original_kind(tmp_path):
+    ex = Explorer(F1, tmp_path / "r", tmp_path / "o", runner=FakeRunner(flaky=True, other=True), k=3,
+                  budget_s=10_000, seed=5)
+    ex.original = {"lost-write"}
+    guilty = {"duration": 30, "faults": [{"at": 2, "duration": 5, "value": {"role": "coordinator", "transactional_id": "eosc-txn-1"},
+                                          "fault": {"fault": "kill", "target": "coordinator", "transactional_id": "eosc-txn-1"}}]}
+    ex.runner.n = 1  # the next run is the second: the flaky runner lets it pass, the third fails
+    assert ex.predicate(guilty) is True
+    assert [a.counted for a in ex.attempts] == [False, True]
+    # a schedule that only yields another anomaly (duplicate) is not the original failure
+    other = {"duration": 30, "faults": [dict(guilty["faults"][0], fault={"fault": "pause"}, value={"node": 1})] * 3}
+    assert ex.predicate(other) is False and len(ex.attempts) == 5
+    assert ex.predicate(other) is False and len(ex.attempts) == 5   # the same schedule does not run again
+
+
+def test_budget_ends_the_search_with_the_best_schedule_so_far(tmp_path):
+    now = [0.0]
+
+    def clock():
+        return now[0]
+
+    class Slow(FakeRunner):
+        def __call__(self, *a, **kw):
+            now[0] += 100.0  # each run takes 100 s of the budget
+            return super().__call__(*a, **kw)
+
+    runner = Slow()
+    out = Explorer(F1, tmp_path / "r", tmp_path / "o", runner=runner, k=2, budget_s=1000, seed=3,
+                   clock=clock).explore()
+    assert out.stopped == "budget" or out.found
+    searched = [c for c in runner.calls if "replay" not in c[0]]
+    assert len(searched) <= 11
+    if out.found:  # the best so far, replayed k times after the budget
+        assert out.replays["runs"] == 2 and out.minimal_path.is_file()
+        assert size(out.minimal)[0] >= 1
