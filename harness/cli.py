@@ -146,8 +146,10 @@ def suite(
     suite_out: Optional[Path] = typer.Option(None, "--out", help="suite folder (default RESULTS/suites/SUITE)"),
     fresh: bool = typer.Option(False, "--fresh", help="forget earlier runs of this suite and run every cell"),
     dry_run: bool = typer.Option(False, "--dry-run", help="list the runs and what is left; run nothing"),
+    backend: list[str] = typer.Option(None, "--backend", help="cluster backends instead of the suite's "
+                                      "(netns, docker, external; repeatable)"),
 ) -> None:
-    """Run a matrix of scenarios x seeds x Kafka versions, resuming where an earlier call stopped;
+    """Run a matrix of scenarios x seeds x Kafka versions (x backends), resuming where an earlier call stopped;
     write index.html, junit.xml and summary.json. Exit 0 all valid, 1 any invalid, 2 otherwise."""
     from harness import suite as st
     from harness.suite_outputs import RichSuiteProgress
@@ -155,7 +157,7 @@ def suite(
     try:
         spec = st.load_suite(suite_file)
         cells = st.expand(spec, suite_file.parent, seeds=seed or None, kafka_versions=kafka_version or None,
-                          duration=duration)
+                          duration=duration, backends=backend or None)
     except st.SuiteError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2)
@@ -357,6 +359,31 @@ def bench_checker(ops: int = typer.Option(100_000, help="ops in the synthetic hi
 from harness.zoo_cli import register as _register_zoo  # noqa: E402 (eos-chaos zoo, explore)
 
 _register_zoo(app)
+
+
+@bench_app.command("eos-cost")
+def bench_eos_cost(record_bytes: int = typer.Option(1024, help="record value size, bytes"),
+                   seconds: float = typer.Option(10.0, help="measured seconds per cell (after a warm-up)"),
+                   rounds: int = typer.Option(3, min=1, help="rounds; a cell's figure is its best round"),
+                   warmup: float = typer.Option(2.0, help="warm-up seconds per cell, not counted"),
+                   kafka_version: Optional[str] = typer.Option(None, help="Kafka 4.x version (default 4.3.1)"),
+                   as_json: bool = typer.Option(False, "--json")) -> None:
+    """Producer throughput and latency: plain, idempotent, transactional (commit every 10/100/1000 ms),
+    the harness's producer and kafka-producer-perf-test, interleaved on one real cluster (root)."""
+    from harness.bench.eos_cost import run_eos_cost, table
+
+    _require_root()
+    try:
+        res = run_eos_cost(record_bytes, seconds, rounds, warmup, kafka_version,
+                           log=lambda s: console.print(s, highlight=False))
+    except Exception as exc:  # a cluster that did not come up, a failed client: one line
+        console.print(f"[red]error:[/] {type(exc).__name__}: {exc}")
+        raise typer.Exit(2)
+    if as_json:
+        out.print_json(json.dumps({k: res[k] for k in ("rows", "overhead_pct_100ms")}))
+    else:
+        out.print(table(res))
+        out.print(f"overhead of txn @ 100 ms against plain: {res['overhead_pct_100ms']} %")
 
 
 def main() -> None:

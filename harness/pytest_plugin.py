@@ -204,8 +204,10 @@ class SuiteFile(pytest.File):
 
         opt = self.config.getoption
         try:
+            backend = opt("eos_backend")
             cells = expand(load_suite(self.path), self.path.parent, seeds=opt("eos_seed"),
-                           kafka_versions=opt("eos_kafka_version"), duration=opt("eos_duration"))
+                           kafka_versions=opt("eos_kafka_version"), duration=opt("eos_duration"),
+                           backends=[backend] if backend else None)
         except SuiteError as exc:
             raise self.CollectError(str(exc)) from exc
         for cell in cells:

@@ -10,6 +10,8 @@ file in the same folder (``is_suite_file``)::
                                         # {path: smoke.yaml, seeds: [...], kafka_versions: [...], duration: 120}
     seeds: [1, 2, 3]                    # or a count: 3 means [1, 2, 3]
     kafka_versions: [4.3.1, 3.9.1]
+    backends: [netns, docker]           # optional: one cell per backend (docs/backends.md);
+                                        # omitted: each scenario's own cluster.backend
     duration: 180                       # seconds of load per run; omitted: each scenario's own
 
 A *cell* of the matrix is one run: a scenario with its seed, Kafka version and duration
@@ -44,14 +46,14 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Literal
 
 import yaml
 from pydantic import Field, field_validator
 
 from harness.artifacts import DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION
 from harness.scenario import (Scenario, ScenarioError, load_scenario, read_yaml_mapping,
-                              validate_model)
+                              validate_model, with_backend)
 from harness.workloads.base import Strict
 
 #: statuses of a cell. The first three are verdicts (``valid`` True / False / "unknown").
@@ -86,6 +88,9 @@ class Suite(Strict):
     kafka_versions: list[str] = Field(default_factory=lambda: [DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION],
                                       min_length=1)
     duration: float | None = Field(None, gt=0, description="seconds of load per run")
+    #: cluster backends (netns, docker, external): one cell per backend; omitted, each
+    #: scenario's own cluster.backend
+    backends: list[Literal["netns", "docker", "external"]] | None = Field(None, min_length=1)
 
     @field_validator("seeds")
     @classmethod
@@ -147,13 +152,20 @@ class Cell:
         return float(self.scenario.duration)
 
     @property
+    def backend(self) -> str:
+        return self.scenario.cluster.backend
+
+    @property
     def id(self) -> str:
-        """``<scenario>/s<seed>/kafka-<version>``: unique within a suite."""
-        return f"{self.name}/s{self.seed}/kafka-{self.kafka_version}"
+        """``<scenario>/s<seed>/kafka-<version>``, then ``/<backend>`` unless netns: unique
+        within a suite (netns cells keep the ids they had before backends existed)."""
+        base = f"{self.name}/s{self.seed}/kafka-{self.kafka_version}"
+        return base if self.backend == "netns" else f"{base}/{self.backend}"
 
     @property
     def title(self) -> str:
-        return f"{self.name} (seed {self.seed}, Kafka {self.kafka_version}, {self.duration:g} s)"
+        on = "" if self.backend == "netns" else f", {self.backend}"
+        return f"{self.name} (seed {self.seed}, Kafka {self.kafka_version}{on}, {self.duration:g} s)"
 
     @property
     def fingerprint(self) -> str:
@@ -187,12 +199,15 @@ def _entry_files(entry: SuiteEntry, base: Path) -> list[Path]:
 
 
 def expand(suite: Suite, base_dir: str | Path, *, seeds: Iterable[int] | None = None,
-           kafka_versions: Iterable[str] | None = None, duration: float | None = None) -> list[Cell]:
-    """The suite's cells in run order (seed-major, then scenario entry, then version).
+           kafka_versions: Iterable[str] | None = None, duration: float | None = None,
+           backends: Iterable[str] | None = None) -> list[Cell]:
+    """The suite's cells in run order (seed-major, then scenario entry, then version, then
+    backend).
 
     ``base_dir`` is the suite file's folder (scenario paths are relative to it). ``seeds``,
-    ``kafka_versions`` and ``duration`` (seconds), when given, replace the suite's and the
-    entries' own. When a file is named by several entries (a glob and an explicit entry), the
+    ``kafka_versions``, ``duration`` (seconds) and ``backends``, when given, replace the
+    suite's and the entries' own. A scenario that cannot run on a backend of the suite
+    (external without cluster.external) is a SuiteError. When a file is named by several entries (a glob and an explicit entry), the
     last entry wins. Raises SuiteError for a missing or invalid scenario file, or for two files
     with the same scenario name.
     """
@@ -206,7 +221,8 @@ def expand(suite: Suite, base_dir: str | Path, *, seeds: Iterable[int] | None = 
         for f in files:
             per_file.pop(f.resolve(), None)  # re-insert: the last entry wins and sets the order
             per_file[f.resolve()] = entry
-    keyed: list[tuple[tuple[int, int, int], Cell]] = []
+    keyed: list[tuple[tuple[int, int, int, int], Cell]] = []
+    backend_list = list(backends) if backends else suite.backends
     names: dict[str, Path] = {}
     for e_i, (path, entry) in enumerate(per_file.items()):
         try:
@@ -222,10 +238,15 @@ def expand(suite: Suite, base_dir: str | Path, *, seeds: Iterable[int] | None = 
         dur = duration or entry.duration or suite.duration or scn.duration
         for s_i, seed in enumerate(cell_seeds):
             for v_i, version in enumerate(dict.fromkeys(versions)):
-                merged = scn.model_copy(update={
-                    "seed": seed, "duration": float(dur),
-                    "cluster": scn.cluster.model_copy(update={"kafka_version": version})})
-                keyed.append(((s_i, e_i, v_i), Cell(merged, _display_path(path))))
+                for b_i, backend in enumerate(dict.fromkeys(backend_list or [scn.cluster.backend])):
+                    try:
+                        on = with_backend(scn, backend)
+                    except ScenarioError as exc:
+                        raise SuiteError(str(exc)) from exc
+                    merged = on.model_copy(update={
+                        "seed": seed, "duration": float(dur),
+                        "cluster": on.cluster.model_copy(update={"kafka_version": version})})
+                    keyed.append(((s_i, e_i, v_i, b_i), Cell(merged, _display_path(path))))
     cells = [c for _, c in sorted(keyed, key=lambda kc: kc[0])]
     seen: set[str] = set()
     unique = []

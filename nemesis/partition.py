@@ -93,12 +93,17 @@ class PartitionNemesis:
         """Create chain EOSC and the jump INPUT -> EOSC in every host's namespace. Raises
         NetError (from Host.run) when iptables fails; what was made is undone by teardown."""
         for host in sorted(self.network.hosts):
-            if self._iptables(host, "-S", CHAIN, check=False).returncode != 0:
-                self._iptables(host, "-N", CHAIN)
-            if host not in self.prepared:
-                self.prepared.append(host)
-            if self._iptables(host, "-C", "INPUT", "-j", CHAIN, check=False).returncode != 0:
-                self._iptables(host, "-I", "INPUT", "1", "-j", CHAIN)
+            self._prepare(host)
+
+    def _prepare(self, host: str) -> None:
+        # idempotent, and called again before each partition: a restarted docker container
+        # comes back in a fresh network namespace, without our chain
+        if self._iptables(host, "-S", CHAIN, check=False).returncode != 0:
+            self._iptables(host, "-N", CHAIN)
+        if host not in self.prepared:
+            self.prepared.append(host)
+        if self._iptables(host, "-C", "INPUT", "-j", CHAIN, check=False).returncode != 0:
+            self._iptables(host, "-I", "INPUT", "1", "-j", CHAIN)
 
     def invoke(self, op: Op) -> Op:
         if op["f"] == self.start_f:
@@ -121,6 +126,7 @@ class PartitionNemesis:
         if unknown:
             raise ValueError(f"grudge names hosts that are not on the test network: {unknown}")
         for host, srcs in g.to_json(grudge).items():
+            self._prepare(host)
             for src in srcs:
                 self._iptables(host, "-A", CHAIN, "-s", self.network.hosts[src].address, "-j", "DROP")
         rules = sum(self._count(h) for h in grudge)  # read back: what the namespaces now hold
@@ -131,16 +137,20 @@ class PartitionNemesis:
         return out
 
     def _count(self, host: str) -> int:
-        listing = self._iptables(host, "-S", CHAIN).stdout
-        return sum(1 for line in listing.splitlines() if line.startswith(f"-A {CHAIN} "))
+        """Our rules in ``host``'s namespace; 0 when the chain is gone with its namespace (a
+        restarted or stopped docker container)."""
+        proc = self._iptables(host, "-S", CHAIN, check=False)
+        return sum(1 for line in proc.stdout.splitlines() if line.startswith(f"-A {CHAIN} "))
 
     def heal(self) -> int:
         """Flush our chain in every prepared namespace; return how many rules were removed.
         Raises NetError when a flush fails."""
         removed = 0
         for host in self.prepared:
-            removed += self._count(host)
-            self._iptables(host, "-F", CHAIN)
+            n = self._count(host)
+            if n:
+                self._iptables(host, "-F", CHAIN)
+            removed += n
         return removed
 
     def teardown(self) -> list[str]:
@@ -148,6 +158,9 @@ class PartitionNemesis:
         what could not be removed (a namespace already gone takes its rules with it)."""
         problems = []
         for host in list(self.prepared):
+            if self._iptables(host, "-S", CHAIN, check=False).returncode != 0:
+                self.prepared.remove(host)  # the chain went with its namespace (a restarted container)
+                continue
             for args in (("-F", CHAIN), ("-D", "INPUT", "-j", CHAIN), ("-X", CHAIN)):
                 proc = self._iptables(host, *args, check=False)
                 if proc.returncode != 0:

@@ -112,6 +112,9 @@ class ExternalBackend:
     def clean_leftovers(self) -> list[str]:
         return []  # nothing of ours lives on someone else's cluster between runs
 
+    def prepare(self) -> None:
+        self.logdir.mkdir(parents=True, exist_ok=True)
+
     def start(self, client_listeners: dict[int, str] | None) -> None:
         if client_listeners:
             raise ValueError("the external backend cannot advertise proxies (no toxiproxy links)")

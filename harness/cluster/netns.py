@@ -32,8 +32,10 @@ class NetnsBackend:
     def clean_leftovers(self) -> list[str]:
         return net.cleanup()
 
-    def start(self, client_listeners: dict[int, str] | None) -> None:
+    def prepare(self) -> None:
         self.network.up()
+
+    def start(self, client_listeners: dict[int, str] | None) -> None:
         self.cluster = Cluster(self.dist, self.network, self.workdir, self.logdir, nodes=self.nodes,
                                heap_mb=self.heap_mb, overrides=self.overrides,
                                client_listeners=client_listeners)

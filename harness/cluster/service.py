@@ -65,8 +65,13 @@ class Backend(Protocol):
         """Remove what a crashed earlier run of this backend left; return descriptions of it."""
         ...
 
+    def prepare(self) -> None:
+        """Make the network (and whatever else must exist before the nodes, e.g. a Docker
+        engine and image); afterwards ``network`` and the node addresses are final."""
+        ...
+
     def start(self, client_listeners: dict[int, str] | None) -> None:
-        """Make the network and start every node. ``client_listeners``: node id -> "host:port"
+        """Start every node on the prepared network. ``client_listeners``: node id -> "host:port"
         of the proxy the node advertises on its CLIENT listener (None: no CLIENT listener).
         Raises ClusterError / NetError / a backend error naming the log to read."""
         ...
@@ -155,6 +160,7 @@ class ClusterService:
         backend raises, WaitTimeout, ServiceError, ToxiproxyError."""
         self.logdir.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
+        self.backend.prepare()
         if self.want_proxies:
             if self.backend.network is None:
                 raise ServiceError(f"toxiproxy links need a test network; the {self.backend.name} "

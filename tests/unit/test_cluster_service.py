@@ -103,3 +103,16 @@ def test_netns_backend_knows_its_addresses_before_it_starts(tmp_path):
     assert sorted(b.network.hosts) == ["c", "n1", "n2", "n3"]
     assert ClusterService(b, tmp_path).meta() == {"backend": "netns", "nodes": {
         "1": "198.18.0.11:9092", "2": "198.18.0.12:9092", "3": "198.18.0.13:9092"}}
+
+
+def test_suite_backends_axis(tmp_path):
+    from harness.suite import SuiteError, expand, load_suite
+
+    (tmp_path / "a.yaml").write_text("name: a\nnemesis: {faults: [kill]}\n")
+    (tmp_path / "s.yaml").write_text("suite: s\nscenarios: [a.yaml]\nseeds: 1\nkafka_versions: [4.3.1]\n"
+                                     "backends: [netns, docker]\n")
+    cells = expand(load_suite(tmp_path / "s.yaml"), tmp_path)
+    assert [c.id for c in cells] == ["a/s1/kafka-4.3.1", "a/s1/kafka-4.3.1/docker"]
+    assert [c.scenario.cluster.backend for c in cells] == ["netns", "docker"]
+    with pytest.raises(SuiteError, match="cluster.external.bootstrap"):
+        expand(load_suite(tmp_path / "s.yaml"), tmp_path, backends=["external"])

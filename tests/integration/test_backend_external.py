@@ -1,0 +1,90 @@
+"""The external backend on a cluster the harness did not start for the run (issue 10).
+
+The test starts a 3-node cluster by other means (the netns backend's nodes, started here,
+under the machine's lock), lets the root namespace reach them (an address on the bridge: a
+user's cluster is reached from the machine itself), and writes one tiny shell script per node
+and action. The external run knows nothing but the bootstrap servers and the command
+templates ``sh DIR/kill-{id}.sh`` etc.: every broker kill and restart goes through them. The
+run must be valid, its topics deleted at the end, and the nodes running again. ~1.5 min.
+"""
+import json
+import shlex
+
+import pytest
+
+from harness import net
+from harness.cluster.backends import make_backend
+from harness.cluster.service import ClusterService
+from harness.lock import cluster_lock
+from harness.runner import run_scenario
+from harness.scenario import ClusterSpec, Scenario
+
+pytestmark = pytest.mark.integration
+
+BRIDGE_ADDRESS = "198.18.0.1/24"  # the root namespace's foot on the test bridge, for this test only
+
+
+def _scripts(service: ClusterService, d) -> dict[str, str]:
+    """kill/start/pause/resume scripts per node; the templates that call them."""
+    d.mkdir()
+    for i in service.node_ids():
+        node = service.node(i)
+        pidfile = d / f"n{i}.pid"
+        pidfile.write_text(str(node.proc.pid))
+        argv = node.host.exec_prefix() + node._java("kafka.Kafka", str(node.config_path))
+        (d / f"kill-{i}.sh").write_text(f"kill -9 $(cat {pidfile})\n")
+        (d / f"pause-{i}.sh").write_text(f"kill -STOP $(cat {pidfile})\n")
+        (d / f"resume-{i}.sh").write_text(f"kill -CONT $(cat {pidfile})\n")
+        (d / f"start-{i}.sh").write_text(
+            f"{shlex.join(argv)} >> {node.log_path} 2>&1 < /dev/null &\necho $! > {pidfile}\n")
+    return {a: f"sh {d}/{a}-{{id}}.sh" for a in ("kill", "start", "pause", "resume")}
+
+
+@pytest.fixture(scope="module")
+def external_run(tmp_path_factory, results_root):
+    tmp = tmp_path_factory.mktemp("external")
+    with cluster_lock():
+        service = ClusterService(make_backend(ClusterSpec(), tmp / "nodes", tmp / "logs"), tmp / "logs")
+        service.clean_leftovers()
+        try:
+            service.start(timeout=180)
+            net.ip("addr", "add", BRIDGE_ADDRESS, "dev", net.BRIDGE)
+            commands = _scripts(service, tmp / "scripts")
+            scn = Scenario.model_validate({
+                "name": "external-smoke-it", "seed": 3, "duration": 35,
+                "workload": {"name": "txn-queue", "producers": 3, "consumers": 1, "topics": 2, "partitions": 2},
+                "cluster": {"backend": "external", "external": {
+                    "bootstrap": service.backend.bootstrap, "commands": commands,
+                    "nodes": [{"id": i, "host": a.split(":")[0], "name": f"n{i}"}
+                              for i, a in service.backend.addresses().items()]}},
+                "nemesis": {"faults": ["kill"], "interval_s": [9, 11], "fault_duration_s": [4, 6]},
+                "expected": ["G0", "G0-process", "G0-realtime"],  # as smoke.yaml says why
+            })
+            res = run_scenario(scn, results_root, source="tests/integration/test_backend_external.py")
+            after = service.agent.request("describe", timeout=10)
+            yield res, after
+        finally:
+            assert service.teardown() == []
+
+
+def test_external_smoke_is_valid_with_kills_through_templates(external_run):
+    res, _ = external_run
+    assert res.verdict["valid"] is True, json.dumps(res.verdict.get("anomalies"), indent=1)[:3000]
+    meta = json.loads((res.run_dir / "meta.json").read_text())
+    assert meta["backend"] == "external" and meta["teardown_problems"] == []
+    assert meta["nodes"] == {"1": "198.18.0.11", "2": "198.18.0.12", "3": "198.18.0.13"}
+    events = [json.loads(x) for x in (res.run_dir / "history.jsonl").read_text().splitlines()]
+    kills = [e["value"] for e in events if e["process"] == "nemesis" and e["f"] == "kill" and "result" in e["value"]]
+    assert len(kills) >= 2 and all(k["result"] == "killed" for k in kills), kills
+    log = (res.run_dir / "logs" / "commands.log").read_text()
+    for k in kills:
+        assert f"sh " in log and f"kill-{k['node']}.sh" in log
+    assert log.count("exit 0") == log.count("$ ")  # every command succeeded
+
+
+def test_external_run_leaves_the_cluster_as_it_found_it(external_run):
+    res, after = external_run
+    assert after["brokers"] == [1, 2, 3]  # killed nodes were started again
+    keys = json.loads((res.run_dir / "meta.json").read_text())["keys"]
+    topics = {k.rsplit("/", 1)[0] for k in keys}
+    assert topics and not topics & set(after["topics"]), after["topics"]  # the run's topics are gone
