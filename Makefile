@@ -1,19 +1,40 @@
-# Two commands do everything on a fresh machine (root, Debian, Java 17 + Maven, Go, Python 3.11):
-#   make demo   set up, run scenarios/smoke.yaml on a real 3-node KRaft cluster, print the report path
-#   make test   set up, run the unit and integration tests
+# Two commands do everything on a fresh machine (root or sudo, Debian 12 or similar, Python 3.11+):
+#   make demo   set up what the demo needs, run scenarios/smoke.yaml on a real 3-node KRaft cluster,
+#               print the verdict and the report's path
+#   make test   set up everything else too (Go/toxiproxy, Chromium, pyspark and Spark's Kafka
+#               connector, Kafka 3.9.1), run the unit and integration tests
+# `eos-chaos setup --spark / --docker / --kafka-version V` installs each extra on its own.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system-deps venv artifacts demo test unit cleanup
+.PHONY: setup setup-test system-deps test-system-deps venv venv-test artifacts artifacts-test demo test unit cleanup
 
+# what `make demo` needs: no Go, no Chromium, no Spark, one Kafka version
 setup: system-deps venv artifacts
+# what `make test` needs on top
+setup-test: setup test-system-deps venv-test artifacts-test
 
-# iproute2 for namespaces, iptables (nft backend) for partitions, a JDK and Maven for Kafka, Go for toxiproxy
+# apt-get installs what is missing of: iproute2 (namespaces), iptables (partitions), a JDK and
+# Maven (Kafka's jars), python3-venv (Debian's python3 cannot make a venv without it)
 system-deps:
 	@missing=""; \
-	for t in ip:iproute2 iptables:iptables java:openjdk-17-jre-headless javac:openjdk-17-jdk-headless mvn:maven go:golang-go chromium:chromium chromedriver:chromium-driver; do \
+	for t in ip:iproute2 iptables:iptables java:openjdk-17-jre-headless mvn:maven; do \
+	  command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t#*:}"; \
+	done; \
+	$(PY) -c 'import ensurepip, venv' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+# Go builds toxiproxy (an older Go, e.g. Debian's 1.19, fetches the toolchain toxiproxy needs
+# through the Go module proxy); javac builds the Java client workers; Chromium and its driver
+# check the HTML report
+test-system-deps:
+	@missing=""; \
+	for t in go:golang-go javac:openjdk-17-jdk-headless chromium:chromium chromedriver:chromium-driver; do \
 	  command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t#*:}"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -21,27 +42,36 @@ system-deps:
 	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
-# re-made when the Makefile changes too (e.g. a new extra such as `spark`)
+# re-made when pyproject.toml or the Makefile changes
 $(BIN)/eos-chaos: pyproject.toml Makefile
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,spark]'
+	$(BIN)/pip install -q -e .
 	touch $@
 
 venv: $(BIN)/eos-chaos
 
-# Kafka 4.3.1 (default) and 3.9.1 (version matrix) jars and Spark's Kafka connector jars from
-# Maven Central, toxiproxy via go install
+# the test tools and the spark workload's pyspark (pyproject.toml's extras)
+$(VENV)/.extras-test: $(BIN)/eos-chaos
+	$(BIN)/pip install -q -e '.[test,spark]'
+	touch $@
+
+venv-test: $(VENV)/.extras-test
+
+# Kafka 4.3.1 (the default) from Maven Central
 artifacts: venv
+	$(BIN)/eos-chaos setup --minimal
+
+# toxiproxy (go install), Kafka 3.9.1 (the version matrix), Spark's Kafka connector jars
+artifacts-test: venv-test
 	$(BIN)/eos-chaos setup --kafka-version 4.3.1 --kafka-version 3.9.1 --spark
 
 demo: setup
 	$(SUDO) $(BIN)/eos-chaos run scenarios/smoke.yaml
 
-unit: setup
-	$(BIN)/python -m pytest tests/unit -q
+unit: setup-test
+	$(BIN)/python -m pytest tests/unit -q -p no:cacheprovider
 
-test: setup
+test: setup-test
 	$(SUDO) $(BIN)/python -m pytest tests -q -p no:cacheprovider
 
 cleanup: venv

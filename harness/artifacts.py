@@ -15,6 +15,7 @@ Everything here is idempotent and works offline once cached.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -27,6 +28,8 @@ DEFAULT_KAFKA_VERSION = "4.3.1"
 #: the 3.9 line is kept runnable for the version matrix (ZooKeeper-less KRaft works on both).
 SECOND_KAFKA_VERSION = "3.9.1"
 TOXIPROXY_VERSION = "v2.12.0"
+#: the Kafka versions the test suite runs (tests/integration/test_cluster_versions.py)
+KNOWN_KAFKA_VERSIONS = (DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION)
 
 
 class ArtifactError(RuntimeError):
@@ -76,6 +79,20 @@ def _pom(version: str) -> str:
 """
 
 
+def maven_failure(version: str, output: str) -> str:
+    """One line for a failed ``mvn dependency:copy-dependencies`` of Kafka ``version``: the
+    version is not on Maven Central (Maven's "Could not find artifact"), or Maven's own first
+    error line (no route to Maven Central, a broken local repository ...)."""
+    if "Could not find artifact" in output or "was not found in" in output:
+        return (f"Kafka {version} is not on Maven Central (no org.apache.kafka:kafka_2.13:{version}); "
+                f"versions known to work: {', '.join(KNOWN_KAFKA_VERSIONS)}")
+    errors = [ln.strip() for ln in re.sub(r"\x1b\[[0-9;]*m", "", output).splitlines()
+              if ln.strip().startswith("[ERROR]") and ln.strip() != "[ERROR]"]
+    first = errors[0].removeprefix("[ERROR]").strip() if errors else " ".join(output.split())[-300:]
+    return (f"Maven could not fetch Kafka {version} (org.apache.kafka:kafka_2.13:{version}): {first[:400]} "
+            "-- is Maven Central reachable (proxy settings in ~/.m2/settings.xml)?")
+
+
 @dataclass(frozen=True)
 class KafkaDist:
     """A cached Kafka classpath: ``libs`` holds every jar a broker needs."""
@@ -100,7 +117,7 @@ def kafka_dist(version: str = DEFAULT_KAFKA_VERSION, *, fetch: bool = True) -> K
     """Return the cached classpath of Kafka ``version``, fetching it through Maven if needed.
 
     Raises ArtifactError when Java or Maven is missing, or when Maven cannot resolve the
-    version (a typo, or no route to Maven Central); the message quotes Maven's last lines.
+    version (a typo, or no route to Maven Central); the message is one line (maven_failure).
     """
     home = cache_dir() / "kafka" / version
     dist = KafkaDist(version, home)
@@ -121,11 +138,7 @@ def kafka_dist(version: str = DEFAULT_KAFKA_VERSION, *, fetch: bool = True) -> K
             cwd=tmp, capture_output=True, text=True,
         )
         if proc.returncode != 0:
-            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-            raise ArtifactError(
-                f"Maven could not resolve org.apache.kafka:kafka_2.13:{version} "
-                f"(is the version right, is Maven Central reachable?):\n{tail}"
-            )
+            raise ArtifactError(maven_failure(version, proc.stdout + proc.stderr))
     shutil.rmtree(dist.libs, ignore_errors=True)
     staging.rename(dist.libs)
     (home / ".complete").write_text(version + "\n")
@@ -159,18 +172,78 @@ def dump_log_command(version: str = DEFAULT_KAFKA_VERSION, *, fetch: bool = True
     return [java, "-cp", f"{dist.classpath}:{tools / '*'}", "org.apache.kafka.tools.DumpLogSegments"]
 
 
+#: toxiproxy v2.12.0's go.mod asks for Go 1.23 (``go 1.23.0``)
+TOXIPROXY_GO = (1, 23)
+#: the Go toolchain fetched when the ``go`` on PATH is older than TOXIPROXY_GO (Debian 12's
+#: golang-go is 1.19): module ``golang.org/toolchain`` version ``v0.0.1-<this>.<goos>-<goarch>``
+#: from the Go module proxy, as Go 1.21+ does itself for ``GOTOOLCHAIN``
+GO_TOOLCHAIN = "go1.24.13"
+
+
+def go_version(go: str) -> tuple[int, int] | None:
+    """(major, minor) of ``go version``'s output (``go version go1.19.8 linux/amd64``), None
+    when it cannot be read."""
+    proc = subprocess.run([go, "version"], capture_output=True, text=True)
+    m = re.search(r"\bgo(\d+)\.(\d+)", proc.stdout)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _go_env(go: str, *names: str) -> list[str]:
+    proc = subprocess.run([go, "env", *names], capture_output=True, text=True)
+    return proc.stdout.split()
+
+
+def go_toolchain(go: str, toolchain: str = GO_TOOLCHAIN) -> Path:
+    """The ``go`` binary of Go ``toolchain`` (e.g. ``go1.24.13``), downloaded with the old
+    ``go`` (``go mod download golang.org/toolchain@v0.0.1-<toolchain>.<goos>-<goarch>``)
+    through ``$GOPROXY`` (default https://proxy.golang.org) into the module cache, checksums
+    checked against the Go checksum database (Go docs, "Go Toolchains"). Module zips carry no
+    execute bits, so they are set here as Go's own toolchain switch does. Raises ArtifactError
+    when the download fails."""
+    goos, goarch = (_go_env(go, "GOOS", "GOARCH") + ["linux", "amd64"])[:2]
+    module = f"golang.org/toolchain@v0.0.1-{toolchain}.{goos}-{goarch}"
+    env = {k: v for k, v in os.environ.items() if k not in ("GOROOT", "GOFLAGS", "GOTOOLCHAIN")}
+    with tempfile.TemporaryDirectory(prefix="eosc-go-") as tmp:
+        proc = subprocess.run([go, "mod", "download", "-json", module], cwd=tmp, env=dict(env, GO111MODULE="on"),
+                              capture_output=True, text=True)
+    try:
+        root = Path(json.loads(proc.stdout)["Dir"])
+    except (ValueError, KeyError, TypeError):
+        root = None
+    if proc.returncode != 0 or root is None or not (root / "bin" / "go").is_file():
+        why = " ".join((proc.stdout + proc.stderr).split())[-300:]
+        raise ArtifactError(f"could not fetch Go {toolchain} ({module}) through the Go module proxy: {why}; "
+                            f"install Go {TOXIPROXY_GO[0]}.{TOXIPROXY_GO[1]}+ yourself (https://go.dev/doc/install)")
+    for d in [root / "bin", *(root / "pkg" / "tool").glob("*")]:
+        for f in d.iterdir() if d.is_dir() else []:
+            if f.is_file():
+                f.chmod(f.stat().st_mode | 0o111)
+    return root / "bin" / "go"
+
+
 def toxiproxy_server(*, fetch: bool = True) -> Path:
-    """Return the path of the toxiproxy server binary, building it with ``go install`` if needed."""
+    """Return the path of the toxiproxy server binary, building it with ``go install`` if needed.
+
+    A ``go`` on PATH older than toxiproxy's go.mod asks for (TOXIPROXY_GO) builds nothing
+    itself: it fetches Go GO_TOOLCHAIN through the Go module proxy (``go_toolchain``), which
+    then builds. Raises ArtifactError when there is no ``go`` or the build fails."""
     target = cache_dir() / "bin" / "toxiproxy-server"
     if target.exists():
         return target
     if not fetch:
         raise ArtifactError(f"toxiproxy is not cached at {target}: run `eos-chaos setup`")
-    go = _require("go", "install Go 1.22+ (https://go.dev/doc/install) to build toxiproxy")
+    go = _require("go", "install Go (Debian: apt-get install -y golang-go; an older Go fetches the newer "
+                  "toolchain toxiproxy needs through the Go module proxy)")
+    version = go_version(go)
+    env = dict(os.environ)
+    if version is None or version < TOXIPROXY_GO:
+        go = str(go_toolchain(go))
+        env.pop("GOROOT", None)  # the old Go's; the fetched go finds its own
+        env["GOTOOLCHAIN"] = "local"  # the fetched toolchain builds; it must not switch again
     gobin = target.parent
     gobin.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="eosc-go-") as tmp:
-        env = dict(os.environ, GOBIN=str(gobin), GOFLAGS="-mod=mod")
+        env.update(GOBIN=str(gobin), GOFLAGS="-mod=mod")
         proc = subprocess.run(
             [go, "install", f"github.com/Shopify/toxiproxy/v2/cmd/server@{TOXIPROXY_VERSION}"],
             cwd=tmp, env=env, capture_output=True, text=True,
