@@ -27,29 +27,36 @@ Image (harness.docker.image)
 
 Broker containers (harness.docker.nodes)
     labels(run_id, **extra) -> dict[str, str]     {"eos-chaos.harness": "1", "eos-chaos.run": run_id, ...}
-    create_network(client, run_id, subnet=None) -> TestNet
+    create_network(client, run_id, subnet=None) -> DockerNet
         A user-defined bridge network ``eosc-<run_id>`` on a free 198.19.<n>.0/24 (or ``subnet``);
-        TestNet has ``name``, ``subnet``, ``gateway`` (the host's address on it: host <->
+        DockerNet has ``name``, ``subnet``, ``gateway`` (the host's address on it: host <->
         container traffic works directly), ``address(i)`` (198.19.<n>.<10+i>).
-    BrokerContainer(client, run_id, node_id, image, net, config_dir, cluster_id, heap_mb=512)
-        One KRaft node. ``config_dir`` (host dir, written by the caller) holds server.properties
-        and log4j2.properties (4.x) / log4j.properties (3.x); it is mounted read-only at
-        CONFIG_DIR (/mnt/eos-chaos); the caller writes ``log.dirs=DATA_DIR`` (/var/lib/kafka/data),
-        a named volume ``eosc-<run_id>-n<i>-data`` that survives kill and start. The container
-        formats its log dir on its first start (``kafka-storage format --ignore-formatted``),
-        then runs ``kafka-server-start.sh``.
+    BrokerContainer(client, run_id, node_id, image, net, config_dir, cluster_id, log_path, heap_mb=512)
+        One KRaft node, container ``eosc-<run_id>-n<i>``, hostname ``n<i>``, fixed IP
+        ``net.address(i)``. ``config_dir`` (host dir, written by the caller) holds
+        server.properties and log4j2.properties (4.x) / log4j.properties (3.x); it is mounted
+        read-only at CONFIG_DIR (/mnt/eos-chaos). The caller writes ``log.dirs=DATA_DIR``
+        (/var/lib/kafka/data), a named volume ``eosc-<run_id>-n<i>-data`` that survives kill and
+        start, and listeners on ``net.address(i)``. The first start formats the log dir
+        (``kafka-storage format -t cluster_id``), every start runs ``kafka-server-start.sh``
+        (works on apache/kafka images too). The broker's output is appended live to the host file
+        ``log_path`` (the run's logs/n<i>.log; its directory is mounted), with a start marker.
         .create() -> None       make volume + container (not started)
-        .start() -> None        start (also after kill); no-op when running
-        .kill() -> bool         SIGKILL (docker kill); True when it was running
+        .start() -> None        start (also after kill; resumes a paused one); no-op when running
+        .kill() -> bool         SIGKILL (docker kill), waits until stopped; True when it was running
         .stop(timeout=30) -> bool   SIGTERM, SIGKILL after ``timeout`` s
         .pause() / .resume() -> bool   cgroup freezer (docker pause / unpause)
-        .running() -> bool, .paused -> bool, .exit_code() -> int | None
-        .pid() -> int | None    host pid of the container's init (for nsenter -t PID -n)
+        .running() -> bool (paused counts), .paused -> bool, .exit_code() -> int | None
+        .pid() -> int | None    host pid of the container's init (the JVM): nsenter -t PID -n
         .address -> str         fixed IP on ``net``
-        .save_log(path) -> Path write the container's whole output (every start) to ``path``
+        .save_log(path) -> Path ``docker logs`` (output before the script's redirect) to ``path``
         .remove() -> list[str]  remove container and volume; what could not be removed
     nsenter_prefix(pid) -> list[str]   ["nsenter", "-t", pid, "-n"]: run a host binary (iptables)
         in a container's network namespace.
+
+Setup (harness.docker.setup)
+    setup_docker(versions, say=print) -> list[str]     engine + base + one image per version
+        (what ``eos-chaos setup --docker`` runs); the image tags.
 
 Cleanup (harness.docker.cleanup)
     cleanup(run_id=None, client=None) -> list[str]
@@ -71,11 +78,11 @@ from harness.docker.cleanup import cleanup, leftovers  # noqa: E402
 from harness.docker.engine import DOCKERD_FLAGS, engine_client, ensure_engine, stop_engine  # noqa: E402
 from harness.docker.image import BASE_TAG, build_kafka_image, image_tag  # noqa: E402
 from harness.docker.nodes import (CONFIG_DIR, DATA_DIR, LABEL_HARNESS, LABEL_RUN,  # noqa: E402
-                                  BrokerContainer, TestNet, create_network, labels, nsenter_prefix)
+                                  BrokerContainer, DockerNet, create_network, labels, nsenter_prefix)
 
 __all__ = [
     "DockerError", "ensure_engine", "engine_client", "stop_engine", "DOCKERD_FLAGS",
     "BASE_TAG", "image_tag", "build_kafka_image", "LABEL_HARNESS", "LABEL_RUN", "CONFIG_DIR",
-    "DATA_DIR", "labels", "create_network", "TestNet", "BrokerContainer", "nsenter_prefix",
+    "DATA_DIR", "labels", "create_network", "DockerNet", "BrokerContainer", "nsenter_prefix",
     "cleanup", "leftovers",
 ]

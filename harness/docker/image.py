@@ -41,7 +41,11 @@ JAVA_HOME = "/usr/lib/jvm/java-17-openjdk-amd64"
 #: dpkg filters: man pages, docs and translations are dead weight in a broker image
 _DPKG_FILTERS = ["path-exclude=/usr/share/man/*", "path-exclude=/usr/share/doc/*",
                  "path-include=/usr/share/doc/*/copyright", "path-exclude=/usr/share/locale/*",
-                 "path-exclude=/usr/share/info/*"]
+                 "path-exclude=/usr/share/info/*",
+                 # javac's --release data and the class-data archive for heaps past 32 GiB:
+                 # a broker JVM uses neither
+                 "path-exclude=/usr/lib/jvm/*/lib/ct.sym",
+                 "path-exclude=/usr/lib/jvm/*/lib/server/classes_nocoops.jsa"]
 
 
 def image_tag(version: str) -> str:

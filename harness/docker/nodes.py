@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import shlex
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +56,7 @@ def nsenter_prefix(pid: int) -> list[str]:
 
 
 @dataclass(frozen=True)
-class TestNet:
+class DockerNet:
     """A run's user-defined bridge network: ``subnet`` (198.19.<n>.0/24), ``gateway`` (.1, the
     host's own address on the bridge), node i at .10+i (as harness.net: 11, 12, 13)."""
 
@@ -80,7 +81,7 @@ def free_subnet(used: list[str], pool: str = ADDRESS_POOL, prefix: int = 24) -> 
     raise DockerError(f"no free /{prefix} left in {pool}: run `eos-chaos cleanup` to remove old networks")
 
 
-def create_network(client: docker.DockerClient, run_id: str, subnet: str | None = None) -> TestNet:
+def create_network(client: docker.DockerClient, run_id: str, subnet: str | None = None) -> DockerNet:
     """Create the run's bridge network ``eosc-<run_id>`` on ``subnet`` (default: free_subnet of
     the networks dockerd has). The host gets the gateway address on the bridge, so the host
     reaches the containers directly; there is no NAT and no route anywhere else. Raises
@@ -106,20 +107,21 @@ def create_network(client: docker.DockerClient, run_id: str, subnet: str | None 
     except APIError as exc:
         raise DockerError(f"creating network {name} on {subnet} failed: {exc.explanation or exc} "
                           "(leftovers of an earlier run? `eos-chaos cleanup`)") from exc
-    return TestNet(name=name, id=net.id, subnet=subnet, gateway=gateway)
+    return DockerNet(name=name, id=net.id, subnet=subnet, gateway=gateway)
 
 
-def start_script(config: str, log_file: str, cluster_id: str) -> str:
+def start_script(config: str, log_file: str | None, cluster_id: str) -> str:
     """The container's ``sh -c`` script: format the log dir on the first start (``kafka-storage
     format``; meta.properties marks a formatted dir, so restarts skip the JVM), then exec the
-    broker. Output is appended to ``log_file`` (inside the container) with a start marker."""
+    broker. A start marker first; output appended to ``log_file`` (a path inside the container)
+    when given, else left on the container's stdout (docker logs)."""
     q = shlex.quote
     return (
-        f"exec >>{q(log_file)} 2>&1; "
-        f"echo \"===== eos-chaos: starting node $(date -u +%FT%TZ) =====\"; "
-        f"if [ ! -f {DATA_DIR}/meta.properties ]; then "
-        f"/opt/kafka/bin/kafka-storage.sh format -t {q(cluster_id)} -c {q(config)} --ignore-formatted || exit 3; fi; "
-        f"exec /opt/kafka/bin/kafka-server-start.sh {q(config)}"
+        (f"exec >>{q(log_file)} 2>&1; " if log_file else "exec 2>&1; ")
+        + f"echo \"===== eos-chaos: starting node $(date -u +%FT%TZ) =====\"; "
+        + f"if [ ! -f {DATA_DIR}/meta.properties ]; then "
+        + f"/opt/kafka/bin/kafka-storage.sh format -t {q(cluster_id)} -c {q(config)} --ignore-formatted || exit 3; fi; "
+        + f"exec /opt/kafka/bin/kafka-server-start.sh {q(config)}"
     )
 
 
@@ -138,11 +140,13 @@ class BrokerContainer:
 
     ``config_dir``: host directory holding server.properties (with ``log.dirs=DATA_DIR`` and
     listeners on ``net.address(node_id)``) and the logging config. ``log_path``: host file the
-    node's output is appended to. ``heap_mb``: -Xms/-Xmx of the broker JVM (MiB).
+    node's output is appended to, live (its directory is mounted); None: the output stays in
+    ``docker logs`` (json-file, every start) until save_log copies it. ``heap_mb``: -Xms/-Xmx of
+    the broker JVM (MiB).
     """
 
-    def __init__(self, client: docker.DockerClient, run_id: str, node_id: int, image: str, net: TestNet,
-                 config_dir: Path, cluster_id: str, log_path: Path, heap_mb: int = 512):
+    def __init__(self, client: docker.DockerClient, run_id: str, node_id: int, image: str, net: DockerNet,
+                 config_dir: Path, cluster_id: str, log_path: Path | None = None, heap_mb: int = 512):
         self.client = client
         self.run_id = run_id
         self.node_id = node_id
@@ -150,7 +154,7 @@ class BrokerContainer:
         self.net = net
         self.config_dir = Path(config_dir).resolve()
         self.cluster_id = cluster_id
-        self.log_path = Path(log_path).resolve()
+        self.log_path = Path(log_path).resolve() if log_path is not None else None
         self.heap_mb = heap_mb
         self.name = resource_name(run_id, f"n{node_id}")
         self.volume = resource_name(run_id, f"n{node_id}-data")
@@ -174,16 +178,23 @@ class BrokerContainer:
         missing: `eos-chaos setup --docker`; name taken: `eos-chaos cleanup`)."""
         if not (self.config_dir / "server.properties").exists():
             raise DockerError(f"{self.config_dir}/server.properties is missing: write the node's config first")
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self.log_path.touch()
+        volumes = {
+            self.volume: {"bind": DATA_DIR, "mode": "rw"},
+            str(self.config_dir): {"bind": CONFIG_DIR, "mode": "ro"},
+        }
+        log_file = None
+        if self.log_path is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            self.log_path.touch()
+            volumes[str(self.log_path.parent)] = {"bind": LOG_DIR, "mode": "rw"}
+            log_file = f"{LOG_DIR}/{self.log_path.name}"
         lab = labels(self.run_id, node=str(self.node_id))
         try:
             self.client.volumes.create(self.volume, labels=lab)
             self._container = self.client.containers.create(
                 self.image,
                 entrypoint=["/bin/sh", "-c"],
-                command=[start_script(f"{CONFIG_DIR}/server.properties", f"{LOG_DIR}/{self.log_path.name}",
-                                      self.cluster_id)],
+                command=[start_script(f"{CONFIG_DIR}/server.properties", log_file, self.cluster_id)],
                 name=self.name,
                 hostname=f"n{self.node_id}",
                 labels=lab,
@@ -192,11 +203,7 @@ class BrokerContainer:
                     "KAFKA_HEAP_OPTS": f"-Xms{self.heap_mb}m -Xmx{self.heap_mb}m",
                     "KAFKA_LOG4J_OPTS": log4j_opts(self.config_dir),
                 },
-                volumes={
-                    self.volume: {"bind": DATA_DIR, "mode": "rw"},
-                    str(self.config_dir): {"bind": CONFIG_DIR, "mode": "ro"},
-                    str(self.log_path.parent): {"bind": LOG_DIR, "mode": "rw"},
-                },
+                volumes=volumes,
                 network=self.net.name,
                 networking_config={self.net.name: self.client.api.create_endpoint_config(
                     ipv4_address=self.address)},
@@ -240,7 +247,7 @@ class BrokerContainer:
         """Host pid of the container's init process (the broker JVM after its exec); None when
         it is not running."""
         st = self._state()
-        return st.get("Pid") or None if st.get("Running") else None
+        return (st.get("Pid") or None) if st.get("Running") else None
 
     def start(self) -> None:
         """Start the container (the first start formats the log dir); a running one is left alone,
@@ -305,10 +312,15 @@ class BrokerContainer:
         return True
 
     def save_log(self, path: Path) -> Path:
-        """Write the container's own output (``docker logs``: whatever ran before the script's
-        redirect, e.g. an image without /bin/sh) to ``path``; the broker's log is ``log_path``."""
+        """Write the node's whole output (every start) to ``path``: ``docker logs`` when there is
+        no ``log_path``; with one, a copy of it (nothing to do when ``path`` is ``log_path``).
+        Returns ``path``."""
         path = Path(path)
-        path.write_bytes(self.container.logs(stdout=True, stderr=True))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if self.log_path is None:
+            path.write_bytes(self.container.logs(stdout=True, stderr=True))
+        elif path.resolve() != self.log_path:
+            shutil.copyfile(self.log_path, path)
         return path
 
     def remove(self) -> list[str]:
