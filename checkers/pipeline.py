@@ -18,10 +18,11 @@ own (values stay unique per key, HISTORY.md) and outputs are grouped by the inpu
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from .history import History
-from .log import describe_op, log, writes
+from .log import describe_op, log, reads, writes
 
 
 def _occurrences(h: History) -> pl.DataFrame:
@@ -58,7 +59,9 @@ def pipeline_cases(h: History, pipeline: dict | None = None) -> list[dict]:
     * eos-duplicate: a committed input record yields more than one committed output record
       (more than one offset of the output key, or more than one committed writer op).
     * eos-loss: a committed input record yields no committed output record, although an
-      input record at a later position of the same input key did.
+      input record at a later position of the same input key did, or although a processor
+      transaction that must have committed (ok, or info with a value of it read) polled it;
+      the latter holds also for the last record of a partition, which no later input follows.
     * offsets-ahead: the group's committed offset of an input key points past an input
       record whose output is not committed (that input will never be processed: loss).
     * offsets-behind: the committed offset points at or before an input record whose output
@@ -86,6 +89,9 @@ def pipeline_cases(h: History, pipeline: dict | None = None) -> list[dict]:
                     pl.col("writers").explode().drop_nulls().unique().sort()))
     j = inp.join(occ, on=["out_key", "value"], how="left").with_columns(pl.col("n").fill_null(0))
     j = j.with_columns(has_out=pl.col("n") > 0)
+    consumed = _consumed_by_committed_txn(h, list(mapping))
+    j = j.join(consumed, on=["key", "value"], how="left").with_columns(
+        pl.col("consumer").fill_null(-1))
     j = j.with_columns(
         last_out=pl.when(pl.col("has_out")).then(pl.col("pos")).otherwise(None).max().over("key"))
     cos = _committed_offsets(h, pipeline)
@@ -112,10 +118,16 @@ def pipeline_cases(h: History, pipeline: dict | None = None) -> list[dict]:
         ws = ", ".join(describe_op(h, w) for w in (row["writers"] or [])[:3])
         case("eos-duplicate", row, f"yields {max(row['n'], len(row['writers'] or []))} committed "
              f"records on {h.keys[row['out_key']]} (offsets {row['offsets']}; written by {ws})")
-    loss = j.filter(~pl.col("has_out") & (pl.col("pos") < pl.col("last_out"))).sort("key", "pos")
+    loss = j.filter(~pl.col("has_out") & ((pl.col("pos") < pl.col("last_out"))
+                                          | (pl.col("consumer") >= 0))).sort("key", "pos")
     for row in loss.iter_rows(named=True):
+        why = []
+        if row["consumer"] >= 0:
+            why.append(f"{describe_op(h, row['consumer'])}, which must have committed, polled it")
+        if row["last_out"] is not None and row["pos"] < row["last_out"]:
+            why.append(f"input position {row['last_out']} of the same key yielded output")
         case("eos-loss", row, f"yields no committed record on {h.keys[row['out_key']]}, although "
-             f"input position {row['last_out']} of the same key did")
+             + " and ".join(why))
     ahead = j.filter(~pl.col("has_out") & (pl.col("offset") < pl.col("committed_offset"))).sort("key", "pos")
     for row in ahead.iter_rows(named=True):
         case("offsets-ahead", row, f"has no committed output, yet {group}'s committed offset "
@@ -125,3 +137,19 @@ def pipeline_cases(h: History, pipeline: dict | None = None) -> list[dict]:
         case("offsets-behind", row, f"has committed output, yet {group}'s committed offset "
              f"{row['committed_offset']} is not past it")
     return out
+
+
+def _consumed_by_committed_txn(h: History, in_keys: list[int]) -> pl.DataFrame:
+    """(key, value, consumer): input records of ``in_keys`` that a ``txn`` op which must have
+    committed polled; consumer is the first such op."""
+    w = writes(h).filter(pl.col("op_read"))
+    op_read = np.zeros(h.ops.height, bool)
+    op_read[w["op"].to_numpy()] = True
+    t = h.ops["type"]
+    must = ((h.ops["f"].cast(pl.String) == "txn")
+            & ((t == "ok") | ((t == "info") & pl.Series(op_read)))).to_numpy()
+    committed = np.flatnonzero(must)
+    r = reads(h).filter(pl.col("key").is_in(in_keys)
+                        & pl.col("op").is_in(pl.Series(committed, dtype=pl.UInt32).implode()))
+    return (r.group_by("key", "value").agg(consumer=pl.col("op").min().cast(pl.Int64))
+            .select(pl.col("key").cast(pl.UInt32), "value", "consumer"))

@@ -5,7 +5,8 @@ Run metadata (``meta["sink"]``)::
     {"records": [["in/0", 17], ["in/0", 18], ...],  # what the sink holds: source key, value
                                                     # (or {"in/0": [17, 18, ...]})
      "keys": ["in/0", ...],                        # optional: source keys judged
-                                                    # (default: the keys in records)
+                                                    # (default: every partition of the
+                                                    # topics in records)
      "end_offsets": {"in/0": 1234}}                # optional: judge only source offsets below
 """
 
@@ -32,7 +33,9 @@ def sink_cases(h: History, sink: dict | None = None) -> list[dict]:
 
     * sink-duplicate: the sink holds one committed source record more than once.
     * sink-loss: a committed source record (one in its key's committed log, ``checkers.log``,
-      below ``end_offsets`` if given) is not in the sink.
+      below ``end_offsets`` if given) is not in the sink, also the last records of a
+      partition and a partition the sink holds nothing of: without ``keys``, every
+      partition of a topic the sink holds records of is judged.
 
     The Kafka sink is documented at-least-once, so scenarios using it allow sink-duplicate.
     Without ``sink`` there are no cases. Example: {"anomaly", "key", "value", "offset",
@@ -42,7 +45,10 @@ def sink_cases(h: History, sink: dict | None = None) -> list[dict]:
         return []
     recs = _records(sink)
     counts = Counter(recs)
-    keys = set(sink.get("keys") or {k for k, _ in recs})
+    keys = set(sink.get("keys") or ())
+    if not keys:  # a partition the sink lost entirely must still be judged
+        topics = {k.rsplit("/", 1)[0] for k, _ in recs}
+        keys = {k for k in h.keys if k.rsplit("/", 1)[0] in topics}
     ends = sink.get("end_offsets") or {}
     kid = {k: i for i, k in enumerate(h.keys)}
     lg = log(h).filter(pl.col("key").is_in([kid[k] for k in keys if k in kid]))

@@ -127,3 +127,35 @@ def test_processor_that_did_not_rewind_after_an_abort_skipped_input():
 def test_processor_that_rewound_after_an_abort_did_not_skip():
     v = check(_processor_abort(rewind=True).events)
     assert "poll-skip" not in v["anomaly_counts"] and v["valid"] is True, v["anomaly_counts"]
+
+
+# -- 4. eos-loss and sink-loss at the tail -----------------------------------------------
+def test_eos_loss_of_the_last_input_record_consumed_by_a_committed_txn():
+    b = HistoryBuilder()
+    b.txn(9, [("in/0", 10, 0), ("in/0", 11, 1)], tid="w")
+    b.assign(0, ["in/0"])
+    # the processor's committed transaction polled 10 and 11 but wrote only 10's output
+    b.txn(0, [("out/0", 10, 0)], polls={"in/0": [(0, 10), (1, 11)]}, tid="p")
+    v = check(b.events, meta={"pipeline": {"keys": {"in/0": "out/0"}}})
+    assert v["failing"] == ["eos-loss"], v["anomaly_counts"]
+    ex = v["anomalies"]["eos-loss"][0]
+    assert ex["input"]["value"] == 11 and "must have committed, polled it" in ex["explanation"]
+
+
+def test_tail_input_never_consumed_by_a_committed_txn_is_not_eos_loss():
+    b = HistoryBuilder()
+    b.txn(9, [("in/0", 10, 0), ("in/0", 11, 1)], tid="w")
+    b.assign(0, ["in/0"])
+    b.txn(0, [("out/0", 10, 0)], polls={"in/0": [(0, 10)]}, tid="p")
+    b.txn(0, [("out/0", 11, 1)], "fail", polls={"in/0": [(1, 11)]}, tid="p")  # aborted
+    v = check(b.events, meta={"pipeline": {"keys": {"in/0": "out/0"}}})
+    assert "eos-loss" not in v["anomaly_counts"], v["anomaly_counts"]
+
+
+def test_sink_that_lost_a_whole_partition_is_sink_loss():
+    b = HistoryBuilder()
+    b.txn(9, [("in/0", 10, 0), ("in/1", 11, 0)], tid="w")
+    b.assign(0, ["in/0", "in/1"])
+    b.poll(0, {"in/0": [(0, 10)], "in/1": [(0, 11)]})
+    v = check(b.events, meta={"sink": {"records": [["in/0", 10]]}})
+    assert v["failing"] == ["sink-loss"] and v["anomalies"]["sink-loss"][0]["key"] == "in/1"
