@@ -32,6 +32,7 @@ from harness.history import HistoryWriter
 from harness.lock import cluster_lock
 from harness.pool import Pool
 from harness.scenario import Scenario
+from harness.versions import collect_versions
 from harness.workloads import WORKLOADS
 from nemesis.core import Composite, NemesisContext
 from nemesis.registry import build_nemesis, needs, start_fs
@@ -121,6 +122,7 @@ def run_scenario(scn: Scenario, results_root: Path, *, source: str | None = None
         raise
     progress.phase = "check"
     verdict = checkers.check(run_dir / "history.jsonl", meta=meta, allowed=scn.expected)
+    verdict["versions"] = meta.get("versions")  # what exactly was tested, also in verdict.json
     (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=1, default=str))
     problems += settle_node_data(run_dir, verdict, meta, keep_data)
     progress.phase = "report"
@@ -222,6 +224,7 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         meta["timings"] = timings
         meta["teardown_problems"] = problems
         meta["broker_events"] = scan_broker_logs(logs)
+        meta["versions"] = collect_versions(scn, meta)
         (run_dir / "meta.json").write_text(json.dumps(meta, indent=1))
     return meta, problems
 
