@@ -270,13 +270,14 @@ def test_zombie_write_visible_after_newer_instance():
 
 
 # -- pipeline ------------------------------------------------------------------------
-def _pipeline(outputs: list[tuple[int, int]], committed=None) -> tuple:
-    """Input values 1..4 at offsets 0..3; outputs: (value, offset) committed on out/0."""
+def _pipeline(outputs: list[tuple[int, int]], committed=None, polled=(1, 2, 3, 4)) -> tuple:
+    """Input values 1..4 at offsets 0..3, of which the processor's committed txn polled
+    ``polled``; outputs: (value, offset) committed on out/0."""
     b = HistoryBuilder()
     b.send(0, [("in/0", v, v - 1) for v in (1, 2, 3, 4)])
     b.assign(1, ["in/0"])
     b.txn(1, [("out/0", v, o) for v, o in outputs], tid="proc",
-          polls={"in/0": [(v - 1, v) for v in (1, 2, 3, 4)]})
+          polls={"in/0": [(v - 1, v) for v in polled]})
     meta = {"keys": {"in/0": "out/0"}, "group_id": "g"}
     if committed is not None:
         meta["committed_offsets"] = {"in/0": committed}
@@ -298,9 +299,14 @@ def test_eos_duplicate_and_loss():
 
 
 def test_offsets_ahead_and_behind():
-    h, meta = _pipeline([(1, 0), (2, 1)], committed=3)  # 3 consumed, no output: ahead
+    # the group's offset moved past 3, which no committed txn polled: ahead
+    h, meta = _pipeline([(1, 0), (2, 1)], committed=3, polled=(1, 2))
     assert [(c["anomaly"], c["input"]["value"]) for c in pipeline_cases(h, meta)] == [
         ("offsets-ahead", 3)]
+    # polled by the committed txn yet without output: lost as well (issue 9, the tail)
+    h, meta = _pipeline([(1, 0), (2, 1)], committed=3)
+    assert sorted((c["anomaly"], c["input"]["value"]) for c in pipeline_cases(h, meta)) == [
+        ("eos-loss", 3), ("eos-loss", 4), ("offsets-ahead", 3)]
     h, meta = _pipeline([(1, 0), (2, 1), (3, 2), (4, 3)], committed=2)  # 3, 4 again: behind
     assert [(c["anomaly"], c["input"]["value"]) for c in pipeline_cases(h, meta)] == [
         ("offsets-behind", 3), ("offsets-behind", 4)]
@@ -311,7 +317,8 @@ def test_encoded_outputs_group_by_the_input_they_carry():
     committed attempts of input 1 (eos-duplicate), though their values differ."""
     h, meta = _pipeline([(1001, 0), (2001, 1), (3001, 2), (4001, 3)], committed=4)
     assert pipeline_cases(h, dict(meta, value_divisor=1000)) == []
-    assert {c["anomaly"] for c in pipeline_cases(h, meta)} == {"offsets-ahead"}  # undecoded: wrong
+    # undecoded, no output matches its input: wrong
+    assert {c["anomaly"] for c in pipeline_cases(h, meta)} == {"offsets-ahead", "eos-loss"}
     h, meta = _pipeline([(1001, 0), (1002, 1), (3001, 2), (4001, 3)])
     names = sorted((c["anomaly"], c["input"]["value"]) for c in pipeline_cases(h, dict(meta, value_divisor=1000)))
     assert names == [("eos-duplicate", 1), ("eos-loss", 2)]
