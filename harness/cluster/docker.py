@@ -21,8 +21,8 @@ fits them to the cluster service (harness.cluster.service.Backend):
   cleanup`` after a SIGKILL of the controller (a toxiproxy server would be left running), a
   client-broker grudge needs a client address of its own, and the netns code paths (pool,
   agent, toxiproxy) stay the same;
-- the brokers' logs are saved to ``logs/n<i>.log`` when the nodes stop (docker logs of every
-  start), so broker events are read as on netns.
+- each broker writes its output live to ``logs/n<i>.log`` (the run's log dir is mounted), so
+  broker events are read as on netns.
 
 Everything the run makes carries the labels ``eos-chaos.harness=1`` and ``eos-chaos.run=<run
 id>``; ``clean`` removes this run's, ``clean_leftovers`` (and ``eos-chaos cleanup``) every run's.
@@ -151,7 +151,7 @@ class DockerBackend:
         cluster_id = random_cluster_id()
         for i in self.node_ids():
             c = BrokerContainer(self.client, self.run_id, i, self.image, self.tnet, self.workdir / f"n{i}",
-                                cluster_id, heap_mb=self.spec.heap_mb)
+                                cluster_id, log_path=self.logdir / f"n{i}.log", heap_mb=self.spec.heap_mb)
             self._containers[i] = c
             self.nodes[i] = DockerNode(i, c)
         self.network = DockerNetwork({f"n{i}": ContainerHost(f"n{i}", self.tnet.address(i), c)
@@ -173,8 +173,9 @@ class DockerBackend:
             c.start()
 
     @property
-    def client_host(self) -> net.Host:
-        return self.network.client
+    def client_host(self) -> net.Host | None:
+        """The client namespace (None before ``prepare``: its address is on the run's network)."""
+        return self.network.client if self.network else None
 
     @property
     def bootstrap(self) -> str:
@@ -206,13 +207,9 @@ class DockerBackend:
         return done
 
     def stop(self) -> list[str]:
-        """Save every broker's log to logs/n<i>.log, then kill the containers."""
+        """Kill the containers (their logs are in logs/n<i>.log already: written live)."""
         problems = []
         for i, n in sorted(self.nodes.items()):
-            try:
-                n.container.save_log(self.logdir / f"n{i}.log")
-            except Exception as exc:  # report, keep going
-                problems.append(f"could not save the log of n{i}: {type(exc).__name__}: {exc}")
             try:
                 if n.paused:
                     n.resume()
@@ -247,9 +244,9 @@ def _host_in(subnet) -> str:
     return str(ipaddress.ip_network(str(subnet)).network_address + CLIENT_HOST_NUMBER)
 
 
-def _bridge_of(client, name: str) -> str:
-    """The Linux bridge of docker network ``name`` (``br-<id[:12]>`` unless named by option)."""
-    n = client.networks.get(name)
+def _bridge_of(client, tnet) -> str:
+    """The Linux bridge of the docker network (``br-<id[:12]>`` unless named by option)."""
+    n = client.networks.get(tnet.id)
     return (n.attrs.get("Options") or {}).get("com.docker.network.bridge.name") or f"br-{n.id[:12]}"
 
 
@@ -263,7 +260,7 @@ def _plug_client_namespace(client, tnet, host: net.Host) -> None:
     outer = f"{net.PREFIX}-{host.name}"
     net.ip("netns", "add", host.netns)
     net.ip("link", "add", outer, "type", "veth", "peer", "name", "eth0", "netns", host.netns)
-    net.ip("link", "set", outer, "master", _bridge_of(client, tnet.name))
+    net.ip("link", "set", outer, "master", _bridge_of(client, tnet))
     net.ip("link", "set", outer, "up")
     net.ip("-n", host.netns, "addr", "add", f"{host.address}/{prefix}", "dev", "eth0")
     net.ip("-n", host.netns, "link", "set", "eth0", "up")

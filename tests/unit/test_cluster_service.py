@@ -116,3 +116,12 @@ def test_suite_backends_axis(tmp_path):
     assert [c.scenario.cluster.backend for c in cells] == ["netns", "docker"]
     with pytest.raises(SuiteError, match="cluster.external.bootstrap"):
         expand(load_suite(tmp_path / "s.yaml"), tmp_path, backends=["external"])
+
+
+def test_docker_backend_is_a_backend_before_it_has_a_network(tmp_path):
+    from harness.cluster.docker import DockerBackend
+    from harness.scenario import ClusterSpec
+
+    b = DockerBackend(ClusterSpec(backend="docker"), tmp_path / "w", tmp_path / "l", run_id="r1")
+    assert isinstance(b, Backend)
+    assert b.addresses() == {} and b.node_ids() == [1, 2, 3] and b.client_host is None
