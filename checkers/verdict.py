@@ -7,11 +7,15 @@ Verdict shape (JSON-serialisable)::
      "anomaly_counts": {name: int},            # all cases, not only the listed examples
      "allowed": [name, ...],
      "unknown_reasons": [str, ...],
+     "suspect": {name: [example, ...]},        # only when the history is not well-formed:
+                                               # cases found but not judged (may be artifacts)
      "stats": {...}}
 
 ``valid`` is False iff some found anomaly is neither allowed nor a liveness report (liveness
 names fail only when listed in ``meta["fail_on"]``); otherwise "unknown" when the history
-is too incomplete to judge or a finder crashed; otherwise True (ANOMALIES.md "Verdicts").
+is too incomplete to judge (no completed read or write), not well-formed (a loader problem:
+its cases go to ``suspect``, never under an anomaly's name) or a finder crashed; otherwise
+True (ANOMALIES.md "Verdicts").
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable
+
+import polars as pl
 
 from .history import History, as_history
 from .log import final_keys, index, log
@@ -93,11 +99,7 @@ def check(
                 "unknown_reasons": [f"could not read history: {type(e).__name__}: {e}"],
                 "stats": {}}
 
-    if h.ops.is_empty():
-        unknown.append("history has no client operations")
-    if h.garbled_lines:
-        unknown.append(f"{h.garbled_lines} garbled line(s) mid-file were skipped: "
-                       "ops may be mis-paired or observations missing")
+    unknown += judgeable(h)
 
     found: dict[str, list[dict]] = {}
     finders = _finders()
@@ -149,6 +151,11 @@ def check(
             else:
                 found.setdefault(c["anomaly"], []).append(c)
 
+    suspect: dict[str, list[dict]] = {}
+    if malformed(h) and found:  # cases of a broken history may be its artifacts: none is judged
+        suspect, found = {n: cs[:max_examples] for n, cs in sorted(found.items())}, {}
+        unknown.append("cases found in the history that is not well-formed are listed under "
+                       "'suspect', not judged: " + ", ".join(f"{n}: {len(cs)}" for n, cs in suspect.items()))
     counts = {name: len(cs) for name, cs in sorted(found.items())}
     anomalies = {name: cs[:max_examples] for name, cs in sorted(found.items())}
     failing = [n for n in counts
@@ -166,8 +173,42 @@ def check(
         "allowed": allowed_l,
         "failing": sorted(failing),
         "unknown_reasons": unknown,
+        **({"suspect": suspect} if suspect else {}),
         "stats": stats_v,
     }
+
+
+_READ_OR_WRITE = ["send", "poll", "txn"]
+_NOT_STRUCTURE = ("truncated or garbled last line dropped", "garbled line skipped")
+
+
+def malformed(h: History) -> int:
+    """How many of the loader's problems say the history is not well-formed (all but a
+    truncated last line and garbled lines)."""
+    return max(0, h.n_problems - int(h.truncated) - h.garbled_lines)
+
+
+def judgeable(h: History) -> list[str]:
+    """Why ``h`` cannot be judged (empty when it can): no completed client read or write
+    (a vacuous history, e.g. only ``assign`` ops), garbled lines mid-file, or a history that
+    is not well-formed (HISTORY.md: an index gap, a completion with no open invoke or timed
+    before its invoke, a process with two ops in flight, a malformed event or micro-op).
+    A truncated last line alone is not a reason: the prefix of a killed run is judged."""
+    out = []
+    if h.ops.is_empty():
+        out.append("history has no client operations")
+    elif not ((h.ops["type"] == "ok") & h.ops["f"].cast(pl.String).is_in(_READ_OR_WRITE)).any():
+        fs = ", ".join(sorted(set(h.ops["f"].cast(pl.String).to_list())))
+        out.append(f"history has no completed client read or write (ops: {fs}): nothing to judge")
+    if h.garbled_lines:
+        out.append(f"{h.garbled_lines} garbled line(s) mid-file were skipped: "
+                   "ops may be mis-paired or observations missing")
+    broken = malformed(h)
+    if broken > 0:
+        first = [p for p in h.problems if not p.endswith(_NOT_STRUCTURE)][:3]
+        out.append(f"the history is not well-formed (HISTORY.md): {broken} problem(s), "
+                   f"first: {'; '.join(first)}")
+    return out
 
 
 def _stats(h: History) -> dict:

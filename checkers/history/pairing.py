@@ -73,6 +73,18 @@ def _pair(ev: _Events) -> pl.DataFrame:
     sup_pos = pl.Series(np.where(superseded[inv_rows], pos[np.maximum(nxt[inv_rows], 0)], 0)
                         ).set(pl.Series(~superseded[inv_rows]), None)
     del E, proc, is_inv, nxt, prv, has_next, nxt_inv, paired, has_prev, prev_inv, orphan, idx
+    # a completion timed before its own invoke: the clock or the writer is broken; its time
+    # is dropped (read as unknown) so it cannot order the op before others (no realtime edge)
+    back = (C["time"] < I["time"]).fill_null(False)
+    if back.any():
+        bi = np.flatnonzero(back.to_numpy())
+        cp, ci, ct = C["pos"].to_numpy(), C["index"].to_numpy(), C["time"].to_numpy()
+        ip, ii, it = I["pos"].to_numpy(), I["index"].to_numpy(), I["time"].to_numpy()
+        ev.problems.add_first(len(bi), (
+            (int(cp[r]), 1, f"{where(int(cp[r]))}: completion {ci[r]} is timed {ct[r]} ns, before "
+                            f"its invoke {ii[r]} ({where(int(ip[r]))}) at {it[r]} ns; its time is "
+                            "ignored") for r in bi[:MAX_PROBLEMS]))
+        C = C.with_columns(time=pl.when(back).then(None).otherwise(pl.col("time")))
     return pl.DataFrame({
         "op": pl.Series(np.arange(len(inv_rows), dtype=np.uint32)),
         "invoke_index": I["index"],

@@ -159,3 +159,66 @@ def test_sink_that_lost_a_whole_partition_is_sink_loss():
     b.poll(0, {"in/0": [(0, 10)], "in/1": [(0, 11)]})
     v = check(b.events, meta={"sink": {"records": [["in/0", 10]]}})
     assert v["failing"] == ["sink-loss"] and v["anomalies"]["sink-loss"][0]["key"] == "in/1"
+
+
+# -- 5. vacuous and broken histories are unknown, never valid, never an anomaly ----------
+def test_history_with_only_assign_ops_is_unknown():
+    b = HistoryBuilder()
+    b.assign(0, ["x/0"])
+    v = check(b.events)
+    assert v["valid"] == "unknown" and "no completed client read or write" in v["unknown_reasons"][0]
+
+
+def test_history_whose_writes_all_failed_is_unknown():
+    b = HistoryBuilder()
+    b.txn(0, [("x/0", 1, None)], "fail", tid="t")
+    assert check(b.events)["valid"] == "unknown"
+
+
+def _two_sends() -> HistoryBuilder:
+    b = HistoryBuilder()
+    b.send(0, [("x/0", 1, 0)])
+    b.send(1, [("x/0", 2, 1)])
+    b.assign(2, ["x/0"])
+    b.poll(2, {"x/0": [(0, 1), (1, 2)]})
+    return b
+
+
+def test_completion_timed_before_its_invoke_is_a_loader_problem_not_g0_realtime():
+    from checkers.build import MS
+    b = HistoryBuilder()
+    b.invoke(0, "send", [["send", "x/0", 1]], time=10 * MS)
+    b.complete(0, "ok", [["send", "x/0", [1, 1]]], time=2 * MS)  # before its own invoke
+    b.invoke(1, "send", [["send", "x/0", 2]], time=5 * MS)
+    b.complete(1, "ok", [["send", "x/0", [0, 2]]], time=6 * MS)
+    b.assign(2, ["x/0"])
+    b.poll(2, {"x/0": [(0, 2), (1, 1)]})
+    v = check(b.events)
+    assert v["valid"] == "unknown" and v["anomaly_counts"] == {}, v["anomaly_counts"]
+    assert "event #1: completion 1 is timed" in v["unknown_reasons"][0]
+
+
+@pytest.mark.parametrize("break_it,says", [
+    (lambda ev: ev.pop(3), "index 4 follows 2"),  # an index gap
+    (lambda ev: ev.insert(2, dict(ev[1])), "has no open invoke"),  # an op completed twice
+    (lambda ev: ev.insert(1, dict(ev[0])), "while op"),  # two ops of a process in flight
+])
+def test_broken_history_is_unknown_with_line_numbers(tmp_path, break_it, says):
+    ev = _two_sends().events
+    assert check(ev)["valid"] is True
+    break_it(ev)
+    if says != "index 4 follows 2":
+        for i, e in enumerate(ev):
+            e["index"] = i
+    p = _write(tmp_path, ev)
+    v = check(p)
+    assert v["valid"] == "unknown" and v["failing"] == [] and v["anomalies"] == {}, v
+    why = next(r for r in v["unknown_reasons"] if r.startswith("the history is not well-formed"))
+    assert says in why and "line " in why
+
+
+def _write(tmp_path, events):
+    import json
+    p = tmp_path / "history.jsonl"
+    p.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return p
