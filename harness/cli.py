@@ -20,10 +20,98 @@ from rich.text import Text
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Jepsen-style fault injection and checking for Kafka's exactly-once guarantees.")
-console = Console(stderr=True)
+# errors and notes stay one line each however narrow the terminal (logs, CI, grep)
+console = Console(stderr=True, soft_wrap=True)
 out = Console()
 
 EXIT = {True: 0, False: 1, "unknown": 2}
+
+
+def _plain_help() -> None:
+    """typer 0.29 prints each parameter's Python type in --help (``<bool>`` beside a flag,
+    ``<path>``, ``{scenario}``); name a value as click does instead: by its metavar or its type
+    in capitals (INTEGER, PATH), nothing beside a flag, arguments in capitals."""
+    from typer import core
+
+    def option_type(self, ctx):
+        if self.is_flag or self.count:
+            return None
+        if self.metavar:
+            return self.metavar
+        # "int", "path", "list[str]" (a repeatable option: its help says so, as click's does)
+        label = (self.display_type(ctx) or "").strip("<>").removeprefix("list[").removesuffix("]")
+        return {"int": "INTEGER", "float": "FLOAT", "str": "TEXT"}.get(label, label.upper())
+
+    def argument_name(self) -> str:
+        return self.display_name_raw + ("..." if self.nargs != 1 else "")
+
+    core.TyperOption.display_type_rich = option_type
+    core.TyperArgument.display_type_rich = lambda self, ctx: None
+    core.TyperArgument.display_name_raw = property(lambda self: self.metavar or self.name.upper())
+    core.TyperArgument._usage_display_name = lambda self: (
+        argument_name(self) if self.required else f"[{argument_name(self)}]")
+
+
+_plain_help()
+
+
+def _print_versions(value: bool) -> None:
+    if not value:
+        return
+    from harness.artifacts import DEFAULT_KAFKA_VERSION
+    from harness.versions import collect_versions
+
+    versions = collect_versions()
+    out.print(f"eos-chaos {versions.pop('harness')}", highlight=False)
+    out.print(f"kafka {DEFAULT_KAFKA_VERSION} (default; --kafka-version picks another)", highlight=False)
+    for name, v in versions.items():
+        out.print(f"{name} {v}", highlight=False)
+    raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_versions,
+                                      help="print the versions of the harness and of what it runs on, then exit"),
+          ) -> None:
+    """Jepsen-style fault injection and checking for Kafka's exactly-once guarantees."""
+
+
+def _require_tools(scn) -> None:
+    """One line and exit 2 when a tool the scenario needs is not on PATH (before any cluster)."""
+    import shutil
+
+    from nemesis.registry import needs
+
+    if getattr(scn.cluster, "backend", "netns") == "netns" and shutil.which("ip") is None:
+        console.print("[red]error:[/] `ip` (iproute2) is not on PATH: the netns backend makes its network "
+                      "namespaces with it. Install it (Debian: apt-get install -y iproute2).")
+        raise typer.Exit(2)
+    if "network" in needs([f.fault for f in scn.nemesis.faults]) and shutil.which("iptables") is None:
+        console.print("[red]error:[/] iptables is not on PATH: the partition fault drops packets with it inside "
+                      "the brokers' namespaces. Install it (Debian: apt-get install -y iptables) or remove "
+                      "partition from nemesis.faults.")
+        raise typer.Exit(2)
+
+
+def error_line(exc: BaseException) -> str:
+    """The line ``eos-chaos run`` prints for an error that ended a run: for a namespace or link
+    name, or a port, that something else holds, what it is and what to do; else the error."""
+    import re
+
+    text = str(exc)
+    m = re.search(r"`ip (netns|link) add ([^\s`]+)", text)
+    if m and "File exists" in text:
+        kind, name = ("namespace", m.group(2)) if m.group(1) == "netns" else ("network link", m.group(2))
+        return (f"{kind} {name} exists and could not be removed (another program made it or still uses it: "
+                f"`ip netns pids {name}` / `ip link show {name}`); remove it, or run `sudo eos-chaos cleanup`, "
+                "then run again")
+    if "Address already in use" in text:
+        # Kafka: "Socket server failed to bind to 198.18.0.11:9092: Address already in use"
+        port = re.search(r"bind to \S*?:(\d+)|\bport (\d+)", text)
+        which = f"port {port.group(1) or port.group(2)}" if port else "a port the run needs"
+        return (f"{which} is taken by another program (Address already in use): `ss -ltnp` shows which; "
+                "stop it, then run again")
+    return f"{type(exc).__name__}: {text}"
 
 
 def _require_root() -> None:
@@ -68,11 +156,12 @@ def _progress_text(p) -> Text:
 @app.command()
 def run(
     scenario: Path = typer.Argument(..., help="scenario YAML file"),
-    seed: Optional[int] = typer.Option(None, help="seed of the workload and the fault schedule"),
-    duration: Optional[float] = typer.Option(None, help="seconds of load and faults"),
-    kafka_version: Optional[str] = typer.Option(None, help="Apache Kafka version, e.g. 4.3.1 or 3.9.1"),
-    results: Path = typer.Option(Path("results"), help="results root folder"),
-    keep_data: bool = typer.Option(False, help="keep the brokers' log dirs (nodes/n*/data) even "
+    seed: Optional[int] = typer.Option(None, metavar="N", help="seed of the workload and the fault schedule"),
+    duration: Optional[float] = typer.Option(None, metavar="SECONDS", help="seconds of load and faults"),
+    kafka_version: Optional[str] = typer.Option(None, metavar="VERSION",
+                                                help="Apache Kafka version, e.g. 4.3.1 or 3.9.1"),
+    results: Path = typer.Option(Path("results"), metavar="DIR", help="results root folder"),
+    keep_data: bool = typer.Option(False, "--keep-data", help="keep the brokers' log dirs (nodes/n*/data) even "
                                    "when the run is valid (they are always kept when it is not)"),
     backend: Optional[str] = typer.Option(None, help="cluster backend: netns, docker or external "
                                           "(default: the scenario's cluster.backend, else netns)"),
@@ -89,6 +178,7 @@ def run(
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2)
     _require_root()
+    _require_tools(scn)
     update: dict = {}
     if seed is not None:
         update["seed"] = seed
@@ -125,7 +215,7 @@ def run(
             console.print(_progress_text(progress))
     if "error" in result_box:
         exc = result_box["error"]
-        console.print(f"[red]error:[/] {type(exc).__name__}: {exc}")
+        console.print(f"[red]error:[/] {error_line(exc)}")
         raise typer.Exit(2)
     res = result_box["result"]
     for problem in res.problems:

@@ -346,6 +346,7 @@ def make_record(cell: Cell, suite_dir: str | Path, *, status: str, started: floa
         "run_dir": _rel(run_dir, suite_dir), "report": _rel(report, suite_dir),
         "started_at": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
         "wall_s": round(wall_s, 1), "waited_s": round(waited_s, 1),
+        "versions": verdict.get("versions") or {},  # harness.versions: what exactly was tested
     }
 
 

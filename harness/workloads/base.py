@@ -38,6 +38,9 @@ class ClientSpec(Strict):
     def _java_version_needs_java(self) -> "ClientSpec":
         if self.java_client_version and self.client != "java":
             raise ValueError("java_client_version needs client: java")
+        if self.client == "java" and getattr(self, "multi", False):  # txn-queue's busy variant
+            raise ValueError("client: java has no txn-producers worker (producers_per_worker > 1 or "
+                             "think_time_ms > 0): drop those or use client: librdkafka")
         return self
 
     def client_cfg(self) -> dict[str, Any]:

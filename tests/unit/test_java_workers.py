@@ -161,3 +161,10 @@ def test_java_facts_of_kafka_exceptions(java_cp):
     for (exc, wrap, name, fatal, retriable, abortable), answer in zip(FACTS, got, strict=True):
         assert answer == {"name": name, "fatal": fatal, "retriable": retriable,
                           "txn_requires_abort": abortable}, (exc, wrap)
+
+
+def test_java_refuses_the_busy_txn_queue_variant():
+    if "producers_per_worker" not in TxnQueueSpec.model_fields:
+        pytest.skip("no busy variant in this tree")
+    with pytest.raises(ValidationError, match="client: java has no txn-producers worker"):
+        TxnQueueSpec(client="java", producers_per_worker=4)

@@ -27,7 +27,9 @@ import java.util.Set;
 /**
  * The processor role on kafka-clients: harness/workers/processor.py op for op (KIP-98
  * consume-transform-produce, KIP-447 sendOffsetsToTransaction with the consumer's
- * ConsumerGroupMetadata). After a clean abort the consumer seeks back to the batch's first
+ * ConsumerGroupMetadata); the negative controls offsets: consumer (auto-commit every 5 s) and
+ * offsets: commit-before (commitSync of the batch's offsets before the transaction) as there.
+ * After a clean abort the consumer seeks back to the batch's first
  * offsets and the worker records that as a ``rewind`` op (invoke and ok, value
  * {input key: offset}), so that checkers see why the next reads go back.
  */
@@ -170,7 +172,15 @@ class Processor extends TxnProducer {
         emit("invoke", "txn", invoke, t0, null, meta());
         Map<Long, Long> offsets = new HashMap<>();
         boolean abortOnPurpose = rng.nextDouble() < Json.dbl(cfg, "abort_probability", 0.0);
-        pending = Json.str(cfg, "offsets", "transaction").equals("consumer") ? null : nxt;
+        String mode = Json.str(cfg, "offsets", "transaction");
+        pending = mode.equals("transaction") ? nxt : null;
+        if (mode.equals("commit-before")) { // negative control: the offsets go first, outside the transaction
+            try {
+                consumer.commitSync(nxt);
+            } catch (RuntimeException e) { // as a careless application would: carry on
+                log("offset commit before the transaction failed: " + e);
+            }
+        }
         List<Object> head = List.of(Json.list("poll", byKey));
         try {
             runTxn(sends, offsets, abortOnPurpose); // its commit sends the offsets first
