@@ -280,12 +280,16 @@ def external_faults(ext: ExternalSpec, faults: list[str]) -> None:
 
 def read_yaml_mapping(path: str | Path, what: str, error: type[Exception]) -> tuple[Path, Any]:
     """(path, parsed YAML) of a ``what`` file ("scenario", "suite"). Raises ``error`` when the
-    file is missing or not valid YAML."""
+    file is missing, not UTF-8 or not valid YAML."""
     p = Path(path)
     if not p.is_file():
         raise error(f"{what} file {p} does not exist")
     try:
-        return p, yaml.safe_load(p.read_text())
+        return p, yaml.safe_load(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        line = p.read_bytes()[:exc.start].count(b"\n") + 1
+        raise error(f"{p} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} on line {line}): "
+                    "save it as UTF-8") from None
     except yaml.YAMLError as exc:
         raise error(f"{p} is not valid YAML: {exc}") from exc
 

@@ -13,11 +13,23 @@ from harness.suite import (DEFAULT_OVERHEAD_S, ERROR, INTERRUPTED, INVALID, NOT_
                            SuiteListener, describe_verdict, estimate_left, fmt_s)
 
 
+def common_versions(runs: list[dict]) -> dict[str, str]:
+    """The versions (harness.versions) every run that recorded some shares, e.g. the harness,
+    librdkafka and the kernel; a version that differs between runs (Kafka in a version matrix)
+    is left to each run's row."""
+    recorded = [r.get("versions") or {} for r in runs if r.get("versions")]
+    if not recorded:
+        return {}
+    return {k: v for k, v in recorded[0].items() if all(o.get(k) == v for o in recorded[1:])}
+
+
 def junit_xml(summary: dict) -> str:
     """JUnit XML of a summary: testsuite = the suite, testcase = a cell (classname
     ``<suite>.<scenario>``, name ``<scenario>[seed=N,kafka=V]``, time = wall seconds). Invalid
     runs are failures, unknown and errored runs errors, interrupted and not-run cells skipped.
-    Each testcase carries properties report, run_dir, seed, kafka_version, status."""
+    Each testcase carries properties report, run_dir, seed, kafka_version, status and
+    ``version.<part>`` for each version its run recorded (harness.versions); the testsuite
+    carries the versions all runs share as ``version.<part>``."""
     t = summary["totals"]
     attrs = {"name": summary["suite"], "tests": str(t["runs"]), "failures": str(t[INVALID]),
              "errors": str(t[UNKNOWN] + t[ERROR]), "skipped": str(t[INTERRUPTED] + t[NOT_RUN]),
@@ -27,6 +39,8 @@ def junit_xml(summary: dict) -> str:
                                                hostname=summary.get("host") or ""))
     props = ET.SubElement(ts, "properties")
     ET.SubElement(props, "property", name="suite_source", value=str(summary.get("source")))
+    for k, v in common_versions(summary["runs"]).items():
+        ET.SubElement(props, "property", name=f"version.{k}", value=str(v))
     for r in summary["runs"]:
         tc = ET.SubElement(ts, "testcase", classname=f"{summary['suite']}.{r['scenario']}",
                            name=f"{r['scenario']}[seed={r['seed']},kafka={r['kafka_version']}]",
@@ -35,6 +49,8 @@ def junit_xml(summary: dict) -> str:
         for k in ("report", "run_dir", "seed", "kafka_version", "status", "duration_s"):
             if r.get(k) is not None:
                 ET.SubElement(p, "property", name=k, value=str(r[k]))
+        for k, v in (r.get("versions") or {}).items():
+            ET.SubElement(p, "property", name=f"version.{k}", value=str(v))
         status = r["status"]
         title = f"{r['scenario']} (seed {r['seed']}, Kafka {r['kafka_version']})"
         text = describe_verdict(title, r, report=r.get("report"), run_dir=r.get("run_dir"),
@@ -66,7 +82,7 @@ def index_html(summary: dict) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined)
     env.filters["dur"] = fmt_s
-    return env.get_template("suite_index.html.j2").render(s=summary, labels={
+    return env.get_template("suite_index.html.j2").render(s=summary, versions=common_versions(summary["runs"]), labels={
         VALID: "VALID", INVALID: "INVALID", UNKNOWN: "UNKNOWN", ERROR: "ERROR",
         INTERRUPTED: "INTERRUPTED", NOT_RUN: "NOT RUN"})
 

@@ -45,3 +45,29 @@ def test_java_client_and_spark_when_used():
 
 def test_ordered():
     assert list(ordered({"zzz": 1, "linux": "6", "kafka": "4.3.1", "none": None})) == ["kafka", "linux", "zzz"]
+
+
+def test_suite_index_and_junit_name_the_versions(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    from harness import suite as st
+    from harness.scenario import Scenario
+    from harness.suite_outputs import index_html, junit_xml
+
+    common = {"harness": "0.1.0 (git abc1234)", "librdkafka": "2.16.0", "linux": "6.1.0"}
+    cells, records = [], {}
+    for kafka in ("4.3.1", "3.9.1"):
+        c = st.Cell(Scenario.model_validate({"name": "smoke", "seed": 1, "cluster": {"kafka_version": kafka}}),
+                    "scenarios/smoke.yaml")
+        cells.append(c)
+        verdict = {"valid": True, "versions": {**common, "kafka": kafka, "jdk": "17.0.15 (openjdk)"}}
+        records[c.id] = st.make_record(c, tmp_path, status=st.VALID, started=0, wall_s=1, verdict=verdict,
+                                       run_dir=tmp_path / kafka)
+    s = st.summarize("ci", "scenarios/ci.yaml", cells, records)
+    ts = ET.fromstring(junit_xml(s)).find("testsuite")
+    suite_props = {p.get("name"): p.get("value") for p in ts.find("properties")}
+    assert suite_props["version.librdkafka"] == "2.16.0" and "version.kafka" not in suite_props
+    case = {p.get("name"): p.get("value") for p in ts.findall("testcase")[1].find("properties")}
+    assert case["version.kafka"] == "3.9.1" and case["version.harness"] == "0.1.0 (git abc1234)"
+    html = index_html(s)
+    assert "Tested with:" in html and "librdkafka <code>2.16.0</code>" in html and "jdk <code>17.0.15" in html
