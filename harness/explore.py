@@ -236,10 +236,14 @@ class Explorer:
         self.stopped = ""
         self._runs = 0
         self._seen: dict[str, bool] = {}
+        self.waited_s = 0.0   # seconds runs queued for the cluster lock (not charged to the budget)
+        self.progress = None  # the run under way's harness.runner.Progress
 
     # -- budget --------------------------------------------------------------------------
     def left_s(self) -> float:
-        return self.budget_s - (self.clock() - self.t0)
+        """Budget left (s): time spent since the start, less the time runs queued for the
+        machine's cluster lock behind other runs."""
+        return self.budget_s - (self.clock() - self.t0 - self.waited_s)
 
     def _over(self) -> bool:
         if self.stop.is_set():
@@ -257,11 +261,18 @@ class Explorer:
         scn = to_scenario(self.base, sched).model_copy(update={"seed": self.seed * 100_000 + self._runs})
         self.on_event("run", phase=phase, n=self._runs, schedule=normalized(sched), left_s=self.left_s())
         t = self.clock()
+        from harness.suite import clocked_progress
+
+        progress = clocked_progress()  # notes when the run got the cluster lock
+        self.progress, began = progress, time.monotonic()
         try:
-            res = self.runner(scn, self.results_root, source=f"eos-chaos explore ({phase})", stop=self.stop)
+            res = self.runner(scn, self.results_root, source=f"eos-chaos explore ({phase})", stop=self.stop,
+                              progress=progress)
         except Exception as exc:  # a cluster that did not come up is no verdict about the schedule
             self.on_event("error", error=f"{type(exc).__name__}: {exc}")
             return "error", [], None, self.clock() - t
+        if "working_since" in progress.__dict__:
+            self.waited_s += max(0.0, progress.__dict__["working_since"] - began)
         if self.stop.is_set():
             return "interrupted", [], res, self.clock() - t
         v = res.verdict
