@@ -450,6 +450,10 @@ from harness.zoo_cli import register as _register_zoo  # noqa: E402 (eos-chaos z
 
 _register_zoo(app)
 
+from harness.findings.cli import repro_app  # noqa: E402 (eos-chaos repro f1|f2, docs/findings)
+
+app.add_typer(repro_app, name="repro")
+
 
 @bench_app.command("eos-cost")
 def bench_eos_cost(record_bytes: int = typer.Option(1024, help="record value size, bytes"),

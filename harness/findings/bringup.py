@@ -1,0 +1,75 @@
+"""A cluster for the findings' reproducers: the harness's own KRaft nodes in network namespaces
+(harness.cluster.netns through harness.cluster.service.ClusterService), optionally with
+toxiproxy in front of every broker; no workload and no nemesis schedule.
+
+``findings_cluster(run_dir, ...)`` holds the machine's cluster lock (harness.lock), starts the
+service, yields a ``FindingsCluster`` and tears everything down on exit, also after an error.
+The brokers' log dirs (``run_dir/nodes/n*/data``) are kept for DumpLogSegments
+(harness.segments). What teardown could not undo is in ``FindingsCluster.problems``.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import yaml
+
+from harness.artifacts import kafka_dist
+from harness.cluster.netns import NetnsBackend
+from harness.cluster.service import ClusterService
+from harness.lock import cluster_lock
+from harness.toxiproxy import API_HOST, API_PORT
+
+
+@dataclass
+class FindingsCluster:
+    run_dir: Path
+    service: ClusterService
+    backend: NetnsBackend
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def bootstrap(self) -> str:
+        """What clients use: the proxies when there are any, else the brokers' PLAINTEXT."""
+        return self.service.bootstrap
+
+    @property
+    def toxiproxy_url(self) -> str:
+        """toxiproxy's API, reachable from the client namespace only."""
+        return f"http://{API_HOST}:{API_PORT}"
+
+    def run_client(self, argv: list[str], timeout: float, log: Path) -> subprocess.CompletedProcess:
+        """Run ``python ARGV`` in the client namespace (where the brokers and toxiproxy are
+        reachable); stdout is returned, stderr goes to ``log``. Raises TimeoutExpired."""
+        with open(log, "ab") as err:
+            return subprocess.run(self.service.client_host.exec_prefix() + [sys.executable, *argv],
+                                  stdout=subprocess.PIPE, stderr=err, text=True, timeout=timeout)
+
+
+@contextmanager
+def findings_cluster(run_dir: Path, *, kafka_version: str, nodes: int = 3, proxies: bool = True,
+                     broker: dict[str, str] | None = None, heap_mb: int = 512) -> Iterator[FindingsCluster]:
+    """Bring up ``nodes`` KRaft nodes (broker settings ``broker`` on top of the harness's
+    defaults) with toxiproxy in front when ``proxies``; logs in ``run_dir/logs``. Raises
+    ArtifactError / NetError / ClusterError / WaitTimeout as harness.runner does."""
+    run_dir = Path(run_dir)
+    logs = run_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    # harness.segments.kafka_version_of reads the version from here
+    (run_dir / "scenario.yaml").write_text(yaml.safe_dump({"name": run_dir.parent.name,
+                                                          "kafka_version": kafka_version}))
+    backend = NetnsBackend(kafka_dist(kafka_version), run_dir / "nodes", logs, nodes=nodes,
+                           heap_mb=heap_mb, overrides=broker)
+    service = ClusterService(backend, logs, proxies=proxies)
+    with cluster_lock():
+        fc = FindingsCluster(run_dir, service, backend,
+                             [f"leftover of an earlier run removed: {p}" for p in service.clean_leftovers()])
+        try:
+            service.start(timeout=180)
+            yield fc
+        finally:
+            fc.problems += service.teardown()

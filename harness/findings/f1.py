@@ -1,0 +1,117 @@
+"""``eos-chaos repro f1``: finding F1's standalone reproducer (harness/findings/f1_repro.py) on
+the harness's own cluster, with the brokers' segments kept and read back with Kafka's
+DumpLogSegments (harness.segments), so that one command shows both what the client saw and
+what the log holds. docs/findings/F1.md is the bug report.
+
+Layout of a run, ``<results>/f1-repro/<run-id>/``: ``tries.jsonl`` (one object per try, as the
+reproducer prints them), ``logs/`` (broker logs, ``f1-repro.err``, ``librdkafka-debug.log``),
+``nodes/n*/data`` (kept segments), ``evidence.txt`` (DumpLogSegments lines of each try's records).
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from harness.artifacts import DEFAULT_KAFKA_VERSION, dump_log_command
+
+REPRO = Path(__file__).with_name("f1_repro.py")
+
+
+@dataclass
+class F1Result:
+    run_dir: Path
+    tries: list[dict]
+    summary: dict
+    evidence: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def run_f1(results: Path, *, tries: int = 3, variants: list[str] | None = None,
+           kafka_version: str = DEFAULT_KAFKA_VERSION, debug_log: bool = True,
+           timeout_s: float = 600) -> F1Result:
+    """Bring up a 3-node cluster with toxiproxy, run the reproducer (``tries`` per variant),
+    tear down keeping the segments, and return the tries with the DumpLogSegments lines of
+    each try's records. Raises what harness.findings.bringup raises; RuntimeError when the
+    reproducer failed to start (its stderr quoted)."""
+    from harness.findings.bringup import findings_cluster
+
+    run_dir = Path(results) / "f1-repro" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    logs = run_dir / "logs"
+    with findings_cluster(run_dir, kafka_version=kafka_version) as fc:
+        argv = [str(REPRO), "--bootstrap", fc.bootstrap, "--toxiproxy", fc.toxiproxy_url,
+                "--tries", str(tries), "--json"]
+        for v in variants or ["reuse"]:
+            argv += ["--variant", v]
+        if debug_log:
+            argv += ["--debug-log", str(logs / "librdkafka-debug.log")]
+        proc = fc.run_client(argv, timeout_s, logs / "f1-repro.err")
+        problems = fc.problems
+    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+    (run_dir / "tries.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    summary = next((x["summary"] for x in lines if "summary" in x), None)
+    if proc.returncode != 0 or summary is None:
+        err = (logs / "f1-repro.err").read_text(errors="replace").strip().splitlines()[-5:]
+        raise RuntimeError(f"the reproducer exited with {proc.returncode}: " + " / ".join(err))
+    done = [x for x in lines if "summary" not in x]
+    res = F1Result(run_dir, done, summary, problems=problems)
+    res.evidence = evidence(run_dir, done, kafka_version)
+    (run_dir / "evidence.txt").write_text("\n".join(res.evidence) + "\n")
+    return res
+
+
+_OFFSET = re.compile(r"^\| offset: (\d+) ")
+_BATCH = re.compile(r"^baseOffset: (\d+) lastOffset: (\d+) ")
+
+
+def dump_lines(segment_dir: Path, kafka_version: str, offsets: set[int]) -> list[str]:
+    """DumpLogSegments ``--print-data-log`` lines of one replica's log dir for the batches
+    that hold ``offsets``: each batch header (producer id, epoch, base sequence, isControl)
+    followed by its record lines (payload or endTxnMarker)."""
+    segs = sorted(segment_dir.glob("*.log"))
+    if not segs:
+        return []
+    proc = subprocess.run(dump_log_command(kafka_version) + ["--print-data-log", "--files", ",".join(map(str, segs))],
+                          capture_output=True, text=True, timeout=120)
+    return select_batches(proc.stdout, offsets)
+
+
+def select_batches(text: str, offsets: set[int]) -> list[str]:
+    """The batch header lines of DumpLogSegments output whose offset range holds one of
+    ``offsets``, each followed by its record lines (indented)."""
+    out, keep = [], False
+    for line in text.splitlines():
+        m = _BATCH.match(line)
+        if m:
+            keep = any(int(m[1]) <= o <= int(m[2]) for o in offsets)
+            if keep:
+                out.append(line)
+        elif keep and _OFFSET.match(line):
+            out.append("  " + line)
+    return out
+
+
+def evidence(run_dir: Path, tries: list[dict], kafka_version: str) -> list[str]:
+    """For every try: what the client saw, then every kept replica's DumpLogSegments lines of
+    the offsets from the try's first record to two past its committed offset (the aborted
+    record, its ABORT marker, the next transaction's COMMIT marker)."""
+    out = []
+    for t in tries:
+        if "error" in t:
+            out.append(f"# {t['variant']} try {t['try']}: error {t['error']}")
+            continue
+        offs = [int(o) for o in {**t["read_uncommitted"], **t["read_committed"]}]
+        if t.get("committed_offset") is not None:
+            offs.append(int(t["committed_offset"]))
+        lo, hi = min(offs), max(offs) + 2
+        out.append(f"# {t['variant']} try {t['try']}: {t['topic']}-{t['partition']} leader n{t['leader']}, "
+                   f"coordinator n{t['coordinator']}; lost={t['lost']}; committed value "
+                   f"{t['values']['committed']!r} acknowledged at offset {t['committed_offset']}, which "
+                   f"holds {t['value_at_committed_offset']!r}")
+        for d in sorted(run_dir.glob(f"nodes/n*/data/{t['topic']}-{t['partition']}")):
+            out.append(f"## {d.parents[1].name}")
+            out += dump_lines(d, kafka_version, set(range(lo, hi + 1)))
+    return out

@@ -1,0 +1,311 @@
+"""``eos-chaos repro f2``: finding F2 (KAFKA-20734) driven step by step on the harness's own
+3-node cluster, no luck needed: a committed transaction's marker is skipped for a partition
+whose leader is offline, and the partition keeps an open transaction (docs/findings/F2.md).
+
+Roles, from the transactional.id's coordinator C: L and F are the two other nodes.
+Topic ``f2``: partition 0 = [L, F] (the victim, leader L), partition 1 = [C, F] (the control,
+leader C), replication factor 2, ``min.insync.replicas`` 1; brokers with
+``replica.lag.time.max.ms`` 4000 so that a cut-off follower leaves the ISR within seconds.
+
+Steps (each recorded with its time in ``steps.jsonl``):
+ 1. cut F from L on the broker port 9092 (iptables in F's namespace; the KRaft port 9093 stays
+    open, so neither is fenced) and wait until f2-0's ISR is [L];
+ 2. producer T: begin, write v1 to f2-0 (acked by L alone) and v2 to f2-1;
+ 3. SIGKILL L and wait until the controller fenced it: f2-0 has no leader (leader -1), no
+    in-sync replica left to elect;
+ 4. T commits: the coordinator writes PrepareCommit and sends markers; KRaftMetadataCache
+    gives no endpoint for f2-0's leader (-1), TransactionMarkerChannelManager takes the
+    partition for deleted and skips its marker ("likely deleted already"), then completes;
+ 5. heal: the cut removed, L restarted, f2-0 led by L again;
+ 6. producer U (another transactional.id) commits v3 to f2-0;
+ 7. reads: read_committed and read_uncommitted of both partitions with their watermarks (the
+    read_committed high watermark is the last stable offset); ``kafka-transactions.sh
+    find-hanging`` (harness.findings.hanging) into ``logs/find-hanging.txt``;
+ 8. after teardown: broker events (harness.broker_events) and DumpLogSegments of f2-0.
+
+Result (``f2.json``): ``committed`` (T's commit returned), ``v1_visible`` / ``v2_visible`` /
+``v3_visible`` (read_committed), ``lso`` / ``high_watermark`` of f2-0, ``hanging`` (the
+find-hanging rows), ``skipped_marker_lines`` and the evidence lines.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+import queue
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from harness.artifacts import DEFAULT_KAFKA_VERSION
+
+CLIENT = Path(__file__).with_name("f2_client.py")
+TOPIC = "f2"
+BROKER = {"replica.lag.time.max.ms": "4000"}
+
+
+class F2Error(RuntimeError):
+    """A step of the driver failed (the message names it); the run folder keeps what happened."""
+
+
+@dataclass
+class F2Result:
+    run_dir: Path
+    result: dict
+    evidence: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+class ClientProc:
+    """f2_client.py in the client namespace, one JSON line per request."""
+
+    def __init__(self, fc, log: Path):
+        self._err = open(log, "ab")
+        self.proc = subprocess.Popen(fc.service.client_host.exec_prefix() + [sys.executable, str(CLIENT), fc.bootstrap],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err, text=True,
+                                     bufsize=1, start_new_session=True)
+        self._replies: queue.Queue = queue.Queue()
+        threading.Thread(target=lambda: [self._replies.put(x) for x in self.proc.stdout] + [self._replies.put(None)],
+                         daemon=True).start()
+
+    def __call__(self, cmd: str, timeout: float = 120, **args):
+        self.proc.stdin.write(json.dumps({"cmd": cmd, **args}) + "\n")
+        self.proc.stdin.flush()
+        try:
+            line = self._replies.get(timeout=timeout)
+        except queue.Empty:
+            raise F2Error(f"client gave no answer to {cmd} in {timeout:.0f} s") from None
+        if line is None:
+            raise F2Error(f"client exited during {cmd}; see logs/f2-client.err")
+        reply = json.loads(line)
+        if not reply["ok"]:
+            raise F2Error(f"{cmd}: {reply['error']}")
+        return reply["result"]
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=20)
+        except Exception:
+            self.proc.kill()
+        self._err.close()
+
+
+class Recorder:
+    """The driver's ops as a harness history (docs/history.md): so that the checkers judge
+    what the clients saw, as in any run (``eos-chaos check history.jsonl``). Processes: 0 = T,
+    1 = U, 2 = the final read_committed drain; the cut, kill and heal as nemesis events."""
+
+    def __init__(self, path: Path):
+        from harness.history import HistoryWriter
+
+        self.h = HistoryWriter(path)
+
+    def op(self, process: int, f: str, invoke, ok, t0: int, meta: dict, type_: str = "ok") -> None:
+        self.h.append({"process": process, "type": "invoke", "f": f, "value": invoke, "time": t0, "meta": meta})
+        self.h.append({"process": process, "type": type_, "f": f, "value": ok, "meta": meta})
+
+    def now(self) -> int:
+        return self.h.now()
+
+
+def _partition(agent, topic: str, part: int) -> dict | None:
+    d = agent.request("describe", timeout=10, topics=[topic])
+    t = d["topics"].get(topic)
+    return (t or {}).get("partitions", {}).get(str(part)) if t and not t["error"] else None
+
+
+def _wait(what: str, cond, timeout: float) -> float:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        try:
+            if cond():
+                return round(time.monotonic() - t0, 2)
+        except Exception:  # the agent may fail while a broker is down: not yet
+            pass
+        time.sleep(0.5)
+    raise F2Error(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def _cut(host, peer: str, add: bool) -> None:
+    """Drop broker-port (9092) traffic between ``host`` and ``peer`` in ``host``'s namespace
+    (both directions: connections to the peer's 9092 and the peer's connections to ours)."""
+    op = "-I" if add else "-D"
+    host.run("iptables", op, "OUTPUT", "-d", peer, "-p", "tcp", "--dport", "9092", "-j", "DROP")
+    host.run("iptables", op, "INPUT", "-s", peer, "-p", "tcp", "--dport", "9092", "-j", "DROP")
+
+
+def _judge(run_dir: Path, meta: dict) -> dict:
+    """The checkers' verdict on the driver's history (verdict.json), and the HTML report when
+    it renders; returns ``{"valid", "anomaly_counts"}``."""
+    import checkers
+
+    verdict = checkers.check(run_dir / "history.jsonl", meta=meta, allowed=[])
+    (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=1, default=str))
+    try:
+        from harness.report import render_report
+
+        render_report(run_dir)
+    except Exception:  # the verdict stands without a report
+        pass
+    return {"valid": verdict.get("valid"), "anomaly_counts": verdict.get("anomaly_counts")}
+
+
+def run_f2(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION) -> F2Result:
+    """Drive the steps of the module docstring once; return what they showed. Raises F2Error
+    naming the step that failed, and what harness.findings.bringup raises."""
+    from harness.broker_events import scan_broker_logs
+    from harness.findings.bringup import findings_cluster
+    from harness.findings.f1 import dump_lines
+    from harness.findings.hanging import find_hanging
+
+    run_dir = Path(results) / "f2-leaderless-marker" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    logs = run_dir / "logs"
+    steps: list[dict] = []
+    res: dict = {"kafka_version": kafka_version, "broker": BROKER}
+    t_start = time.monotonic()
+
+    def step(name: str, **info) -> None:
+        steps.append({"t": round(time.monotonic() - t_start, 2), "step": name, **info})
+        (run_dir / "steps.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps))
+
+    keys = [f"{TOPIC}/0", f"{TOPIC}/1"]
+    with findings_cluster(run_dir, kafka_version=kafka_version, proxies=False, broker=BROKER) as fc:
+        agent, net = fc.service.agent, fc.backend.network
+        client = ClientProc(fc, logs / "f2-client.err")
+        rec = Recorder(run_dir / "history.jsonl")
+        try:
+            tid = f"f2-txn-{run_dir.name}"
+            t0 = rec.now()
+            client("init", name="T", transactional_id=tid)
+            rec.op(0, "init", None, None, t0, {"transactional_id": tid, "worker": "producer-T"})
+            c = client("coordinator", transactional_id=tid)
+            leader, follower = [n for n in fc.service.node_ids() if n != c][:2]
+            res.update(transactional_id=tid, coordinator=c, leader=leader, follower=follower)
+            step("init", transactional_id=tid, coordinator=c)
+            client("create_topic", name=TOPIC, assignment=[[leader, follower], [c, follower]],
+                   configs={"min.insync.replicas": "1"})
+            _wait("f2-0 led by L with ISR [L, F]", lambda: (p := _partition(agent, TOPIC, 0)) and p["leader"] == leader
+                  and sorted(p["isr"]) == sorted([leader, follower]), 60)
+            step("topic", partitions={"0": [leader, follower], "1": [c, follower]})
+
+            rec.h.append({"process": "nemesis", "type": "info", "f": "start-partition",
+                          "value": {"grudge": "replication", "cut": [follower, leader], "port": 9092}})
+            _cut(net.node(follower), net.node(leader).address, True)
+            waited = _wait("f2-0's ISR to shrink to [L]", lambda: _partition(agent, TOPIC, 0)["isr"] == [leader], 90)
+            rec.h.append({"process": "nemesis", "type": "info", "f": "start-partition",
+                          "value": {"grudge": "replication", "cut": [follower, leader], "port": 9092,
+                                    "result": f"f2-0 ISR [{leader}] after {waited} s"}})
+            step("cut", follower=follower, leader=leader, isr_shrunk_after_s=waited)
+
+            t_txn = rec.now()
+            client("begin", name="T")
+            v1, v2, v3 = 100000001, 100000002, 200000001  # integers: the harness's value domain
+            res["values"] = {"v1": v1, "v2": v2, "v3": v3}
+            res["v1_offset"] = client("produce", name="T", topic=TOPIC, partition=0, value=str(v1))
+            res["v2_offset"] = client("produce", name="T", topic=TOPIC, partition=1, value=str(v2))
+            step("written", v1=[0, res["v1_offset"]], v2=[1, res["v2_offset"]])
+
+            rec.h.append({"process": "nemesis", "type": "info", "f": "kill", "value": {"node": leader}})
+            fc.backend.node(leader).kill()
+            rec.h.append({"process": "nemesis", "type": "info", "f": "kill",
+                          "value": {"node": leader, "result": "killed"}})
+            step("killed", node=leader)
+            waited = _wait("f2-0 to lose its leader", lambda: _partition(agent, TOPIC, 0)["leader"] == -1, 90)
+            step("leaderless", after_s=waited, partition=_partition(agent, TOPIC, 0))
+            time.sleep(1)  # the coordinator's metadata image follows the controller's within ms
+
+            commit_ns = rec.now()
+            try:
+                client("commit", name="T")
+                res["committed"] = True
+            except F2Error as exc:
+                res["committed"], res["commit_error"] = False, str(exc)
+            rec.op(0, "txn", [["send", keys[0], v1], ["send", keys[1], v2]],
+                   [["send", keys[0], [res["v1_offset"], v1]], ["send", keys[1], [res["v2_offset"], v2]]],
+                   t_txn, {"transactional_id": tid, "worker": "producer-T", "commit_ns": commit_ns},
+                   "ok" if res["committed"] else "info")
+            step("commit", committed=res["committed"], error=res.get("commit_error"))
+            time.sleep(3)
+
+            rec.h.append({"process": "nemesis", "type": "info", "f": "heal", "value": None})
+            _cut(net.node(follower), net.node(leader).address, False)
+            fc.backend.node(leader).start()
+            waited = _wait("f2-0 to be led again", lambda: _partition(agent, TOPIC, 0)["leader"] >= 0, 180)
+            rec.h.append({"process": "nemesis", "type": "info", "f": "heal",
+                          "value": {"result": [f"cut removed, started n{leader}"], "problems": []}})
+            step("healed", after_s=waited, partition=_partition(agent, TOPIC, 0))
+
+            utid = f"f2-later-{run_dir.name}"
+            t0 = rec.now()
+            client("init", name="U", transactional_id=utid)
+            rec.op(1, "init", None, None, t0, {"transactional_id": utid, "worker": "producer-U"})
+            t0 = rec.now()
+            client("begin", name="U")
+            res["v3_offset"] = client("produce", name="U", topic=TOPIC, partition=0, value=str(v3))
+            commit_ns = rec.now()
+            client("commit", name="U")
+            rec.op(1, "txn", [["send", keys[0], v3]], [["send", keys[0], [res["v3_offset"], v3]]], t0,
+                   {"transactional_id": utid, "worker": "producer-U", "commit_ns": commit_ns})
+            step("later-commit", v3=[0, res["v3_offset"]])
+
+            t0 = rec.now()
+            reads = {f"{TOPIC}/{p}/{iso}": client("read", topic=TOPIC, partition=p, isolation=iso, timeout=90)
+                     for p in (0, 1) for iso in ("read_committed", "read_uncommitted")}
+            res["reads"] = reads
+            drained = {k: sorted([int(o), int(v)] for o, v in reads[f"{k}/read_committed"]["records"].items())
+                       for k in keys}
+            dmeta = {"isolation_level": "read_committed", "final": True, "worker": "final-reader"}
+            rec.op(2, "assign", keys, keys, t0, dict(dmeta, **{"from": "beginning"}))
+            rec.op(2, "poll", [["poll"]], [["poll", {k: v for k, v in drained.items() if v}]], t0, dmeta)
+            high = {k: reads[f"{k}/read_committed"]["high"] for k in keys}
+            res["drain"] = {"drained": True, "complete": True, "high": high,
+                            # each read ran to its end (partition EOF): for read_committed the LSO
+                            "positions": dict(high)}
+            committed0 = {int(v) for v in reads[f"{TOPIC}/0/read_committed"]["records"].values()}
+            res["v1_visible"] = v1 in committed0
+            res["v3_visible"] = v3 in committed0
+            res["v2_visible"] = v2 in {int(v) for v in reads[f"{TOPIC}/1/read_committed"]["records"].values()}
+            res["lso"] = reads[f"{TOPIC}/0/read_committed"]["high"]
+            res["high_watermark"] = reads[f"{TOPIC}/0/read_uncommitted"]["high"]
+            step("read", v1_visible=res["v1_visible"], v2_visible=res["v2_visible"],
+                 v3_visible=res["v3_visible"], lso=res["lso"], high_watermark=res["high_watermark"])
+
+            fh = find_hanging(fc.service.client_host, fc.backend.bootstrap, kafka_version, fc.service.node_ids(),
+                              logs / "find-hanging.txt")
+            res["hanging"] = fh.rows
+            res["find_hanging_ok"] = fh.ok
+            step("find-hanging", rows=fh.rows, ok=fh.ok)
+        except F2Error as exc:  # the run folder still gets what the steps showed
+            res["error"] = str(exc)
+            step("error", error=str(exc))
+        finally:
+            client.close()
+            rec.h.close()
+            problems = fc.problems
+    events = scan_broker_logs(logs)
+    meta = {"scenario": "f2-leaderless-marker", "workload": "txn-queue", "seed": 0,
+            "kafka_version": kafka_version, "fail_on": [], "stalled_lso_bound_s": 30.0, "transactional": True,
+            "isolation_level": "read_committed", "keys": keys, "drain": res.get("drain"),
+            "final_reads_complete": bool(res.get("drain")), "broker_events": events,
+            "teardown_problems": problems}
+    (run_dir / "meta.json").write_text(json.dumps(meta, indent=1, default=str))
+    res["verdict"] = _judge(run_dir, meta)
+    res["broker_events"] = events
+    res["skipped_marker_lines"] = [line for f in sorted(logs.glob("n*.log"))
+                                   for line in f.read_text(errors="replace").splitlines()
+                                   if "likely deleted" in line and TOPIC + "-0" in line]
+    evidence = [f"# f2-0 (leader n{res.get('leader')}, follower n{res.get('follower')}), coordinator "
+                f"n{res.get('coordinator')}; error: {res.get('error')}; "
+                f"T committed={res.get('committed')}, v1 visible={res.get('v1_visible')}, v2 visible="
+                f"{res.get('v2_visible')}, v3 visible={res.get('v3_visible')}, LSO {res.get('lso')} / high "
+                f"watermark {res.get('high_watermark')}; find-hanging rows {len(res.get('hanging') or [])}"]
+    evidence += [f"  broker log: {line.strip()[:400]}" for line in res["skipped_marker_lines"]]
+    for d in sorted(run_dir.glob(f"nodes/n*/data/{TOPIC}-0")):
+        evidence.append(f"## {d.parents[1].name} {TOPIC}-0")
+        evidence += dump_lines(d, kafka_version, set(range(0, 20)))
+    (run_dir / "f2.json").write_text(json.dumps(res, indent=1, default=str))
+    (run_dir / "evidence.txt").write_text("\n".join(evidence) + "\n")
+    return F2Result(run_dir, res, evidence, problems)
