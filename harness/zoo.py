@@ -24,10 +24,10 @@ detection rate per mutant with a 95 % Wilson interval, median time to detect, an
 seen; false-positive rate per control.
 
 Time to detect (``time_to_detect_s``): from the start of the load (history time 0, moved to
-the schedule's clock when schedule.json and a nemesis event allow) to the completion of the
-earliest op that a failing anomaly's first example names (op references ``{op,
-invoke_index, complete_index, ...}``, docs/checkers.md), the earliest over the failing
-anomalies; None when no example names an op.
+the schedule's clock when schedule.json and a nemesis event allow) until the earliest listed
+example of a failing ``must_find`` anomaly was complete, i.e. the completion of the latest
+op it names (op references ``{op, invoke_index, complete_index, ...}``, docs/checkers.md);
+None when no example names an op.
 """
 from __future__ import annotations
 
@@ -223,34 +223,36 @@ def event_times(history: str | Path, indexes: set[int]) -> tuple[dict[int, int],
 
 def time_to_detect(verdict: dict, history: str | Path, schedule: list[dict] | None = None,
                    anomalies: Iterable[str] | None = None) -> float | None:
-    """Seconds from the load's start to the completion of the earliest op named by the first
-    example of a failing anomaly (of ``anomalies`` when given), the earliest over those
-    anomalies. An op without a completion counts at its invoke. The load starts at history
-    time 0, or at (first nemesis event's time - the schedule's first step ``at``) when
-    ``schedule`` (schedule.json's list) has a step. None when no example names an op or the
-    history is missing."""
+    """Seconds from the load's start until the earliest example of a failing anomaly (of
+    ``anomalies`` when given) was complete: for each listed example, the completion of the
+    latest op it names (an op without a completion counts at its invoke); the earliest such
+    time over the examples. Examples are listed by key and value, not by time, and an
+    example's first op (e.g. G1a's aborted write) is not yet an anomaly: what was observable
+    is the example with all its ops done. The load starts at history time 0, or at (first
+    nemesis event's time - the schedule's first step ``at``) when ``schedule``
+    (schedule.json's list) has a step. None when no example names an op or the history is
+    missing."""
     names = [n for n in verdict.get("failing") or [] if anomalies is None or n in set(anomalies)]
-    refs = []
-    for n in names:
-        exs = (verdict.get("anomalies") or {}).get(n) or []
-        if exs:
-            refs.append(op_refs(exs[0]))
-    want = {r[k] for rs in refs for r in rs for k in ("complete_index", "invoke_index")
-            if isinstance(r.get(k), int)}
+    examples = [op_refs(ex) for n in names for ex in (verdict.get("anomalies") or {}).get(n) or []]
+    examples = [refs for refs in examples if refs]
+
+    def idx(r: dict) -> int | None:
+        i = r.get("complete_index") if isinstance(r.get("complete_index"), int) else r.get("invoke_index")
+        return i if isinstance(i, int) else None
+
+    want = {i for refs in examples for r in refs if (i := idx(r)) is not None}
     if not want or not Path(history).is_file():
         return None
     times, first_fault = event_times(history, want)
     start_ns = 0
     if schedule and first_fault is not None:
         start_ns = max(0, first_fault - int(float(schedule[0]["at"]) * 1e9))
-    best = None
-    for rs in refs:
-        for r in rs:
-            idx = r.get("complete_index") if isinstance(r.get("complete_index"), int) else r.get("invoke_index")
-            t = times.get(idx) if isinstance(idx, int) else None
-            if t is not None and (best is None or t < best):
-                best = t
-    return None if best is None else round(max(0, best - start_ns) / 1e9, 3)
+    done = []
+    for refs in examples:
+        ts = [times.get(idx(r)) for r in refs]
+        if ts and all(t is not None for t in ts):
+            done.append(max(ts))
+    return None if not done else round(max(0, min(done) - start_ns) / 1e9, 3)
 
 
 def run_facts(zoo_dir: Path, rec: dict, entry: ZooEntry, cache: dict[str, dict]) -> dict:

@@ -117,25 +117,29 @@ def history_file(tmp_path: Path, events: list[dict]) -> Path:
     return p
 
 
-def test_time_to_detect_is_the_earliest_completion_an_example_names_from_the_load_start(tmp_path):
+def test_time_to_detect_is_when_the_earliest_example_was_complete_from_the_load_start(tmp_path):
     s = 1_000_000_000
     h = history_file(tmp_path, [
         {"time": 1 * s, "process": 0, "type": "invoke", "f": "txn"},            # 0
-        {"time": 2 * s, "process": "nemesis", "type": "info", "f": "kill"},     # 1: the first fault, at 5 s of the schedule
-        {"time": 3 * s, "process": 0, "type": "ok", "f": "txn"},                # 2
+        {"time": 2 * s, "process": "nemesis", "type": "info", "f": "kill"},     # 1: the first fault
+        {"time": 3 * s, "process": 0, "type": "fail", "f": "txn"},              # 2
         {"time": 4 * s, "process": 1, "type": "invoke", "f": "poll"},           # 3
         {"time": 9 * s, "process": 1, "type": "ok", "f": "poll"},               # 4
         {"time": 12 * s, "process": 2, "type": "ok", "f": "poll"},              # 5
+        {"time": 14 * s, "process": 3, "type": "ok", "f": "poll"},              # 6
     ])
+    g1a = [  # listed by key and value, not time: the first example is complete at 14 s, the second at 9 s
+        {"anomaly": "G1a", "writer": {"op": 1, "invoke_index": 0, "complete_index": 2},
+         "reader": {"op": 3, "invoke_index": 6, "complete_index": 6}},
+        {"anomaly": "G1a", "writer": {"op": 1, "invoke_index": 0, "complete_index": 2},
+         "reader": {"op": 2, "invoke_index": 3, "complete_index": 4}}]
     verdict = {"valid": False, "failing": ["G1a", "lost-write"], "anomalies": {
-        "G1a": [{"anomaly": "G1a", "writer": {"op": 1, "invoke_index": 0, "complete_index": 2},
-                 "reader": {"op": 2, "invoke_index": 3, "complete_index": 4}},
-                {"anomaly": "G1a", "writer": {"op": 9, "invoke_index": 0, "complete_index": 0}}],  # not the first example
+        "G1a": g1a,
         "lost-write": [{"anomaly": "lost-write", "ops": [{"op": 5, "invoke_index": 5, "complete_index": None}]}]}}
-    # no schedule: history time 0 is the load's start; earliest named completion: index 2 at 3 s
-    assert zoo.time_to_detect(verdict, h) == 3.0
-    # the first fault (5 s into the load) came at history time 2 s: the load began at -3 s, clamped to 0
-    assert zoo.time_to_detect(verdict, h, schedule=[{"at": 1.5, "f": "kill"}]) == 2.5
+    # no schedule: history time 0 is the load's start; the aborted write alone (3 s) is no anomaly yet
+    assert zoo.time_to_detect(verdict, h) == 9.0
+    # the first fault, scheduled 1.5 s into the load, came at history time 2 s: the load began at 0.5 s
+    assert zoo.time_to_detect(verdict, h, schedule=[{"at": 1.5, "f": "kill"}]) == 8.5
     assert zoo.time_to_detect(verdict, h, anomalies=["lost-write"]) == 12.0   # no completion: its invoke
     assert zoo.time_to_detect({"failing": ["G1a"], "anomalies": {"G1a": [{"anomaly": "G1a"}]}}, h) is None
     assert zoo.time_to_detect(verdict, tmp_path / "missing.jsonl") is None
