@@ -30,6 +30,7 @@ class ExploreProgress:
         self.console, self.budget_s, self.heartbeat_s = console, budget_s, heartbeat_s
         self.t0 = self._beat = time.monotonic()
         self.phase, self.runs, self.best, self.original, self.current = "search", 0, None, None, None
+        self.explorer = None  # set by the command: the run under way's progress is read from it
         self.bar = Bar(TextColumn("[bold]explore"), BarColumn(), TextColumn("{task.fields[left]}"),
                        TimeElapsedColumn(), console=console, auto_refresh=console.is_terminal,
                        refresh_per_second=2)
@@ -46,7 +47,11 @@ class ExploreProgress:
         cur = ""
         if self.current is not None:
             n, phase, sched, t = self.current
-            cur = f"   run {n} ({phase}, {len(sched['faults'])} fault(s), {sched['duration']} s load) {time.monotonic() - t:5.0f} s"
+            p = getattr(self.explorer, "progress", None)
+            what = getattr(p, "phase", "")
+            what = "waiting for the cluster lock" if what in ("starting", "waiting") else f"phase {what}"
+            cur = (f"   run {n} ({phase}, {len(sched['faults'])} fault(s), {sched['duration']} s load) "
+                   f"{what} {time.monotonic() - t:5.0f} s")
         return Text(f"{self.phase}: {self.runs} runs   anomalies {orig}   best {best}{cur}")
 
     def event(self, kind: str, **info) -> None:
@@ -127,6 +132,7 @@ def explore(
     ui = ExploreProgress(console, budget_s)
     ex = Explorer(scn, results, session, k=runs_per_example, budget_s=budget_s, seed=seed, stop=stop,
                   max_faults=max_faults, on_event=ui.event, db_dir=root / "hypothesis-db")
+    ui.explorer = ex
     box: dict = {}
 
     def work() -> None:
