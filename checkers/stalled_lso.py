@@ -40,7 +40,7 @@ def _ending(row: dict) -> str:
 
 def stalled_lso_cases(h: History, bound_s: float | None = None) -> list[dict]:
     """stalled-lso: a read_committed consumer cannot advance on a key for longer than the
-    scenario's bound (``meta["stalled_lso_bound_s"]``) while the key has records: a hanging
+    scenario's bound (``meta.liveness.stalled_lso_bound_s``) while the key has records: a hanging
     transaction holds the last stable offset back (KIP-98; KAFKA-17754 family). A liveness
     report: it fails a run only when listed in ``meta["fail_on"]``; with no bound, no cases.
 

@@ -34,9 +34,9 @@ def gaps(h: History, fs=DEFAULT_FS) -> pl.DataFrame:
 def unavailable_cases(h: History, bound_s: float | None = None, fs=None) -> list[dict]:
     """unavailable: windows with no successful op of a kind (ANOMALIES.md, liveness).
 
-    For each f in ``fs`` (``meta["unavailable_fs"]``, default txn and send: empty polls are
+    For each f in ``fs`` (``meta.liveness.unavailable_fs``, default txn and send: empty polls are
     not recorded, so poll gaps only mean nothing was written), a window longer than
-    ``bound_s`` (``meta["unavailable_bound_s"]``, default 10 s) with no ok completion,
+    ``bound_s`` (``meta.liveness.unavailable_bound_s``, default 10 s) with no ok completion,
     counted from the f's first invoke to the history's end. Fails a run only when listed in
     ``meta["fail_on"]``.
 

@@ -32,6 +32,7 @@ from .history import History, as_history
 from .log import final_keys, index, log
 from .timing import laps
 from .realtime_lag import lag_quantiles_ms
+from .run import RunMeta
 
 LIVENESS = frozenset({"stalled-lso", "realtime-lag", "unavailable"})
 WORKERS = max(1, min(4, os.cpu_count() or 1))  # finders run side by side on threads
@@ -58,14 +59,14 @@ def _finders() -> list[tuple[str, Callable[[History, dict], list[dict]]]]:
         ("cycle_cases", "cycles", None),
         ("torn_transaction_cases", "torn_transaction", None),
         ("zombie_write_cases", "zombie_write", None),
-        ("pipeline_cases", "pipeline", lambda m: {"pipeline": m.get("pipeline")}),
-        ("sink_cases", "sink", lambda m: {"sink": m.get("sink")}),
+        ("pipeline_cases", "pipeline", lambda m: {"pipeline": m.pipeline}),
+        ("sink_cases", "sink", lambda m: {"sink": m.sink}),
         ("stalled_lso_cases", "stalled_lso",
-         lambda m: {"bound_s": m.get("stalled_lso_bound_s")}),
+         lambda m: {"bound_s": m.liveness.stalled_lso_bound_s}),
         ("realtime_lag_cases", "realtime_lag",
-         lambda m: {"bound_s": m.get("realtime_lag_bound_s")}),
+         lambda m: {"bound_s": m.liveness.realtime_lag_bound_s}),
         ("unavailable_cases", "unavailable",
-         lambda m: {"bound_s": m.get("unavailable_bound_s"), "fs": m.get("unavailable_fs")}),
+         lambda m: {"bound_s": m.liveness.unavailable_bound_s, "fs": m.liveness.unavailable_fs}),
     ]
     out = []
     for fname, module, kw in spec:
@@ -78,20 +79,20 @@ def _finders() -> list[tuple[str, Callable[[History, dict], list[dict]]]]:
 
 def check(
     history: History | str | Path | Iterable[dict],
-    meta: dict | None = None,
+    meta: RunMeta | dict | None = None,
     allowed: Iterable[str] = (),
     max_examples: int = 10,
 ) -> dict:
     """Judge a history. ``history`` is a History, a history.jsonl path or a list of event
-    dicts; ``meta`` is the run metadata (keys documented in docs/checkers.md: fail_on,
-    realtime_lag_bound_s, stalled_lso_bound_s, pipeline, sink); ``allowed`` names anomalies
-    the scenario expects. Never raises on content: a crashing finder becomes an
-    ``unknown_reasons`` entry. Returns the verdict dict described in the module docstring.
+    dicts; ``meta`` is the run metadata (a ``checkers.run.RunMeta`` or a meta.json dict:
+    fail_on, liveness bounds, pipeline, sink; docs/checkers.md); ``allowed`` names anomalies
+    the scenario expects. Never raises on content: a crashing finder or a meta field that
+    does not validate becomes an ``unknown_reasons`` entry. Returns the verdict dict
+    described in the module docstring.
     """
-    meta = dict(meta or {})
+    meta, unknown = RunMeta.coerce(meta)
     allowed_l = sorted(set(allowed))
-    fail_on = set(meta.get("fail_on") or ())
-    unknown: list[str] = []
+    fail_on = set(meta.fail_on)
     try:
         h = as_history(history)
     except Exception as e:  # noqa: BLE001 - the verdict must name the failure, not raise
@@ -171,6 +172,8 @@ def check(
         "anomalies": anomalies,
         "anomaly_counts": counts,
         "allowed": allowed_l,
+        "fail_on": sorted(fail_on),
+        "liveness": meta.liveness.model_dump(),
         "failing": sorted(failing),
         "unknown_reasons": unknown,
         **({"suspect": suspect} if suspect else {}),

@@ -25,6 +25,7 @@ from pathlib import Path
 import yaml
 
 import checkers
+from checkers.run import RunDir, RunMeta
 from harness.broker_events import scan_broker_logs
 from harness.cluster.backends import make_backend
 from harness.cluster.service import ClusterService, cluster_ready  # noqa: F401 (cluster_ready: old import path)
@@ -172,7 +173,7 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
     pool = history = None
     meta: dict = {"scenario": scn.name, "workload": scn.workload.name, "seed": scn.seed,
                   "kafka_version": scn.cluster.kafka_version, "fail_on": scn.fail_on,
-                  "stalled_lso_bound_s": scn.stalled_lso_bound_s, "backend": scn.cluster.backend}
+                  "liveness": scn.liveness.model_dump(), "backend": scn.cluster.backend}
     timings: dict[str, float] = {}
     problems: list[str] = []
     try:
@@ -225,7 +226,9 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         meta["teardown_problems"] = problems
         meta["broker_events"] = scan_broker_logs(logs)
         meta["versions"] = collect_versions(scn, meta)
-        (run_dir / "meta.json").write_text(json.dumps(meta, indent=1))
+        run_meta, bad = RunMeta.coerce(meta)  # the run contract (checkers.run); never fails a run
+        meta["teardown_problems"] += [f"meta.json: {b}" for b in bad]
+        RunDir(run_dir).meta.write_text(run_meta.to_json() if not bad else json.dumps(meta, indent=1))
     return meta, problems
 
 

@@ -20,6 +20,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from checkers.run import Liveness, check_fail_on
 from harness.artifacts import DEFAULT_KAFKA_VERSION
 from harness.workloads import TxnQueueSpec, WorkloadSpec
 from harness.workloads.base import Strict
@@ -227,7 +228,19 @@ class Scenario(Strict):
     expected: list[str] = Field(default_factory=list, description="anomalies this scenario allows")
     #: liveness anomalies (stalled-lso, unavailable, realtime-lag) that fail this run when found
     fail_on: list[str] = Field(default_factory=list)
-    stalled_lso_bound_s: float = 30.0
+    #: bounds of the liveness reports (checkers.run.Liveness); written to meta.json
+    liveness: Liveness = Field(default_factory=Liveness)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _liveness_at_top_level(cls, data):
+        # scenarios before the liveness section had stalled_lso_bound_s at the top level
+        if isinstance(data, dict) and "stalled_lso_bound_s" in data:
+            data = dict(data)
+            live = dict(data.get("liveness") or {})
+            live.setdefault("stalled_lso_bound_s", data.pop("stalled_lso_bound_s"))
+            data["liveness"] = live
+        return data
 
     @model_validator(mode="before")
     @classmethod
@@ -239,6 +252,7 @@ class Scenario(Strict):
 
     @model_validator(mode="after")
     def _sane(self) -> "Scenario":
+        check_fail_on(self.fail_on, self.liveness)
         if self.cluster.nodes < 3 and any(f.fault == "kill" for f in self.nemesis.all_faults()):
             raise ValueError("killing a node needs at least 3 nodes (RF 3, min.insync.replicas 2)")
         if self.cluster.backend == "external":

@@ -222,3 +222,48 @@ def _write(tmp_path, events):
     p = tmp_path / "history.jsonl"
     p.write_text("".join(json.dumps(e) + "\n" for e in events))
     return p
+
+
+# -- 7. liveness bounds reach the checkers -------------------------------------------------
+def _late_read() -> HistoryBuilder:
+    from checkers.build import MS
+    b = HistoryBuilder()
+    b.send(0, [("x/0", 1, 0)])
+    b.assign(1, ["x/0"])
+    b.invoke(1, "poll", [["poll"]], time=5000 * MS)
+    b.complete(1, "ok", [["poll", {"x/0": [[0, 1]]}]], time=5001 * MS)  # read 5 s after the commit
+    return b
+
+
+def test_scenario_liveness_section_reaches_the_checkers_and_fail_on_fires(tmp_path):
+    from harness.scenario import load_scenario
+    from checkers.run import RunMeta
+    p = tmp_path / "s.yaml"
+    p.write_text("name: s\nfail_on: [realtime-lag]\nliveness: {realtime_lag_bound_s: 2}\n")
+    scn = load_scenario(p)
+    meta = RunMeta(fail_on=scn.fail_on, liveness=scn.liveness)  # what the runner writes
+    v = check(_late_read().events, meta=meta.model_dump())
+    assert v["failing"] == ["realtime-lag"] and v["liveness"]["realtime_lag_bound_s"] == 2
+
+
+@pytest.mark.parametrize("text,says", [
+    ("fail_on: [realtime-lag]\n", "needs liveness.realtime_lag_bound_s"),
+    ("liveness: {stalled_lso_bound_s: -1}\n", "liveness.stalled_lso_bound_s"),
+    ("liveness: {unavailable_fs: [commit]}\n", "liveness.unavailable_fs"),
+    ("liveness: {lag: 3}\n", "liveness.lag"),
+    ("fail_on: [G0]\n", "fail_on takes liveness names"),
+])
+def test_liveness_section_is_validated_at_load(tmp_path, text, says):
+    from harness.scenario import ScenarioError, load_scenario
+    p = tmp_path / "s.yaml"
+    p.write_text("name: s\n" + text)
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(p)
+    assert says in str(e.value) and "Traceback" not in str(e.value)
+
+
+def test_old_meta_with_top_level_bounds_still_reads():
+    from checkers.run import RunMeta
+    m, problems = RunMeta.coerce({"stalled_lso_bound_s": 5.0, "unavailable_bound_s": 3})
+    assert problems == [] and m.liveness.stalled_lso_bound_s == 5.0
+    assert m.liveness.unavailable_bound_s == 3 and m.format_version == 1
