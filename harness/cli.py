@@ -324,6 +324,25 @@ def check(
     raise typer.Exit(EXIT.get(verdict.get("valid"), 2))
 
 
+@app.command()
+def report(run_dir: Path = typer.Argument(..., metavar="RUN_DIR", help="a run folder (results/<scenario>/<run-id>)"),
+           max_examples: int = typer.Option(10, "--max-examples", metavar="N", help="examples kept per anomaly"),
+           ) -> None:
+    """Re-check RUN_DIR's history and re-render its report.html: any run folder, also one whose
+    controller was killed (a history prefix and no verdict.json). Writes verdict.json and
+    report.html there; exit code as for `run`."""
+    from harness.report.render import check_and_render
+
+    if not (run_dir / "history.jsonl").is_file():
+        console.print(f"[red]error:[/] {run_dir} has no history.jsonl: give a run folder "
+                      "(results/<scenario>/<run-id>)")
+        raise typer.Exit(2)
+    verdict, path = check_and_render(run_dir, max_examples)
+    out.print(_summary(verdict))
+    out.print(f"report:  {path}", soft_wrap=True)
+    raise typer.Exit(EXIT.get(verdict.get("valid"), 2))
+
+
 @app.command("dump-log")
 def dump_log(
     run_dir: Path = typer.Argument(..., help="a run folder (results/<scenario>/<run-id>)"),
