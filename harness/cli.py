@@ -391,6 +391,8 @@ def setup(kafka_version: list[str] = typer.Option(None, "--kafka-version", metav
                                                 "default: 4.3.1 when javac is on PATH)"),
           minimal: bool = typer.Option(False, "--minimal", help="only Kafka's broker jars: what a run "
                                        "without link faults needs (make demo); no toxiproxy, no kafka-tools"),
+          docker: bool = typer.Option(False, "--docker", help="docker backend: install Debian's docker.io when "
+                                      "missing, start dockerd (docs/docker.md), build kafka-eos-chaos/kafka:VERSION"),
           ) -> None:
     """Fetch and cache Kafka jars and the toxiproxy server (and Spark's Kafka connector); check system tools."""
     from harness.artifacts import (DEFAULT_KAFKA_VERSION, ArtifactError, dump_log_command, ensure_system_tools,
@@ -409,6 +411,14 @@ def setup(kafka_version: list[str] = typer.Option(None, "--kafka-version", metav
             out.print(f"spark kafka connector: {', '.join(p.name for p in spark_connector_jars())}")
         if java_client or not minimal:
             _setup_java_client(java_client)
+        if docker:
+            from harness.docker import DockerError
+            from harness.docker.setup import setup_docker
+
+            try:
+                setup_docker(kafka_version or [DEFAULT_KAFKA_VERSION], say=out.print)
+            except DockerError as exc:
+                raise ArtifactError(str(exc)) from exc
     except ArtifactError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2)

@@ -35,6 +35,7 @@ IMAGE_REPO = "kafka-eos-chaos/kafka"
 IMAGE_LABEL = "eos-chaos.image"
 SUITE = "bookworm"
 MIRROR = os.environ.get("EOS_CHAOS_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+SECURITY_MIRROR = os.environ.get("EOS_CHAOS_DEBIAN_SECURITY_MIRROR", "http://deb.debian.org/debian-security")
 JRE_PACKAGE = "openjdk-17-jre-headless"
 JAVA_HOME = "/usr/lib/jvm/java-17-openjdk-amd64"
 
@@ -53,7 +54,14 @@ def image_tag(version: str) -> str:
     return f"{IMAGE_REPO}:{version}"
 
 
-def mmdebstrap_argv(output: Path, mirror: str = MIRROR) -> list[str]:
+def sources(mirror: str = MIRROR, security: str = SECURITY_MIRROR) -> list[str]:
+    """The apt sources of the base: bookworm, bookworm-updates and bookworm-security (the JRE's
+    security fixes arrive through the last one)."""
+    return [f"deb {mirror} {SUITE} main", f"deb {mirror} {SUITE}-updates main",
+            f"deb {security} {SUITE}-security main"]
+
+
+def mmdebstrap_argv(output: Path, mirror: str = MIRROR, security: str = SECURITY_MIRROR) -> list[str]:
     """The mmdebstrap command that writes the base rootfs tarball to ``output``."""
     return [
         "mmdebstrap", "--variant=minbase", f"--include={JRE_PACKAGE}",
@@ -64,7 +72,7 @@ def mmdebstrap_argv(output: Path, mirror: str = MIRROR) -> list[str]:
         # apt lists and caches out of the image
         "--customize-hook=rm -rf \"$1\"/var/lib/apt/lists/* \"$1\"/var/cache/apt/*",
         *(f"--dpkgopt={f}" for f in _DPKG_FILTERS),
-        SUITE, str(output), mirror,
+        SUITE, str(output), *sources(mirror, security),
     ]
 
 

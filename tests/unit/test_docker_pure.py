@@ -89,9 +89,11 @@ def test_dockerfile_has_the_official_layout_and_no_run_step():
 
 
 def test_mmdebstrap_argv_builds_minbase_with_the_jre():
-    argv = mmdebstrap_argv(Path("/tmp/out.tar"), mirror="http://deb.example/debian")
+    argv = mmdebstrap_argv(Path("/tmp/out.tar"), mirror="http://deb.example/debian", security="http://sec.example/s")
     assert "--variant=minbase" in argv and "--include=openjdk-17-jre-headless" in argv
-    assert argv[-3:] == ["bookworm", "/tmp/out.tar", "http://deb.example/debian"]
+    assert argv[-5:] == ["bookworm", "/tmp/out.tar", "deb http://deb.example/debian bookworm main",
+                         "deb http://deb.example/debian bookworm-updates main",
+                         "deb http://sec.example/s bookworm-security main"]
     assert all(f"--dpkgopt={f}" in argv for f in _DPKG_FILTERS)
 
 
