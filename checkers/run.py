@@ -25,6 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 FORMAT_VERSION = 1
 LIVENESS_NAMES = ("stalled-lso", "realtime-lag", "unavailable")
+#: what fail_on takes: the liveness reports, and unseen judged without a final drain
+FAIL_ON_NAMES = (*LIVENESS_NAMES, "unseen")
 _LIVENESS_KEYS = ("stalled_lso_bound_s", "realtime_lag_bound_s", "unavailable_bound_s",
                   "unavailable_fs")
 
@@ -57,9 +59,9 @@ class Liveness(BaseModel):
 def check_fail_on(fail_on: list[str], liveness: Liveness) -> None:
     """Raise ValueError (one line) when ``fail_on`` names something that is not a liveness
     report, or realtime-lag without a bound to exceed."""
-    bad = [n for n in fail_on if n not in LIVENESS_NAMES]
+    bad = [n for n in fail_on if n not in FAIL_ON_NAMES]
     if bad:
-        raise ValueError(f"fail_on takes liveness names ({', '.join(LIVENESS_NAMES)}), not "
+        raise ValueError(f"fail_on takes liveness names ({', '.join(FAIL_ON_NAMES)}), not "
                          f"{', '.join(bad)}: other anomalies fail a run unless listed in expected")
     if "realtime-lag" in fail_on and liveness.realtime_lag_bound_s is None:
         raise ValueError("fail_on: [realtime-lag] needs liveness.realtime_lag_bound_s (seconds)")

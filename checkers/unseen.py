@@ -5,23 +5,29 @@ from __future__ import annotations
 import polars as pl
 
 from .history import History
-from .log import describe_op, final_keys, writes
+from .log import describe_op, final_keys, reads, writes
 
 
 def unseen_cases(h: History) -> list[dict]:
     """unseen: a committed write that no poll had read by the end of the run, after the
     final drain (Jepsen ``kafka.clj`` unseen).
 
-    Judged only on keys that a final-drain consumer (a process with a poll whose
-    ``meta.final`` is true) was assigned to, subscribed to or read: without a final drain
-    nothing can be called unseen, and this finder returns no cases (``check`` notes it).
-    Committed means must-have-committed (ok, or info with a value read); since an info op
-    counts only when read, in practice these are ``ok`` writes.
+    With a final drain (a process with a poll whose ``meta.final`` is true), judged on the
+    keys it was assigned to, subscribed to or read, and such a case fails the run. Without
+    one (a history from another tool, a killed run), judged at the end of the history on
+    every key some poll read, as Jepsen does (acknowledged writes no poll had returned by
+    the end), and reported as a liveness case (``"liveness": true``): a consumer may simply
+    not have caught up yet, so it fails the run only when ``fail_on`` lists unseen.
+    Committed means must-have-committed (ok, info with a value read, or an info send whose
+    delivery report gave an offset).
 
     Example: {"anomaly": "unseen", "key", "value", "offset" (or null), "writer": op ref,
-    "explanation"}.
+    "liveness": bool, "explanation"}.
     """
     keys = final_keys(h)
+    drained = bool(keys)
+    if not drained:
+        keys = set(reads(h)["key"].unique().to_list())
     if not keys:
         return []
     w = (
@@ -39,10 +45,12 @@ def unseen_cases(h: History) -> list[dict]:
             "value": row["value"],
             "offset": row["offset"],
             "writer": h.op_ref(row["op"]),
+            "liveness": not drained,
             "explanation": (
                 f"value {row['value']} of key {key}, written at {where} by "
                 f"{describe_op(h, row['op'])} which must have committed, was never returned "
-                f"by any poll, including the final drain"
+                + ("by any poll, including the final drain" if drained else
+                   "by any poll by the end of the history (no final drain: a liveness report)")
             ),
         })
     return out

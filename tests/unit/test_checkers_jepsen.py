@@ -188,7 +188,7 @@ def test_unseen_committed_write_after_final_drain():
     assert cs[0]["writer"]["transactional_id"] == "x"
 
 
-def test_unseen_needs_a_final_drain():
+def test_unseen_without_a_final_drain_judges_only_keys_some_poll_read():
     b = HistoryBuilder()
     b.txn(0, [("t/0", 1, 0)], tid="x")
     b.assign(1, ["t/0"])

@@ -267,3 +267,26 @@ def test_old_meta_with_top_level_bounds_still_reads():
     m, problems = RunMeta.coerce({"stalled_lso_bound_s": 5.0, "unavailable_bound_s": 3})
     assert problems == [] and m.liveness.stalled_lso_bound_s == 5.0
     assert m.liveness.unavailable_bound_s == 3 and m.format_version == 1
+
+
+# -- 8. unseen without a final drain ----------------------------------------------------------
+def _unseen(final: bool) -> HistoryBuilder:
+    b = HistoryBuilder()
+    b.send(0, [("x/0", 1, 0)])
+    b.send(0, [("x/0", 2, 1)])  # acknowledged, never read by anyone
+    b.assign(1, ["x/0"])
+    b.poll(1, {"x/0": [(0, 1)]}, final=final)
+    return b
+
+
+def test_unseen_without_a_final_drain_is_a_liveness_report():
+    v = check(_unseen(final=False).events)
+    assert v["anomaly_counts"].get("unseen") == 1 and v["failing"] == [] and v["valid"] is True
+    ex = v["anomalies"]["unseen"][0]
+    assert ex["value"] == 2 and ex["liveness"] is True and "by the end of the history" in ex["explanation"]
+    assert check(_unseen(final=False).events, meta={"fail_on": ["unseen"]})["failing"] == ["unseen"]
+
+
+def test_unseen_after_a_final_drain_fails_the_run():
+    v = check(_unseen(final=True).events)
+    assert v["failing"] == ["unseen"] and v["anomalies"]["unseen"][0]["liveness"] is False
