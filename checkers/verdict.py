@@ -6,6 +6,9 @@ Verdict shape (JSON-serialisable)::
      "anomalies": {name: [example, ...]},      # only names found; at most max_examples each
      "anomaly_counts": {name: int},            # all cases, not only the listed examples
      "allowed": [name, ...],
+     "failing": [name, ...],                   # the found names that make it invalid
+     "fail_on": [name, ...], "liveness_bounds": {...},   # echo of the run's meta
+     "liveness_reports": [name, ...],          # found names that are liveness reports
      "unknown_reasons": [str, ...],
      "suspect": {name: [example, ...]},        # only when the history is not well-formed:
                                                # cases found but not judged (may be artifacts)
@@ -177,7 +180,9 @@ def check(
         "anomaly_counts": counts,
         "allowed": allowed_l,
         "fail_on": sorted(fail_on),
-        "liveness": meta.liveness.model_dump(),
+        "liveness_bounds": meta.liveness.model_dump(),
+        # found names that are liveness reports (fail only through fail_on)
+        "liveness_reports": sorted(n for n in counts if n in LIVENESS or n in liveness_only),
         "failing": sorted(failing),
         "unknown_reasons": unknown,
         **({"suspect": suspect} if suspect else {}),

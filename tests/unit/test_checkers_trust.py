@@ -243,7 +243,7 @@ def test_scenario_liveness_section_reaches_the_checkers_and_fail_on_fires(tmp_pa
     scn = load_scenario(p)
     meta = RunMeta(fail_on=scn.fail_on, liveness=scn.liveness)  # what the runner writes
     v = check(_late_read().events, meta=meta.model_dump())
-    assert v["failing"] == ["realtime-lag"] and v["liveness"]["realtime_lag_bound_s"] == 2
+    assert v["failing"] == ["realtime-lag"] and v["liveness_bounds"]["realtime_lag_bound_s"] == 2
 
 
 @pytest.mark.parametrize("text,says", [
@@ -282,6 +282,7 @@ def _unseen(final: bool) -> HistoryBuilder:
 def test_unseen_without_a_final_drain_is_a_liveness_report():
     v = check(_unseen(final=False).events)
     assert v["anomaly_counts"].get("unseen") == 1 and v["failing"] == [] and v["valid"] is True
+    assert v["liveness_reports"] == ["unseen"]
     ex = v["anomalies"]["unseen"][0]
     assert ex["value"] == 2 and ex["liveness"] is True and "by the end of the history" in ex["explanation"]
     assert check(_unseen(final=False).events, meta={"fail_on": ["unseen"]})["failing"] == ["unseen"]
