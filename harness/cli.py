@@ -135,7 +135,8 @@ def _summary(verdict: dict) -> str:
     for name, n in sorted(counts.items()):
         # failing covers a liveness name listed in fail_on; older verdicts have no "failing"
         group = ("anomalies" if name in failing else "expected" if name in allowed
-                 else "liveness" if name in LIVENESS else "anomalies")
+                 else "liveness" if name in LIVENESS or name in (verdict.get("liveness_reports") or [])
+                 else "anomalies")
         groups[group].append(f"{name}: {n}")
     text = f"verdict: {label}" + "".join(f"  {g}: {', '.join(p)}" for g, p in groups.items() if p)
     for reason in verdict.get("unknown_reasons") or []:
