@@ -30,6 +30,7 @@ id>``; ``clean`` removes this run's, ``clean_leftovers`` (and ``eos-chaos cleanu
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -103,8 +104,18 @@ class DockerNode:
         self.killed = False
         return self.container.pid() or 0
 
-    def pause(self) -> bool:
-        return self.container.pause()
+    def pause(self, tries: int = 10, wait_s: float = 0.3) -> bool:
+        """``docker pause``. The cgroup freezer refuses ("unable to freeze") while the container
+        is still creating processes, as in the first second after a start (the start scripts
+        exec their way to the JVM): retried ``tries`` times ``wait_s`` apart."""
+        for attempt in range(tries):
+            try:
+                return self.container.pause()
+            except Exception as exc:  # docker.errors.APIError; anything else is not retried
+                if "unable to freeze" not in str(exc) or attempt == tries - 1:
+                    raise
+                time.sleep(wait_s)
+        return False
 
     def resume(self) -> bool:
         return self.container.resume()
