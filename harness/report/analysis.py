@@ -1,11 +1,11 @@
-"""Pure summaries of a history for the report: op pairs, counts, fault windows, time series.
+"""Pure summaries of a history for the report: fault windows (from the nemesis events), time
+series and latencies (from harness.report.ops's columns of the checkers' History).
 
 Nothing here judges correctness; that is the checkers' job. These only describe what happened.
 """
 from __future__ import annotations
 
 import json
-from functools import cached_property
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,83 +47,6 @@ def _time(event: dict[str, Any]) -> int:
     return int(t) if isinstance(t, (int, float)) and t == t else 0
 
 
-@dataclass(slots=True)
-class ClientOp:
-    """One client operation: its invoke and (maybe) its completion."""
-
-    process: Any
-    f: str
-    invoke: dict[str, Any] | None
-    completion: dict[str, Any] | None
-
-    @property
-    def outcome(self) -> str:
-        """ok, fail or info; an invoke never completed counts as info (HISTORY.md)."""
-        if self.completion is None:
-            return "info"
-        t = self.completion.get("type")
-        return t if t in OUTCOMES else "info"
-
-    @property
-    def completed(self) -> bool:
-        return self.completion is not None
-
-    @property
-    def latency_ns(self) -> int | None:
-        if self.invoke is None or self.completion is None:
-            return None
-        return max(0, _time(self.completion) - _time(self.invoke))
-
-
-@dataclass
-class Pairing:
-    ops: list[ClientOp]
-    partner: dict[int, int]  # event index -> index of its invoke/completion
-    latency_ns: dict[int, int]  # completion index -> latency
-    pending: list[int]  # invoke indices never completed
-
-    @cached_property
-    def pending_set(self) -> set[int]:
-        return set(self.pending)
-
-
-def pair_ops(events: list[dict[str, Any]]) -> Pairing:
-    """Match each client invoke with the next completion of the same process."""
-    open_by_process: dict[Any, dict[str, Any]] = {}
-    ops: list[ClientOp] = []
-    partner: dict[int, int] = {}
-    latency: dict[int, int] = {}
-    pop = open_by_process.pop
-    append = ops.append
-    for ev in events:
-        proc = ev.get("process")
-        if type(proc) is not int:
-            if not is_client(ev):
-                continue
-            proc = _hashable(proc)
-        if ev.get("type") == "invoke":
-            prev = pop(proc, None)
-            if prev is not None:  # broken contract: a second invoke; keep the first as unknown
-                append(ClientOp(proc, str(prev.get("f")), prev, None))
-            open_by_process[proc] = ev
-            continue
-        inv = pop(proc, None)
-        op = ClientOp(proc, str(ev.get("f") if inv is None else inv.get("f")), inv, ev)
-        append(op)
-        if inv is not None:
-            a, b = inv.get("index"), ev.get("index")
-            if type(a) is int and type(b) is int:
-                partner[a] = b
-                partner[b] = a
-                latency[b] = max(0, _time(ev) - _time(inv))
-    pending = []
-    for inv in open_by_process.values():
-        ops.append(ClientOp(_hashable(inv.get("process")), str(inv.get("f")), inv, None))
-        if isinstance(inv.get("index"), int):
-            pending.append(inv["index"])
-    return Pairing(ops, partner, latency, sorted(pending))
-
-
 def _hashable(v: Any) -> Any:
     try:
         hash(v)
@@ -132,29 +55,8 @@ def _hashable(v: Any) -> Any:
         return json.dumps(v, sort_keys=True)
 
 
-def op_counts(ops: list[ClientOp]) -> list[dict[str, Any]]:
-    """Rows of op counts per f and outcome, plus a total row (f = "all")."""
-    by_f: dict[str, dict[str, int]] = {}
-    for op in ops:
-        row = by_f.setdefault(op.f, {"ok": 0, "fail": 0, "info": 0, "pending": 0})
-        row[op.outcome] += 1
-        if not op.completed:
-            row["pending"] += 1
-    rows = []
-    total = {"ok": 0, "fail": 0, "info": 0, "pending": 0}
-    for f in sorted(by_f):
-        c = by_f[f]
-        n = c["ok"] + c["fail"] + c["info"]
-        rows.append({"f": f, **c, "total": n})
-        for k in total:
-            total[k] += c[k]
-    rows.append({"f": "all", **total, "total": total["ok"] + total["fail"] + total["info"]})
-    return rows
-
-
-def latency_summary(ops: "list[ClientOp] | OpColumns") -> list[dict[str, Any]]:
+def latency_summary(cols: "OpColumns") -> list[dict[str, Any]]:
     """p50/p99/max latency of completed ops per f, in nanoseconds."""
-    cols = ops if isinstance(ops, OpColumns) else op_columns(ops)
     rows = []
     for fi, f in enumerate(cols.fs):
         arr = cols.latency_ns[(cols.f == fi) & ~np.isnan(cols.latency_ns)]
@@ -346,40 +248,13 @@ def fault_windows(events: list[dict[str, Any]]) -> list[FaultWindow]:
 
 @dataclass
 class OpColumns:
-    """The completed client ops as numpy columns (one row per completed op)."""
+    """The completed client ops as numpy columns (one row per completed op; ops.op_columns)."""
 
     fs: list[str]  # f code -> name, sorted
     f: np.ndarray  # int16 code into fs
     outcome: np.ndarray  # int8 index into OUTCOMES
     done_ns: np.ndarray  # int64 completion time
     latency_ns: np.ndarray  # float64, nan where the invoke is missing
-
-
-def op_columns(ops: list[ClientOp]) -> OpColumns:
-    code: dict[str, int] = {}
-    f_col: list[int] = []
-    out_col: list[int] = []
-    done_col: list[int] = []
-    inv_col: list[int] = []
-    out_code = {o: i for i, o in enumerate(OUTCOMES)}
-    for op in ops:
-        done = op.completion
-        if done is None:
-            continue
-        c = code.get(op.f)
-        if c is None:
-            c = code[op.f] = len(code)
-        f_col.append(c)
-        out_col.append(out_code.get(done.get("type"), 2))
-        done_col.append(_time(done))
-        inv_col.append(-1 if op.invoke is None else _time(op.invoke))
-    fs = sorted(code)
-    remap = np.array([fs.index(f) for f in code] or [0], dtype=np.int16)
-    f = remap[np.asarray(f_col, dtype=np.int64)] if f_col else np.zeros(0, dtype=np.int16)
-    done_ns = np.asarray(done_col, dtype=np.int64)
-    inv_ns = np.asarray(inv_col, dtype=np.int64)
-    lat = np.where(inv_ns >= 0, np.maximum(done_ns - inv_ns, 0), np.nan).astype(np.float64)
-    return OpColumns(fs, f, np.asarray(out_col, dtype=np.int8), done_ns, lat)
 
 
 @dataclass
@@ -413,14 +288,13 @@ def thin(n: int, cap: int) -> np.ndarray:
     return np.unique(np.linspace(0, n - 1, cap).round().astype(np.int64))
 
 
-def time_series(ops: list[ClientOp] | OpColumns, run_end_ns: int) -> Series:
+def time_series(cols: OpColumns, run_end_ns: int) -> Series:
     """Completed ops per second (per f and outcome) and latency percentiles per f and window.
 
     Ops count in the window of their completion; invokes that never completed are not counted.
     Latency percentiles cover every completed op of an f (ok, fail and info alike); the fail and
     info ops are also kept as single points so that their latencies show on their own.
     """
-    cols = ops if isinstance(ops, OpColumns) else op_columns(ops)
     bin_ns = choose_bin_ns(run_end_ns)
     n_bins = max(1, int(np.ceil(max(run_end_ns, 1) / bin_ns)))
     b = np.clip(cols.done_ns // bin_ns, 0, n_bins - 1)

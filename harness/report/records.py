@@ -2,7 +2,7 @@
 realtime lag per (write, consumer) and the unseen count over time.
 
 A record is one (key, offset, value) of a send micro-op (offset from the completion, unknown when
-the op never completed) or of a poll micro-op. Like the rest of the report this only describes
+the op never completed) or of a poll micro-op: a row of the checkers' ``History.mops``. Like the rest of the report this only describes
 what happened; the checkers judge it. The lag follows checkers/realtime_lag.py (ok writes,
 non-final polls, first read per consumer); `verdict.stats.realtime_lag_ms` stays the reference.
 """
@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .analysis import OUTCOMES, ClientOp, _time
+from checkers.history import History
+
+from .analysis import OUTCOMES
 
 SEND, POLL = 0, 1
 OK, FAIL, INFO = (OUTCOMES.index(o) for o in ("ok", "fail", "info"))
@@ -51,137 +53,32 @@ class Records:
             return None
 
 
-class _Codes(dict):
-    def code(self, v: Any) -> int:
-        c = self.get(v)
-        if c is None:
-            c = self[v] = len(self)
-        return c
-
-
-def extract_records(ops: list[ClientOp]) -> Records:
-    """The records of all client ops, in op order."""
-    keys, procs = _Codes(), _Codes()
-    key_code = keys.code
-    k_col: list[int] = []
-    off_col: list[Any] = []
-    val_col: list[Any] = []
-    kind_col: list[int] = []
-    op_rows: list[tuple[int, int, int, int, int, bool]] = []  # (n, process, time, outcome, op, final)
-    skipped = 0
-    worker_of: dict[Any, str] = {}  # process -> meta.worker of any of its ops
-    out_code = {o: i for i, o in enumerate(OUTCOMES)}
-    for op in ops:
-        done, inv = op.completion, op.invoke
-        ev = done if done is not None else inv
-        if op.process not in worker_of and ev is not None:
-            m = ev.get("meta")
-            if type(m) is dict and m.get("worker"):
-                worker_of[op.process] = str(m["worker"])
-        value = ev.get("value") if ev is not None else None
-        if type(value) is not list or not value:
-            continue
-        n0 = len(k_col)
-        for mop in value:
-            if type(mop) is not list or len(mop) < 2:
-                continue
-            head = mop[0]
-            if head == "send" and len(mop) >= 3:
-                v = mop[2]
-                if type(v) is list:
-                    if len(v) != 2:
-                        skipped += 1
-                        continue
-                    off, v = v
-                else:
-                    off = None
-                k_col.append(key_code(str(mop[1])))
-                off_col.append(off)
-                val_col.append(v)
-                kind_col.append(SEND)
-            elif head == "poll" and type(mop[1]) is dict:
-                for key, recs in mop[1].items():
-                    if type(recs) is not list:
-                        skipped += 1
-                        continue
-                    if not recs:
-                        continue
-                    try:
-                        offs, vals = zip(*recs)
-                    except (TypeError, ValueError):  # some record is not an [offset, value] pair
-                        good = [r for r in recs if isinstance(r, list) and len(r) == 2]
-                        skipped += len(recs) - len(good)
-                        if not good:
-                            continue
-                        offs, vals = zip(*good)
-                    n = len(offs)
-                    k_col.extend([key_code(str(key))] * n)
-                    off_col.extend(offs)
-                    val_col.extend(vals)
-                    kind_col.extend([POLL] * n)
-        n = len(k_col) - n0
-        if n:
-            src = inv if inv is not None else done
-            idx = src.get("index")
-            pc = procs.code(op.process)
-            m1 = done.get("meta") if done is not None else None
-            m2 = inv.get("meta") if inv is not None else None
-            final = (type(m1) is dict and bool(m1.get("final"))) or \
-                    (type(m2) is dict and bool(m2.get("final")))
-            outcome = 2 if done is None else out_code.get(done.get("type"), 2)
-            op_rows.append((n, pc, _time(ev), outcome, idx if type(idx) is int else -1, final))
-    if op_rows:
-        rows = np.array(op_rows, dtype=np.int64)
-        reps = rows[:, 0]
-        process, time, outcome, opi, final = (np.repeat(rows[:, i], reps) for i in range(1, 6))
-    else:
-        process = time = outcome = opi = final = np.zeros(0, dtype=np.int64)
-    workers = {c: worker_of[p] for p, c in procs.items() if p in worker_of}
-    offsets, bad_off = _offset_column(off_col)
-    values, bad_val = _int_column(val_col, unknown=None)
+def extract_records(h: History, workers: dict[int, str] | None = None) -> Records:
+    """The records of all client ops of the checkers' History, in op order: one row per
+    micro-op record of ``History.mops`` with its op's process, time (completion, else
+    invoke), outcome, invoke index and final flag. ``workers``: process -> meta.worker."""
+    ops = h.ops.select("op", "invoke_index", "process", "type", "final",
+                       time=pl.coalesce("complete_time", "invoke_time"))
+    m = h.mops.select("op", "kind", "key", "offset", "value").join(ops, on="op", how="left")
+    processes = sorted(set(h.ops["process"].to_list()))
+    pcode = {p: i for i, p in enumerate(processes)}
+    proc = m["process"].to_numpy().astype(np.int64)
+    pidx = np.searchsorted(np.asarray(processes, dtype=np.int64), proc) if len(processes) else proc
+    outcome = m["type"].cast(pl.Utf8).replace_strict({o: i for i, o in enumerate(OUTCOMES)},
+                                                     return_dtype=pl.Int8)
     return Records(
-        keys=list(keys), processes=list(procs),
-        key=np.asarray(k_col, dtype=np.int32), offset=offsets, value=values,
-        kind=np.asarray(kind_col, dtype=np.int8), process=process.astype(np.int32),
-        time=time.astype(np.int64), outcome=outcome.astype(np.int8), op=opi.astype(np.int64),
-        final=final.astype(bool), skipped=skipped + bad_off, workers=workers,
+        keys=list(h.keys), processes=processes,
+        key=m["key"].to_numpy().astype(np.int32),
+        offset=m["offset"].fill_null(-1).to_numpy().astype(np.int64),
+        value=m["value"].to_numpy().astype(np.int64),
+        kind=(m["kind"].cast(pl.Utf8) == "poll").to_numpy().astype(np.int8),
+        process=pidx.astype(np.int32),
+        time=m["time"].to_numpy().astype(np.int64),
+        outcome=outcome.to_numpy().astype(np.int8),
+        op=m["invoke_index"].to_numpy().astype(np.int64),
+        final=m["final"].to_numpy().astype(bool),
+        workers={pcode[p]: w for p, w in (workers or {}).items() if p in pcode},
     )
-
-
-def _offset_column(items: list[Any]) -> tuple[np.ndarray, int]:
-    """Offsets as int64, -1 where unknown (null); other non-int offsets are counted as bad."""
-    try:
-        return np.asarray(items, dtype=np.int64), 0
-    except (TypeError, ValueError, OverflowError):
-        pass
-    try:  # the usual case: some offsets are null (sends whose op never completed)
-        f = np.asarray(items, dtype=np.float64)
-        if np.all(np.isnan(f) | (np.abs(f) < 2**53)):
-            return np.where(np.isnan(f), -1, f).astype(np.int64), 0
-    except (TypeError, ValueError):
-        pass
-    return _int_column(items, unknown=-1)
-
-
-def _int_column(items: list[Any], unknown: int | None) -> tuple[np.ndarray, int]:
-    """An int64 column; with unknown set, what is not an int becomes it (and is counted),
-    else non-int values get stable negative codes (values are compared, never ordered)."""
-    try:
-        return np.asarray(items, dtype=np.int64), 0
-    except (TypeError, ValueError, OverflowError):
-        pass
-    out = np.empty(len(items), dtype=np.int64)
-    codes: dict[str, int] = {}
-    bad = 0
-    for i, x in enumerate(items):
-        if isinstance(x, int) and not isinstance(x, bool) and -2**63 <= x < 2**63:
-            out[i] = x
-        elif unknown is not None:
-            out[i] = unknown
-            bad += x is not None
-        else:
-            out[i] = -1 - codes.setdefault(repr(x), len(codes))
-    return out, bad
 
 
 def _frame(rec: Records) -> pl.DataFrame:

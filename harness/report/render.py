@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 import numpy as np
@@ -15,11 +16,17 @@ from . import analysis as an
 from .charts import bin_label_of, timeline_svg
 from . import examples as ex
 from .liveness import lag_histogram_svg, liveness_svg
-from .loading import gc_paused, read_history, read_json, read_yaml
+from . import ops
+from .cycle_graph import cycle_svg
+from .lanes import lanes_svg
+from .loading import gc_paused, read_json, read_yaml
 from .orders import (MAX_KEY_PLOTS, STYLE_NAMES, key_plots, marks_from_verdict, stall_windows,
                      unavailable_windows)
 from .records import extract_records, realtime_lags, unseen_over_time
 from .svgplot import process_color
+
+if TYPE_CHECKING:
+    from checkers.history import History
 
 MAX_FULL_TABLE = 3000  # events; above this the table shows an excerpt
 EDGE_ROWS = 500  # first and last events kept in an excerpt
@@ -36,11 +43,12 @@ _env = jinja2.Environment(
 )
 
 
-def render_report(run_dir: Path) -> Path:
-    """Render run_dir/report.html from the run's history, verdict, scenario and meta files."""
+def render_report(run_dir: Path, history: "History | None" = None) -> Path:
+    """Render run_dir/report.html from the run's history (read by the checkers' loader, or
+    ``history`` when the caller has it), verdict, scenario and meta files."""
     run_dir = Path(run_dir)
     with gc_paused():
-        html = _render_dir(run_dir)
+        html = _render_dir(run_dir, history)
     out = run_dir / "report.html"
     tmp = run_dir / "report.html.tmp"
     tmp.write_text(html, encoding="utf-8")
@@ -48,9 +56,33 @@ def render_report(run_dir: Path) -> Path:
     return out
 
 
-def _render_dir(run_dir: Path) -> str:
+def check_and_render(run_dir: Path, max_examples: int = 10) -> tuple[dict, Path]:
+    """Re-check a run folder and re-render its report: ``eos-chaos report RUN_DIR``. Works on
+    any run folder, also one whose controller was killed (a history prefix, no verdict.json,
+    maybe no meta.json). The history is read once (checkers.history) for both. Writes
+    verdict.json (with meta.json's ``versions``) and report.html; returns (verdict, report).
+    Raises FileNotFoundError when run_dir has no history.jsonl."""
+    import checkers
+
+    run_dir = Path(run_dir)
+    if not (run_dir / "history.jsonl").is_file():
+        raise FileNotFoundError(f"{run_dir} has no history.jsonl: not a run folder")
+    h, _ = ops.read(run_dir / "history.jsonl")
+    meta = read_json(run_dir / "meta.json")[0] if (run_dir / "meta.json").exists() else None
+    scenario = read_yaml(run_dir / "scenario.yaml")[0] or {}
+    allowed = [str(x) for x in scenario.get("expected") or []]
+    verdict = checkers.check(h, meta=meta, allowed=allowed, max_examples=max_examples)
+    if meta and meta.get("versions"):
+        verdict["versions"] = meta["versions"]
+    tmp = run_dir / "verdict.json.tmp"
+    tmp.write_text(json.dumps(verdict, indent=1, default=str))
+    tmp.replace(run_dir / "verdict.json")
+    return verdict, render_report(run_dir, h)
+
+
+def _render_dir(run_dir: Path, history: "History | None" = None) -> str:
     warnings: list[str] = []
-    events, w = read_history(run_dir / "history.jsonl")
+    h, w = ops.read(history if history is not None else run_dir / "history.jsonl")
     warnings += w
     verdict, w = read_json(run_dir / "verdict.json")
     warnings += w
@@ -62,21 +94,24 @@ def _render_dir(run_dir: Path) -> str:
         warnings += w
     if verdict is None:
         verdict = {"valid": "unknown",
-                   "unknown_reasons": ["verdict.json is missing or unreadable: no checker verdict."]}
-    return render_report_html(events, verdict, scenario or {}, meta, warnings=warnings,
+                   "unknown_reasons": ["verdict.json is missing or unreadable: no checker verdict "
+                                       f"(`eos-chaos report {run_dir}` re-checks the history)."]}
+    return render_report_html(h, verdict, scenario or {}, meta, warnings=warnings,
                               run_dir=run_dir)
 
 
-def render_report_html(history_events: list[dict], verdict: dict, scenario: dict,
+def render_report_html(history: "History | Path | list[dict]", verdict: dict, scenario: dict,
                        meta: dict | None, *, warnings: list[str] | None = None,
                        run_dir: Path | None = None) -> str:
     """The report as one self-contained HTML document.
 
-    warnings: problems met while reading the run's files, shown at the top.
-    run_dir: where the run's files are, shown with the run's details.
+    history: the checkers' History, or what checkers.history.load_history reads (a
+    history.jsonl path, event dicts). warnings: problems met while reading the run's files,
+    shown at the top. run_dir: where the run's files are (details, links to logs/ and nodes/).
     """
     with gc_paused():
-        ctx = _context(history_events, verdict, scenario, meta, warnings, run_dir)
+        h, w = ops.read(history)
+        ctx = _context(h, verdict, scenario, meta, [*(warnings or []), *w], run_dir)
         return _env.get_template("report.html.j2").render(**ctx)
 
 
@@ -91,32 +126,31 @@ def _broker_events(meta: dict) -> list[dict]:
             for name, ev in sorted(evs.items()) if isinstance(ev, dict)]
 
 
-def _context(history_events: list[dict], verdict: dict, scenario: dict, meta: dict | None,
+def _context(h: "History", verdict: dict, scenario: dict, meta: dict | None,
              warnings: list[str] | None, run_dir: Path | None) -> dict[str, Any]:
-    events = [e for e in history_events if isinstance(e, dict)]
     meta = meta or {}
     verdict = verdict or {}
     scenario = scenario or {}
-    pairing = an.pair_ops(events)
-    cols = an.op_columns(pairing.ops)
-    run_end = max((e.get("time", 0) for e in events if isinstance(e.get("time"), (int, float))),
-                  default=0)
-    run_end = int(run_end)
-    windows = an.fault_windows(events)
+    cols = ops.op_columns(h)
+    run_end = ops.run_end(h)
+    windows = an.fault_windows(h.nemesis)
     series = an.time_series(cols, run_end)
     svg, legend = timeline_svg(series, windows, run_end)
+    labels = ops.process_labels(h)
 
     state, banner = _state(verdict.get("valid", "unknown"))
-    known = {e["index"] for e in events if isinstance(e.get("index"), int)}
+    index, op_of, what = ops.event_order(h)
+    known = set(h.ops["invoke_index"].to_list()) | set(h.ops["complete_index"].drop_nulls().to_list()) \
+        | {int(i) for i, w_ in zip(index, what) if w_ == 2}
     anomalies = _anomalies(verdict, known)
     # ops the shown examples link to (not all examples: a verdict may hold thousands)
     referenced = {i for a in anomalies for ex in a["all_examples"][:MAX_EXAMPLES]
                   for i in _op_refs(ex)} & known
-    table = _history_table(events, pairing, referenced)
-    found = [a for a in anomalies if a["status"] == "fails"]
-    others = [a for a in anomalies if a["status"] != "fails"]
+    table = _history_table(h, index, op_of, what, referenced)
+    shown = {r["index"] for r in table["rows"] if "gap" not in r}
+    lanes = lanes_svg(h, windows, run_end, labels, shown)
 
-    rec = extract_records(pairing.ops)
+    rec = extract_records(h, labels)
     lags = realtime_lags(rec)
     unseen = unseen_over_time(rec)
     stalls = [st for a in anomalies if a["name"] == "stalled-lso"
@@ -124,11 +158,14 @@ def _context(history_events: list[dict], verdict: dict, scenario: dict, meta: di
     plots, unplotted = key_plots(rec, marks_from_verdict(anomalies), windows, run_end, stalls)
     stalls += [w for a in anomalies if a["name"] == "unavailable"
                for w in unavailable_windows(a["all_examples"], a["status"] != "fails")]
-    if plots:  # again, with each example's key linked to its plot
-        links = {p.key: p.anchor for p in plots if p.svgs}
-        anomalies = ex.anomalies(verdict, known, links)
-        found = [a for a in anomalies if a["status"] == "fails"]
-        others = [a for a in anomalies if a["status"] != "fails"]
+    links = {p.key: p.anchor for p in plots if p.svgs}
+    anomalies = ex.anomalies(verdict, known, links or None)
+    for a in anomalies:  # each cycle example drawn as a graph (Elle)
+        for j, e in enumerate(a["examples"]):
+            src = a["all_examples"][j] if j < len(a["all_examples"]) else None
+            e["graph"] = cycle_svg(src, f"cyc-{a['anchor']}-{j}", known) if isinstance(src, dict) else None
+    found = [a for a in anomalies if a["status"] == "fails"]
+    others = [a for a in anomalies if a["status"] != "fails"]
     live_svg, live_notes = liveness_svg(lags, unseen, rec, stalls, windows, run_end)
     lag_stats = (verdict.get("stats") or {}).get("realtime_lag_ms")
     own_lag = None
@@ -136,9 +173,6 @@ def _context(history_events: list[dict], verdict: dict, scenario: dict, meta: di
         q = np.percentile(lags.lag_ns / 1e6, (50, 90, 99))
         own_lag = {"n": int(lags.lag_ns.size), "p50": q[0], "p90": q[1], "p99": q[2],
                    "max": float(lags.lag_ns.max() / 1e6)}
-    if rec.skipped:
-        warnings = [*(warnings or []), f"{rec.skipped:,} micro-op record(s) in the history could "
-                    "not be read (not [offset, value] pairs) and are left out of the plots."]
 
     return {
         "title": _title(scenario, meta),
@@ -152,14 +186,14 @@ def _context(history_events: list[dict], verdict: dict, scenario: dict, meta: di
         "allowed_names": [str(x) for x in (verdict.get("allowed") or [])],
         "scenario_rows": _scenario_rows(scenario, {"run_dir": str(run_dir) if run_dir else None,
                                                    **meta}),
-        "versions": _versions(scenario, meta),
+        "versions": _versions(scenario, meta, verdict),
         "replay": _replay_command(scenario),
         "scenario_yaml": yaml.safe_dump(scenario, sort_keys=False, default_flow_style=False,
                                         allow_unicode=True) if scenario else "",
         "meta_rows": _flatten({k: v for k, v in meta.items() if k != "broker_events"}),
         "broker_events": _broker_events(meta),
         "stats_rows": _flatten(verdict.get("stats") or {}),
-        "counts": an.op_counts(pairing.ops),
+        "counts": ops.op_counts(h),
         "latencies": [
             {**r, "p50": an.fmt_duration(r["p50"]), "p99": an.fmt_duration(r["p99"]),
              "max": an.fmt_duration(r["max"])} for r in an.latency_summary(cols)],
@@ -184,8 +218,10 @@ def _context(history_events: list[dict], verdict: dict, scenario: dict, meta: di
                     "start": an.fmt_seconds(st.start_ns), "end": an.fmt_seconds(st.end_ns),
                     "length": an.fmt_duration(st.end_ns - st.start_ns)} for st in stalls],
         "table": table,
-        "n_events": len(events),
-        "n_clients": len({op.process for op in pairing.ops}),
+        "lanes": lanes,
+        "files": run_files(run_dir) if run_dir else [],
+        "n_events": h.n_events,
+        "n_clients": h.ops["process"].n_unique(),
         "run_end": an.fmt_seconds(run_end),
         "warnings": list(warnings or []),
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
@@ -302,18 +338,24 @@ def _summary(v: Any) -> Any:
     return str(name or settings or _compact(v, 300))
 
 
-def _versions(scenario: dict, meta: dict) -> list[tuple[str, str]]:
+def _versions(scenario: dict, meta: dict, verdict: dict | None = None) -> list[tuple[str, str]]:
+    """What exactly was tested: meta.json's / verdict.json's ``versions`` (harness.versions),
+    in their order, then the scenario's Kafka version and other ``*_version`` keys."""
     found: dict[str, str] = {}
+    for src in (meta.get("versions"), (verdict or {}).get("versions")):
+        if isinstance(src, dict):
+            for k, v in src.items():
+                found.setdefault(str(k), v if isinstance(v, str) else _compact(v))
     if scenario.get("kafka_version") is not None:
-        found["kafka"] = str(scenario["kafka_version"])
-    for src in (scenario.get("versions"), meta.get("versions")):
+        found.setdefault("kafka", str(scenario["kafka_version"]))
+    for src in (scenario.get("versions"),):
         if isinstance(src, dict):
             for k, v in src.items():
                 found.setdefault(str(k), v if isinstance(v, str) else _compact(v))
     for k, v in meta.items():
         if k.endswith("_version") and isinstance(v, (str, int, float)):
             found.setdefault(k[: -len("_version")], str(v))
-    return sorted(found.items())
+    return list(found.items())
 
 
 def _replay_command(scenario: dict) -> str:
@@ -376,28 +418,37 @@ def _window_row(w: an.FaultWindow, run_end: int) -> dict[str, Any]:
     }
 
 
-def _history_table(events: list[dict], pairing: an.Pairing, referenced: set[int]
-                   ) -> dict[str, Any]:
-    n = len(events)
+def _history_table(h: "History", index: np.ndarray, op_of: np.ndarray, what: np.ndarray,
+                   referenced: set[int]) -> dict[str, Any]:
+    """The history as rows, one per event in index order (an op's invoke and completion from
+    ``History.ops`` / ``mops``, nemesis events as they were); above MAX_FULL_TABLE events an
+    excerpt: the first and last EDGE_ROWS, the first EDGE_ROWS nemesis events, and every
+    event an example references with its partner."""
+    n = len(index)
     if n <= MAX_FULL_TABLE:
         keep = list(range(n))
         excerpt = False
     else:
-        by_index = {e.get("index"): pos for pos, e in enumerate(events)}
         wanted = set(range(EDGE_ROWS)) | set(range(n - EDGE_ROWS, n))
-        refs = set(referenced) | {pairing.partner[i] for i in referenced if i in pairing.partner}
-        wanted |= {by_index[i] for i in refs if i in by_index}
-        nemesis = [pos for pos, e in enumerate(events) if not an.is_client(e)][:EDGE_ROWS]
-        wanted |= set(nemesis)
+        pos_of = {int(i): p for p, i in enumerate(index) if int(i) in referenced}
+        ref_ops = {int(op_of[p]) for p in pos_of.values() if what[p] != 2}
+        wanted |= set(pos_of.values())
+        wanted |= {int(p) for p in np.flatnonzero(np.isin(op_of, list(ref_ops)) & (what != 2))}
+        wanted |= {int(p) for p in np.flatnonzero(what == 2)[:EDGE_ROWS]}
         keep = sorted(wanted)
         excerpt = True
     rows: list[dict[str, Any]] = []
     prev = -1
+    opsd = h.ops
     for pos in keep:
         if pos != prev + 1:
             rows.append({"gap": pos - prev - 1})
         prev = pos
-        rows.append(_row(events[pos], pairing, referenced))
+        if what[pos] == 2:
+            rows.append(_nemesis_row(h.nemesis[int(op_of[pos])], referenced))
+        else:
+            rows.append(_op_row(h, opsd.row(int(op_of[pos]), named=True), int(op_of[pos]),
+                                bool(what[pos]), referenced))
     if excerpt and prev != n - 1:
         rows.append({"gap": n - 1 - prev})
     shown = sum(1 for r in rows if "gap" not in r)
@@ -405,30 +456,67 @@ def _history_table(events: list[dict], pairing: an.Pairing, referenced: set[int]
             "edge": EDGE_ROWS, "limit": MAX_FULL_TABLE}
 
 
-def _row(e: dict, pairing: an.Pairing, referenced: set[int]) -> dict[str, Any]:
+def _cell(full: str) -> dict[str, str]:
+    return {"value": full if len(full) <= MAX_CELL else full[: MAX_CELL - 1] + "…",
+            "value_full": full[:5000] if len(full) > MAX_CELL else ""}
+
+
+def _op_row(h: "History", r: dict, op: int, completion: bool, referenced: set[int]) -> dict[str, Any]:
+    idx = r["complete_index"] if completion else r["invoke_index"]
+    t = r["complete_time"] if completion else r["invoke_time"]
+    partner = r["invoke_index"] if completion else r["complete_index"]
+    lat = (r["complete_time"] - r["invoke_time"]) if completion else None
+    value = ops.op_value(h, op, completion)
+    meta = {k: r[k] for k in ("transactional_id", "group_id") if r.get(k)}
+    if r.get("final"):
+        meta["final"] = True
+    return {
+        "index": idx, "anchor": f"op-{idx}",
+        "time": f"{t / 1e9:.3f}" if isinstance(t, (int, float)) else "",
+        "process": r["process"], "type": str(r["type"]) if completion else "invoke", "f": str(r["f"]),
+        **_cell(ops.compact(value) if value is not None else ""),
+        "error": (r.get("error") or "") if completion else "",
+        "meta": _compact(meta, 200) if meta else "",
+        "partner": partner, "latency": an.fmt_duration(lat) if lat is not None else "",
+        "pending": not completion and r["complete_index"] is None,
+        "nemesis": False, "referenced": idx in referenced,
+    }
+
+
+def _nemesis_row(e: dict, referenced: set[int]) -> dict[str, Any]:
     idx = e.get("index")
     t = e.get("time")
     value = e.get("value")
-    full = _compact(value) if value is not None else ""
-    partner = pairing.partner.get(idx) if isinstance(idx, int) else None
-    lat = pairing.latency_ns.get(idx) if isinstance(idx, int) else None
-    typ = str(e.get("type", ""))
-    pending = isinstance(idx, int) and idx in pairing.pending_set
     return {
-        "index": idx,
-        "anchor": f"op-{idx}",
+        "index": idx, "anchor": f"op-{idx}",
         "time": f"{t / 1e9:.3f}" if isinstance(t, (int, float)) else "",
-        "process": e.get("process", ""),
-        "type": typ,
-        "f": e.get("f", ""),
-        "value": full if len(full) <= MAX_CELL else full[: MAX_CELL - 1] + "…",
-        "value_full": full[:5000] if len(full) > MAX_CELL else "",
+        "process": e.get("process", ""), "type": str(e.get("type", "")), "f": e.get("f", ""),
+        **_cell(_compact(value) if value is not None else ""),
         "error": _compact(e["error"], 300) if e.get("error") else "",
         "meta": _compact(e["meta"], 200) if e.get("meta") else "",
-        "partner": partner,
-        "latency": an.fmt_duration(lat) if lat is not None else "",
-        "pending": pending,
-        "nemesis": not an.is_client(e),
+        "partner": None, "latency": "", "pending": False, "nemesis": True,
         "referenced": isinstance(idx, int) and idx in referenced,
     }
 
+
+def run_files(run_dir: Path, cap: int = 300) -> list[dict[str, Any]]:
+    """The run folder's logs/ and nodes/ files (broker and client logs, configs, kept log
+    segments) as {"path" (relative to run_dir, the link), "size"}; at most ``cap``."""
+    out: list[dict[str, Any]] = []
+    for top in ("logs", "nodes"):
+        base = run_dir / top
+        if not base.is_dir():
+            continue
+        for p in sorted(base.rglob("*")):
+            if p.is_file() and len(out) < cap:
+                size = p.stat().st_size
+                out.append({"path": p.relative_to(run_dir).as_posix(), "size": _fmt_bytes(size)})
+    return out
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"

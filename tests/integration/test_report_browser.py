@@ -51,6 +51,11 @@ def report(tmp_path_factory) -> Path:
     verdict = checkers.check(run / "history.jsonl", meta=meta, allowed=allowed)
     assert verdict["valid"] is False and "G1a" in verdict["failing"]
     (run / "verdict.json").write_text(json.dumps(verdict, indent=1, default=str))
+    # the run folder's files the report links to (broker log, config)
+    (run / "logs").mkdir()
+    (run / "logs" / "n1.log").write_text("[2026-11-21 10:00:00,000] INFO started (kafka.server.KafkaRaftServer)\n")
+    (run / "nodes" / "n1").mkdir(parents=True)
+    (run / "nodes" / "n1" / "server.properties").write_text("node.id=1\n")
     return render_report(run)
 
 
@@ -149,7 +154,8 @@ def test_timeline_key_plots_and_liveness_are_drawn(page):
     assert timeline.size["width"] > 1000 and timeline.size["height"] > 300
     plot = d.find_element(By.CSS_SELECTOR, "#keys .keyplot svg.orders")
     assert plot.find_elements(By.CSS_SELECTOR, "circle.mark")
-    notes = [t.text for t in plot.find_elements(By.CSS_SELECTOR, "g.annotation text")]
+    # failing anomalies' keys come first (G1c-realtime's, then G1a's): some plot annotates G1a
+    notes = [t.text for t in d.find_elements(By.CSS_SELECTOR, "#keys .keyplot svg.orders g.annotation text")]
     assert any(n.startswith("G1a: value") for n in notes)
     live = d.find_element(By.CSS_SELECTOR, "#liveness svg.liveness")
     assert live.find_elements(By.CSS_SELECTOR, "path.lag-pts")
@@ -185,11 +191,54 @@ def test_no_request_left_the_page(page, report):
     leaving = [u for u in requests if not (u.startswith("file:") or u.startswith("data:"))]
     assert leaving == []
     # and nothing in the document points elsewhere
-    external = d.execute_script("""
+    external = d.execute_script(r"""
+        // links within the page and to the run folder's own files (relative) stay offline
         return Array.prototype.slice.call(document.querySelectorAll('[src],[href],[action]'))
           .map(function (e) { return e.getAttribute('src') || e.getAttribute('href')
                                      || e.getAttribute('action'); })
-          .filter(function (u) { return !/^(#|data:)/.test(u); });""")
+          .filter(function (u) { return /^([a-z][a-z0-9+.-]*:|\/\/)/i.test(u) && !/^data:/.test(u); });""")
     assert external == []
     errors = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
     assert errors == []
+
+
+def _shot(el, tmp_path: Path, name: str):
+    """A screenshot of one element, in the test's output (and in $EOS_CHAOS_SCREENSHOTS)."""
+    el.parent.execute_script("arguments[0].scrollIntoView(); window.scrollBy(0, -60)", el)  # below the nav bar
+    png = el.screenshot_as_png
+    (tmp_path / name).write_bytes(png)
+    if os.environ.get("EOS_CHAOS_SCREENSHOTS"):
+        Path(os.environ["EOS_CHAOS_SCREENSHOTS"], name).write_bytes(png)
+    return Image.open(io.BytesIO(png)).convert("RGB")
+
+
+def test_process_lanes_cycle_graphs_and_run_files(page, tmp_path):
+    d, _ = page
+    lanes = d.find_element(By.CSS_SELECTOR, "#lanes svg.lanes")
+    d.execute_script("arguments[0].scrollIntoView()", lanes)
+    bars = lanes.find_elements(By.CSS_SELECTOR, "a rect")
+    assert len(bars) > 20 and lanes.find_elements(By.CSS_SELECTOR, "rect.fault")
+    colours = {b.get_attribute("fill") for b in bars}
+    assert {"#2e7d32", "#c62828"} <= colours  # ok and failed ops
+    img = _shot(d.find_element(By.CSS_SELECTOR, "#lanes"), tmp_path, "lanes.png")
+    px = np.asarray(img, dtype=np.int16)
+    assert int((np.abs(px - np.array((46, 125, 50))).max(axis=2) <= 12).sum()) > 2000  # green bars drawn
+    # a failed op's bar leads to its history row
+    link = lanes.find_element(By.XPATH, ".//*[local-name()='a'][*[local-name()='rect' and @fill='#c62828']]")
+    target = link.get_dom_attribute("href").split("#", 1)[1]  # an SVG <a>: its attribute as written
+    d.execute_script("location.hash = arguments[0]", target)
+    row = d.find_element(By.ID, target)  # the op's invoke; its pair link names the completion
+    assert row.is_displayed() and "invoke" in row.text
+    done = row.find_element(By.CSS_SELECTOR, "td a[href^='#op-']:not([href='#" + target + "'])")
+    assert "fail" in d.find_element(By.ID, done.get_attribute("href").split("#", 1)[1]).text
+    # every cycle example of G0 drawn: ops as nodes, edges labelled by kind
+    graph = d.find_element(By.CSS_SELECTOR, "#anomaly-G0 svg.cycle-graph")
+    d.execute_script("arguments[0].scrollIntoView()", graph)
+    assert len(graph.find_elements(By.CSS_SELECTOR, "g.node")) >= 2
+    assert {t.text for t in graph.find_elements(By.CSS_SELECTOR, "g.edge text")} >= {"ww"}
+    shot = _shot(graph, tmp_path, "cycle.png")
+    assert shot.width > 100 and len(np.unique(np.asarray(shot).reshape(-1, 3), axis=0)) > 10
+    files = [a.get_attribute("href") for a in d.find_elements(By.CSS_SELECTOR, "#files a")]
+    assert any(h.endswith("/logs/n1.log") for h in files) and any(h.endswith("/nodes/n1/server.properties")
+                                                                  for h in files)
+    print(f"screenshots: {tmp_path / 'lanes.png'}, {tmp_path / 'cycle.png'}")

@@ -8,7 +8,9 @@ from pathlib import Path
 import yaml
 
 from harness.report import render_report, render_report_html
-from harness.report.analysis import fault_windows, op_counts, pair_ops
+from checkers.history import load_history
+from harness.report.analysis import fault_windows
+from harness.report.ops import event_order, op_counts
 from harness.report.render import _replay_command
 
 S = 1_000_000_000
@@ -146,14 +148,15 @@ def test_fault_windows_match_targets_and_tolerate_odd_events():
     assert ws["pause n2"].start_ns == 7 * S and ws["pause n2"].end_ns is None
 
 
-def test_pairing_and_counts_read_open_invokes_as_info():
-    pairing = pair_ops(small_history())
-    rows = {r["f"]: r for r in op_counts(pairing.ops)}
+def test_counts_from_the_checkers_history_read_open_invokes_as_info():
+    h = load_history(small_history())
+    rows = {r["f"]: r for r in op_counts(h)}
     assert rows["txn"] == {"f": "txn", "ok": 1, "fail": 1, "info": 1, "pending": 1, "total": 3}
     assert rows["poll"]["ok"] == 2
     assert rows["all"]["total"] == 5
-    assert pairing.partner[0] == 1 and pairing.partner[7] == 6
-    assert pairing.pending == [14]
+    index, op, what = event_order(h)
+    assert index.tolist() == list(range(15))  # every event once, in index order
+    assert what.tolist().count(2) == 6  # the nemesis events
 
 
 def test_render_report_tolerates_truncated_last_line(tmp_path: Path):

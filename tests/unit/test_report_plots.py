@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 
 import checkers
+from checkers.history import load_history
 from harness.report import render_report, render_report_html
 from harness.report import analysis as an
 from harness.report.charts import timeline_svg
+from harness.report.ops import op_columns, process_labels
 from harness.report.orders import (MAX_KEY_PLOTS, MAX_POINTS, Mark, key_plots, marks_of,
                                    stall_windows)
 from harness.report.records import (FAIL, POLL, SEND, extract_records, realtime_lags,
@@ -65,8 +67,14 @@ VERDICT = {"valid": False, "anomalies": {"G1a": [G1A]}, "anomaly_counts": {"G1a"
                                          "max": 500.0}}}
 
 
+def rec_of(events):
+    """The report's records, from the checkers' History of ``events``."""
+    h = load_history(events)
+    return extract_records(h, process_labels(h))
+
+
 def records():
-    return extract_records(an.pair_ops(history()).ops)
+    return rec_of(history())
 
 
 def test_records_hold_sends_and_polls_with_outcomes_and_unknown_offsets():
@@ -80,7 +88,8 @@ def test_records_hold_sends_and_polls_with_outcomes_and_unknown_offsets():
     assert by_value[4][0] == -1  # never completed: offset unknown, op info
     polls = rec.kind == POLL
     assert int(polls.sum()) == 5 and int(rec.final[polls].sum()) == 2
-    assert rec.process_label(rec.processes.index(0)) == "p0 producer-0"
+    # meta.worker of an op the History keeps whole (assign, init, ...)
+    assert rec.process_label(rec.processes.index(1)) == "p1 consumer-0"
 
 
 def test_realtime_lag_pairs_ok_writes_with_first_non_final_reads():
@@ -107,14 +116,13 @@ def test_unseen_counts_an_info_write_only_once_read_and_a_never_read_write_at_th
         ev(16, 6.0, 2, "invoke", "poll", [["poll"]], meta={"final": True}),
         ev(17, 6.5, 2, "ok", "poll", [["poll", {"t0/0": [[4, 5]]}]], meta={"final": True}),
     ]
-    u = unseen_over_time(extract_records(an.pair_ops(h).ops))
+    u = unseen_over_time(rec_of(h))
     assert (u.total, u.never) == (4, 1)  # 1, 3, the info 5 (read), the ok 6 (never read)
     assert u.count_at(np.array([7 * S])).tolist() == [1]
 
 
 def test_latency_is_plotted_per_f():
-    pairing = an.pair_ops(history())
-    series = an.time_series(pairing.ops, 7 * S)
+    series = an.time_series(op_columns(load_history(history())), 7 * S)
     assert set(series.latency) == {"assign", "poll", "txn"}
     assert ("txn", "fail") in series.odd_points  # the aborted txn as its own point
     svg, legend = timeline_svg(series, [], 7 * S)
@@ -149,9 +157,9 @@ def test_key_plot_rings_the_aborted_read_and_marks_the_aborted_write():
     # value 2: the aborted send and p1's poll of it are ringed
     assert svg.count('class="mark"') == 2
     assert "G1a: value 2 @ offset 1" in svg
-    assert "aborted write by p0 producer-0: value 2 at offset 1" in svg
+    assert "aborted write by p0: value 2 at offset 1" in svg
     assert 'class="pts s-3"' in svg and 'class="pts s-0"' in svg  # polls and ok sends
-    assert [label for label, _ in plots[0].processes] == ["p0 producer-0", "p1 consumer-0", "p2"]
+    assert [label for label, _ in plots[0].processes] == ["p0", "p1 consumer-0", "p2"]
 
 
 def test_key_plots_put_failing_anomalies_first_and_cap_their_number():
@@ -173,7 +181,7 @@ def test_big_key_is_thinned_and_zoomed_and_says_so():
         h.append(ev(i + 3, t + 0.004, 1 + n % 3, "ok", "poll",
                     [["poll", {"t0/0": [[n, n]] if n != 20_000 else []}]]))
         i += 4
-    rec = extract_records(an.pair_ops(h).ops)
+    rec = rec_of(h)
     mark = marks_of("lost-write", {"key": "t0/0", "value": 20_000, "offset": 20_000}, False)
     plots, _ = key_plots(rec, mark, [], h[-1]["time"])
     captions = [c for c, _ in plots[0].svgs]

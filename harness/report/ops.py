@@ -1,0 +1,145 @@
+"""The report's view of a run's ops, built from the checkers' History (``checkers.history``),
+the one reader of history.jsonl: the report never parses or pairs events itself.
+
+``History.ops`` has one row per op (invoke and completion paired, an invoke never completed
+reads as ``info``), ``History.mops`` one row per micro-op record, ``History.nemesis`` the raw
+nemesis events, ``History.extras`` the values of ops other than send/poll/txn (their
+``meta.worker`` names a process). Times are ns since the run's start.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import polars as pl
+
+from checkers.history import History, load_history
+
+from .analysis import OUTCOMES, OpColumns
+
+
+def read(source: "History | str | Path | Iterable[dict]") -> tuple[History, list[str]]:
+    """The History of ``source`` (a History, a history.jsonl path or event dicts) and warnings
+    for the report: a missing file gives an empty history; what the loader could not read
+    (a truncated last line, garbled lines) is said in one line each."""
+    if isinstance(source, History):
+        h = source
+    elif isinstance(source, (str, Path)) and not Path(source).exists():
+        return load_history([]), [f"{Path(source).name} is missing: the report shows no history."]
+    else:
+        h = load_history(source)
+    warnings = []
+    if h.truncated:
+        warnings.append("The last line of history.jsonl is truncated or unreadable and was ignored: "
+                        "the run probably died while writing it.")
+    if h.garbled_lines:
+        warnings.append(f"{h.garbled_lines} unreadable line(s) inside history.jsonl were ignored.")
+    other = h.n_problems - bool(h.truncated) - h.garbled_lines
+    if other > 0:
+        first = "; ".join(h.problems[:3])
+        warnings.append(f"The history loader reported {other:,} problem(s) with events it skipped: {first[:600]}")
+    return h, warnings
+
+
+def run_end(h: History) -> int:
+    """The last time in the history (ns): of any op's invoke or completion, or nemesis event."""
+    ends = [h.ops["invoke_time"].max(), h.ops["complete_time"].max(),
+            *(e.get("time") for e in h.nemesis[-4:])]
+    return int(max((t for t in ends if isinstance(t, (int, float))), default=0))
+
+
+def op_columns(h: History) -> OpColumns:
+    """The completed ops as numpy columns (analysis.OpColumns)."""
+    done = h.ops.filter(pl.col("complete_index").is_not_null())
+    fs = sorted(set(done["f"].cast(pl.Utf8).to_list()))
+    code = {f: i for i, f in enumerate(fs)}
+    f = np.array([code[x] for x in done["f"].cast(pl.Utf8).to_list()], dtype=np.int16)
+    outcome = done["type"].cast(pl.Utf8).replace_strict({o: i for i, o in enumerate(OUTCOMES)},
+                                                         return_dtype=pl.Int8).to_numpy()
+    done_ns = done["complete_time"].to_numpy().astype(np.int64)
+    lat = np.maximum(done_ns - done["invoke_time"].to_numpy().astype(np.int64), 0).astype(np.float64)
+    return OpColumns(fs, f, outcome.astype(np.int8), done_ns, lat)
+
+
+def op_counts(h: History) -> list[dict[str, Any]]:
+    """Rows of op counts per f and outcome (an op never completed counts as info and as
+    pending), plus a total row (f = "all")."""
+    g = (h.ops.group_by(pl.col("f").cast(pl.Utf8))
+         .agg(ok=(pl.col("type") == "ok").sum(), fail=(pl.col("type") == "fail").sum(),
+              info=(pl.col("type") == "info").sum(), pending=pl.col("complete_index").is_null().sum())
+         .sort("f"))
+    rows = [{k: (int(v) if k != "f" else v) for k, v in r.items()} for r in g.iter_rows(named=True)]
+    for r in rows:
+        r["total"] = r["ok"] + r["fail"] + r["info"]
+    total = {k: sum(r[k] for r in rows) for k in ("ok", "fail", "info", "pending", "total")}
+    return [*rows, {"f": "all", **total}]
+
+
+def process_labels(h: History) -> dict[int, str]:
+    """process -> ``meta.worker`` of any of its ops that kept its meta (assign, init, ...)."""
+    out: dict[int, str] = {}
+    if not h.extras:
+        return out
+    procs = h.ops["process"]
+    for op, x in h.extras.items():
+        m = x.get("meta") if isinstance(x, dict) else None
+        if isinstance(m, dict) and m.get("worker"):
+            out.setdefault(int(procs[int(op)]), str(m["worker"]))
+    return out
+
+
+# -- the history table ---------------------------------------------------------------------
+
+
+def event_order(h: History) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every event of the history in index order: (index, op or -1 for a nemesis event,
+    what: 0 invoke, 1 completion, 2 nemesis; for a nemesis event ``op`` is its position in
+    ``History.nemesis``)."""
+    inv = h.ops["invoke_index"].to_numpy().astype(np.int64)
+    ci = h.ops["complete_index"]
+    has = ci.is_not_null().to_numpy()
+    comp = ci.fill_null(-1).to_numpy().astype(np.int64)[has]
+    ops = np.arange(h.ops.height, dtype=np.int64)
+    nem = np.array([e.get("index", -1) if isinstance(e.get("index"), int) else -1 for e in h.nemesis],
+                   dtype=np.int64)
+    index = np.concatenate([inv, comp, nem])
+    op = np.concatenate([ops, ops[has], np.arange(len(h.nemesis), dtype=np.int64)])
+    what = np.concatenate([np.zeros(len(inv), np.int8), np.ones(len(comp), np.int8),
+                           np.full(len(nem), 2, np.int8)])
+    order = np.argsort(index, kind="stable")
+    return index[order], op[order], what[order]
+
+
+def op_value(h: History, op: int, completion: bool) -> Any:
+    """An op's invoke or completion value as the history holds it, rebuilt from its micro-ops
+    (sends as ``["send", key, value]``, with ``[offset, value]`` in a completion when the
+    offset is known; a poll's records grouped per key) or taken from ``History.extras``."""
+    if op in h.extras:
+        x = h.extras[op]
+        return x.get("completion_value" if completion else "value")
+    rows = h.mops.filter(pl.col("op") == op).sort("seq")
+    value: list = []
+    polls: dict[str, list] = {}
+    for r in rows.iter_rows(named=True):
+        key = h.keys[r["key"]]
+        if r["kind"] == "send":
+            if polls:
+                value.append(["poll", polls])
+                polls = {}
+            v = [r["offset"], r["value"]] if completion and r["offset"] is not None else r["value"]
+            value.append(["send", key, v])
+        elif completion:
+            polls.setdefault(key, []).append([r["offset"], r["value"]])
+        elif not value or value[-1] != ["poll"]:
+            value.append(["poll"])
+    if polls:
+        value.append(["poll", polls])
+    if not completion and not value and str(h.ops["f"][op]) in ("poll", "txn"):
+        value = [["poll"]]
+    return value
+
+
+def compact(v: Any) -> str:
+    return json.dumps(v, separators=(",", ":"), default=str)
