@@ -58,7 +58,7 @@ def run_f1(results: Path, *, tries: int = 3, variants: list[str] | None = None,
         raise RuntimeError(f"the reproducer exited with {proc.returncode}: " + " / ".join(err))
     done = [x for x in lines if "summary" not in x]
     res = F1Result(run_dir, done, summary, problems=problems)
-    res.evidence = evidence(run_dir, done, kafka_version)
+    res.evidence = evidence(run_dir, done, kafka_version) + debug_lines(logs / "librdkafka-debug.log")
     (run_dir / "evidence.txt").write_text("\n".join(res.evidence) + "\n")
     return res
 
@@ -111,7 +111,35 @@ def evidence(run_dir: Path, tries: list[dict], kafka_version: str) -> list[str]:
                    f"coordinator n{t['coordinator']}; lost={t['lost']}; committed value "
                    f"{t['values']['committed']!r} acknowledged at offset {t['committed_offset']}, which "
                    f"holds {t['value_at_committed_offset']!r}")
-        for d in sorted(run_dir.glob(f"nodes/n*/data/{t['topic']}-{t['partition']}")):
-            out.append(f"## {d.parents[1].name}")
-            out += dump_lines(d, kafka_version, set(range(lo, hi + 1)))
+        out += replica_lines(run_dir, f"{t['topic']}-{t['partition']}", kafka_version, set(range(lo, hi + 1)))
     return out
+
+
+def replica_lines(run_dir: Path, partition_dir: str, kafka_version: str, offsets: set[int]) -> list[str]:
+    """``dump_lines`` of every kept replica of ``partition_dir`` ("topic-partition"), each
+    under a ``## n<i>`` heading; a replica identical to the first one is named, not repeated."""
+    out: list[str] = []
+    first: tuple[str, list[str]] | None = None
+    for d in sorted(run_dir.glob(f"nodes/n*/data/{partition_dir}")):
+        node, lines = d.parents[1].name, dump_lines(d, kafka_version, offsets)
+        if first is not None and lines == first[1]:
+            out.append(f"## {node}: identical to {first[0]}")
+            continue
+        out.append(f"## {node}")
+        out += lines
+        first = first or (node, lines)
+    return out
+
+
+_DEBUG = re.compile(r"Produce MessageSet|MessageSet with|ADVBASE|Timed out ProduceRequest|Transactional API called: "
+                    r"(abort|commit)_transaction|RESETSEQ|NEWPID")
+
+
+def debug_lines(path: Path) -> list[str]:
+    """librdkafka's debug lines (eos,msg,topic) that tell the story: each ProduceRequest with
+    its MsgId and BaseSeq, its outcome, the sequence base moves, the abort/commit calls."""
+    if not path.is_file():
+        return []
+    lines = [x.rstrip() for x in path.read_text(errors="replace").splitlines() if _DEBUG.search(x)]
+    return ["# librdkafka debug log (eos,msg,topic): produce requests, outcomes, sequence base moves"] + lines
+
