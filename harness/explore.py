@@ -18,7 +18,8 @@ real cluster (``runner``: harness.runner.run_scenario, or a fake in unit tests):
 * then the smallest failing schedule is replayed ``k`` fresh times.
 
 The search ends when the budget (seconds) is spent or ``stop`` is set (Ctrl-C); shrinking
-then ends at once with the best schedule so far. Hypothesis's example database
+then ends at once with the best schedule so far, which is still replayed (``replay_stop``,
+a second Ctrl-C in the CLI, ends the replays too). Hypothesis's example database
 (``DirectoryBasedExampleDatabase`` in ``db_dir``, by default ``<out_dir>/hypothesis-db``; the
 CLI keeps one per scenario name, ``<results>/explore/<name>/hypothesis-db``; keyed by the
 scenario's fingerprint) keeps the failing schedule, so a later explore of the same scenario replays it
@@ -226,6 +227,8 @@ class Explorer:
             from harness.runner import run_scenario as runner
         self.runner, self.k, self.budget_s, self.seed = runner, k, budget_s, seed
         self.stop = stop or threading.Event()
+        #: ends the replays (a second Ctrl-C in the CLI); ``stop`` ends search and shrinking only
+        self.replay_stop = threading.Event()
         self.max_faults = max_faults
         self.on_event = on_event or (lambda kind, **info: None)
         self.clock = clock
@@ -265,15 +268,16 @@ class Explorer:
 
         progress = clocked_progress()  # notes when the run got the cluster lock
         self.progress, began = progress, time.monotonic()
+        stop = self.replay_stop if phase == "replay" else self.stop
         try:
-            res = self.runner(scn, self.results_root, source=f"eos-chaos explore ({phase})", stop=self.stop,
+            res = self.runner(scn, self.results_root, source=f"eos-chaos explore ({phase})", stop=stop,
                               progress=progress)
         except Exception as exc:  # a cluster that did not come up is no verdict about the schedule
             self.on_event("error", error=f"{type(exc).__name__}: {exc}")
             return "error", [], None, self.clock() - t
         if "working_since" in progress.__dict__:
             self.waited_s += max(0.0, progress.__dict__["working_since"] - began)
-        if self.stop.is_set():
+        if stop.is_set():
             return "interrupted", [], res, self.clock() - t
         v = res.verdict
         return v.get("valid"), list(v.get("failing") or []), res, self.clock() - t
@@ -352,7 +356,7 @@ class Explorer:
         if self.best is None:
             return out
         for _ in range(self.k):
-            if self.stop.is_set():
+            if self.replay_stop.is_set():
                 break
             valid, failing, res, wall = self.run_once(self.best, "replay")
             same = valid is False and bool(set(failing) & (self.original or set()))

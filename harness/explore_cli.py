@@ -104,7 +104,7 @@ def explore(
     first failing one (fewer faults, shorter load, simpler targets, earlier times) and replay
     it K times. Writes the minimal schedule as a runnable scenario and explore.json under
     RESULTS/explore/<scenario>/<time>/; Hypothesis's database there keeps failures for later
-    searches. Ctrl-C ends with the best schedule so far. Exit 1 when a failing schedule was found, 0 when
+    searches. Ctrl-C ends the search with the best schedule so far (still replayed; a second Ctrl-C ends the replays). Exit 1 when a failing schedule was found, 0 when
     none, 2 on bad input."""
     from harness.cli import _require_root, console, out
     from harness.explore import ExploreError, Explorer, replay_command, size
@@ -127,12 +127,18 @@ def explore(
     root = results / "explore" / scn.name
     session = root / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
     ui = ExploreProgress(console, budget_s)
     ex = Explorer(scn, results, session, k=runs_per_example, budget_s=budget_s, seed=seed, stop=stop,
                   max_faults=max_faults, on_event=ui.event, db_dir=root / "hypothesis-db")
     ui.explorer = ex
+
+    def interrupt(*_):  # the first Ctrl-C ends the search (best so far is replayed), the second the replays
+        if stop.is_set():
+            ex.replay_stop.set()
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, interrupt)
     box: dict = {}
 
     def work() -> None:

@@ -145,3 +145,17 @@ def test_budget_ends_the_search_with_the_best_schedule_so_far(tmp_path):
     if out.found:  # the best so far, replayed k times after the budget
         assert out.replays["runs"] == 2 and out.minimal_path.is_file()
         assert size(out.minimal)[0] >= 1
+
+
+def test_stop_ends_the_search_but_the_best_schedule_is_still_replayed(tmp_path):
+    def on_event(kind, **info):
+        if kind == "done" and info["attempt"].counted and info["attempt"].phase == "search":
+            ex.stop.set()  # Ctrl-C right after the first failing run
+
+    runner = FakeRunner()
+    ex = Explorer(F1, tmp_path / "r", tmp_path / "o", runner=runner, k=2, budget_s=10_000, seed=1,
+                  on_event=on_event)
+    out = ex.explore()
+    assert out.found and out.stopped == "interrupted"
+    assert [c[0] for c in runner.calls].count("eos-chaos explore (shrink)") == 0
+    assert out.replays["runs"] == 2 and out.minimal_path.is_file()
