@@ -476,6 +476,31 @@ def bench_checker(ops: int = typer.Option(100_000, help="ops in the synthetic hi
             out.print(f"{k}: {v}")
 
 
+@bench_app.command("cluster-ready")
+def bench_cluster_ready(backend: list[str] = typer.Option(None, "--backend", help="backends, in turn (default: netns docker)"),
+                        runs: int = typer.Option(3, min=1, help="counted rounds (one warm-up round first)"),
+                        kafka_version: Optional[str] = typer.Option(None, help="Kafka version (default 4.3.1)"),
+                        as_json: bool = typer.Option(False, "--json")) -> None:
+    """Seconds until a 3-node cluster is ready, and to tear it down, per backend, interleaved (root)."""
+    from harness.artifacts import DEFAULT_KAFKA_VERSION
+    from harness.cluster.bench import run_cluster_ready
+
+    _require_root()
+    try:
+        res = run_cluster_ready(backend or ["netns", "docker"], runs, kafka_version or DEFAULT_KAFKA_VERSION,
+                                log=lambda s: console.print(s, highlight=False))
+    except Exception as exc:  # a cluster that did not come up: one line
+        console.print(f"[red]error:[/] {type(exc).__name__}: {exc}")
+        raise typer.Exit(2)
+    if as_json:
+        out.print_json(json.dumps(res))
+    else:
+        for b, m in res["median"].items():
+            out.print(f"{b}: ready {m['ready_s']} s, teardown {m['teardown_s']} s (median of {runs})")
+        for b, r in res["ratio_ready"].items():
+            out.print(f"ready {b} / {(backend or ['netns'])[0]}: {r} (median of per-round ratios)")
+
+
 from harness.zoo_cli import register as _register_zoo  # noqa: E402 (eos-chaos zoo, explore)
 
 _register_zoo(app)
