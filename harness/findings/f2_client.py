@@ -36,7 +36,7 @@ class Client:
         self.producers: dict[str, Producer] = {}
 
     def create_topic(self, name: str, assignment: list[list[int]], configs: dict) -> str:
-        fut = self.admin.create_topics([NewTopic(name, replica_assignment=assignment, config=configs)],
+        fut = self.admin.create_topics([NewTopic(name, len(assignment), replica_assignment=assignment, config=configs)],
                                        request_timeout=30)[name]
         fut.result(30)
         return "created"
