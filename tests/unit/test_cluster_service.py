@@ -125,3 +125,29 @@ def test_docker_backend_is_a_backend_before_it_has_a_network(tmp_path):
     b = DockerBackend(ClusterSpec(backend="docker"), tmp_path / "w", tmp_path / "l", run_id="r1")
     assert isinstance(b, Backend)
     assert b.addresses() == {} and b.node_ids() == [1, 2, 3] and b.client_host is None
+
+
+class _Freezer:
+    """A container whose cgroup freezer refuses ``busy`` times, as docker's does right after a start."""
+
+    def __init__(self, busy: int, error: str = "OCI runtime pause failed: unable to freeze: unknown"):
+        self.busy, self.error, self.calls = busy, error, 0
+
+    def pause(self) -> bool:
+        self.calls += 1
+        if self.calls <= self.busy:
+            raise RuntimeError(self.error)
+        return True
+
+
+def test_docker_pause_retries_while_the_freezer_is_busy():
+    from harness.cluster.docker import DockerNode
+
+    c = _Freezer(busy=2)
+    assert DockerNode(1, c).pause(wait_s=0) is True and c.calls == 3
+    with pytest.raises(RuntimeError, match="unable to freeze"):
+        DockerNode(1, _Freezer(busy=5)).pause(tries=3, wait_s=0)
+    other = _Freezer(busy=1, error="No such container")
+    with pytest.raises(RuntimeError, match="No such container"):
+        DockerNode(1, other).pause(wait_s=0)
+    assert other.calls == 1  # only the freezer's refusal is retried
