@@ -143,3 +143,35 @@ def test_one_broker_container_produce_consume_kill_pause_cleanup(tmp_path):
             problems = cleanup(run_id, client)
     assert problems == []
     assert leftovers(run_id, client) == {"containers": [], "networks": [], "volumes": []}
+
+
+CRASHING_CONTROLLER = """
+import os, signal, sys
+from pathlib import Path
+from harness.docker import BrokerContainer, create_network, ensure_engine
+run_id, image, conf = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+client = ensure_engine()
+net = create_network(client, run_id)
+BrokerContainer(client, run_id, 1, image, net, conf, "AAAAAAAAAAAAAAAAAAAAAA").create()
+BrokerContainer(client, run_id, 2, image, net, conf, "AAAAAAAAAAAAAAAAAAAAAA").create()
+print("made", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_cleanup_after_a_sigkill_of_the_controller(tmp_path):
+    """A controller SIGKILLed after making a network, volumes and containers leaves them behind;
+    cleanup finds them by label alone and leaves none."""
+    import sys
+
+    client = ensure_engine()
+    image = build_kafka_image(DEFAULT_KAFKA_VERSION, client=client)
+    run_id = f"crash-{os.getpid()}"
+    (tmp_path / "server.properties").write_text("process.roles=broker\n")
+    proc = subprocess.run([sys.executable, "-c", CRASHING_CONTROLLER, run_id, image, str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -9 and "made" in proc.stdout, proc.stderr[-2000:]
+    left = leftovers(run_id, client)
+    assert len(left["containers"]) == 2 and len(left["networks"]) == 1 and len(left["volumes"]) == 2
+    assert cleanup(run_id, client) == []
+    assert leftovers(run_id, client) == {"containers": [], "networks": [], "volumes": []}
