@@ -112,14 +112,26 @@ def event_order(h: History) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return index[order], op[order], what[order]
 
 
-def op_value(h: History, op: int, completion: bool) -> Any:
+def mops_of(h: History, op_ids: Iterable[int]) -> dict[int, pl.DataFrame]:
+    """op -> its rows of ``History.mops`` (in seq order), for the ops of ``op_ids``: one pass
+    over the frame for a whole table page instead of one per op."""
+    ids = sorted(set(int(o) for o in op_ids))
+    if not ids:
+        return {}
+    sub = h.mops.filter(pl.col("op").is_in(ids)).sort("op", "seq")
+    return {int(k[0]): v for k, v in sub.partition_by("op", as_dict=True, maintain_order=True).items()}
+
+
+def op_value(h: History, op: int, completion: bool, rows: pl.DataFrame | None = None) -> Any:
     """An op's invoke or completion value as the history holds it, rebuilt from its micro-ops
     (sends as ``["send", key, value]``, with ``[offset, value]`` in a completion when the
-    offset is known; a poll's records grouped per key) or taken from ``History.extras``."""
+    offset is known; a poll's records grouped per key) or taken from ``History.extras``.
+    ``rows``: the op's micro-op rows when the caller has them (``mops_of``)."""
     if op in h.extras:
         x = h.extras[op]
         return x.get("completion_value" if completion else "value")
-    rows = h.mops.filter(pl.col("op") == op).sort("seq")
+    if rows is None:
+        rows = h.mops.filter(pl.col("op") == op).sort("seq")
     value: list = []
     polls: dict[str, list] = {}
     for r in rows.iter_rows(named=True):

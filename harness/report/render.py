@@ -26,6 +26,8 @@ from .records import extract_records, realtime_lags, unseen_over_time
 from .svgplot import process_color
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from checkers.history import History
 
 MAX_FULL_TABLE = 3000  # events; above this the table shows an excerpt
@@ -440,6 +442,8 @@ def _history_table(h: "History", index: np.ndarray, op_of: np.ndarray, what: np.
     rows: list[dict[str, Any]] = []
     prev = -1
     opsd = h.ops
+    page = ops.mops_of(h, (int(op_of[p]) for p in keep if what[p] != 2))
+    empty = h.mops.clear()
     for pos in keep:
         if pos != prev + 1:
             rows.append({"gap": pos - prev - 1})
@@ -447,8 +451,9 @@ def _history_table(h: "History", index: np.ndarray, op_of: np.ndarray, what: np.
         if what[pos] == 2:
             rows.append(_nemesis_row(h.nemesis[int(op_of[pos])], referenced))
         else:
-            rows.append(_op_row(h, opsd.row(int(op_of[pos]), named=True), int(op_of[pos]),
-                                bool(what[pos]), referenced))
+            op = int(op_of[pos])
+            rows.append(_op_row(h, opsd.row(op, named=True), op, bool(what[pos]), referenced,
+                                page.get(op, empty)))
     if excerpt and prev != n - 1:
         rows.append({"gap": n - 1 - prev})
     shown = sum(1 for r in rows if "gap" not in r)
@@ -461,12 +466,13 @@ def _cell(full: str) -> dict[str, str]:
             "value_full": full[:5000] if len(full) > MAX_CELL else ""}
 
 
-def _op_row(h: "History", r: dict, op: int, completion: bool, referenced: set[int]) -> dict[str, Any]:
+def _op_row(h: "History", r: dict, op: int, completion: bool, referenced: set[int],
+            mops: "pl.DataFrame | None" = None) -> dict[str, Any]:
     idx = r["complete_index"] if completion else r["invoke_index"]
     t = r["complete_time"] if completion else r["invoke_time"]
     partner = r["invoke_index"] if completion else r["complete_index"]
     lat = (r["complete_time"] - r["invoke_time"]) if completion else None
-    value = ops.op_value(h, op, completion)
+    value = ops.op_value(h, op, completion, mops)
     meta = {k: r[k] for k in ("transactional_id", "group_id") if r.get(k)}
     if r.get("final"):
         meta["final"] = True
