@@ -181,10 +181,10 @@ class RunDir:
         return self.path / self.NODES
 
     def read_meta(self) -> tuple[RunMeta, list[str]]:
-        """(RunMeta, problems): an absent or unreadable meta.json gives the defaults and
-        says why in ``problems``."""
+        """(RunMeta, problems): an absent meta.json gives the defaults (a history from another
+        tool has none); an unreadable one gives the defaults and says why in ``problems``."""
         if not self.meta.is_file():
-            return RunMeta(), [f"{self.meta} is missing: run metadata defaults used"]
+            return RunMeta(), []
         try:
             data = json.loads(self.meta.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -193,6 +193,17 @@ class RunDir:
             return RunMeta(), [f"{self.meta} is not a JSON object: defaults used"]
         return RunMeta.coerce(data)
 
+    def expected(self) -> list[str]:
+        """The ``expected`` list of scenario.yaml as run ([] when absent or unreadable)."""
+        import yaml
+
+        try:
+            data = yaml.safe_load(self.scenario.read_text(encoding="utf-8")) or {}
+        except (OSError, ValueError, yaml.YAMLError):
+            return []
+        exp = data.get("expected") if isinstance(data, dict) else None
+        return [str(x) for x in exp] if isinstance(exp, list) else []
+
     def read_verdict(self) -> dict | None:
         """verdict.json, or None when it is missing or unreadable (a killed controller)."""
         try:
@@ -200,3 +211,25 @@ class RunDir:
         except (OSError, ValueError):
             return None
         return v if isinstance(v, dict) else None
+
+
+def check_run(run_dir: str | Path, max_examples: int = 10) -> dict:
+    """Re-check a run folder: its history.jsonl with its meta.json (``RunMeta``) and the
+    ``expected`` list of its scenario.yaml. A folder whose controller was killed (a history
+    prefix, no verdict.json, maybe no meta.json) is judged too; meta problems become
+    unknown reasons. Raises FileNotFoundError when the folder has no history.jsonl."""
+    from .verdict import check
+
+    d = RunDir(run_dir)
+    if not d.history.is_file():
+        raise FileNotFoundError(f"{d.history} does not exist")
+    meta, problems = d.read_meta()
+    v = check(d.history, meta=meta, allowed=d.expected(), max_examples=max_examples)
+    if not d.meta.is_file():
+        v.setdefault("stats", {}).setdefault("notes", []).append(
+            f"no {d.META} beside the history: default liveness bounds, no pipeline or sink checks")
+    if problems:
+        v["unknown_reasons"] = [*v["unknown_reasons"], *problems]
+        if v["valid"] is True:
+            v["valid"] = "unknown"
+    return v

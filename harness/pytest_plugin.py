@@ -37,7 +37,6 @@ scenario run attempted while the session cluster is up fails at once instead of 
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -355,15 +354,18 @@ def eos_check() -> Callable[..., dict]:
     event dicts or a checkers.History. The verdict shape is checkers.check's. Pure: no cluster.
     """
     import checkers
+    from checkers.run import RunDir, check_run
 
     def check(history, meta: dict | None = None, allowed=None, max_examples: int = 10) -> dict:
         if isinstance(history, (str, Path)) and Path(history).is_dir():
-            d = Path(history)
-            history = d / "history.jsonl"
-            if meta is None and (d / "meta.json").is_file():
-                meta = json.loads((d / "meta.json").read_text())
-            if allowed is None and (d / "scenario.yaml").is_file():
-                allowed = (yaml.safe_load((d / "scenario.yaml").read_text()) or {}).get("expected") or []
+            d = RunDir(history)
+            if meta is None and allowed is None:
+                return check_run(d.path, max_examples=max_examples)
+            history = d.history
+            if meta is None:
+                meta, _ = d.read_meta()
+            if allowed is None:
+                allowed = d.expected()
         return checkers.check(history, meta=meta, allowed=allowed or (), max_examples=max_examples)
 
     return check

@@ -291,3 +291,18 @@ def test_unseen_without_a_final_drain_is_a_liveness_report():
 def test_unseen_after_a_final_drain_fails_the_run():
     v = check(_unseen(final=True).events)
     assert v["failing"] == ["unseen"] and v["anomalies"]["unseen"][0]["liveness"] is False
+
+
+# -- one run contract ----------------------------------------------------------------------
+def test_check_run_judges_a_killed_controllers_folder(tmp_path):
+    from checkers.run import RunDir, check_run
+    d = RunDir(tmp_path)
+    text = "".join(line + "\n" for line in _unseen(final=False).lines())
+    d.history.write_text(text[:-9])  # the last line cut mid-way: a killed controller
+    d.scenario.write_text("name: s\nexpected: [unseen]\n")
+    v = check_run(tmp_path)
+    assert v["valid"] is True and v["allowed"] == ["unseen"]
+    assert any("no meta.json" in n for n in v["stats"]["notes"])
+    d.meta.write_text('{"liveness": {"stalled_lso_bound_s": -3}}')  # a broken meta: said, not hidden
+    v = check_run(tmp_path)
+    assert v["valid"] == "unknown" and any("stalled_lso_bound_s" in r for r in v["unknown_reasons"])
