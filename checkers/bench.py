@@ -4,6 +4,11 @@
 temporary directory, then loads and checks it in a fresh Python process so that the peak
 RSS measured is the checker's alone (the simulator's memory is not counted). Wired to
 ``eos-chaos bench checker --ops N [--json]`` by the harness CLI.
+
+The same run measures a parse floor, in another fresh process: reading every line of the
+history with orjson into Python objects (a list of dicts), the least any checker written in
+Python must do. ``seconds / parse_floor_s`` is then a figure that compares across machines of
+different speeds (a slower machine slows both alike).
 """
 
 from __future__ import annotations
@@ -37,6 +42,27 @@ print(json.dumps({"load_s": t2 - t1, "check_s": t3 - t2, "import_s": t1 - t0,
                   "anomaly_counts": v["anomaly_counts"], "unknown_reasons": v["unknown_reasons"]}))
 """
 
+_FLOOR = r"""
+import json, resource, sys, time
+import orjson
+t0 = time.perf_counter()
+with open(sys.argv[1], "rb") as fh:
+    events = [orjson.loads(line) for line in fh]
+t1 = time.perf_counter()
+print(json.dumps({"parse_s": t1 - t0, "events": len(events),
+                  "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+"""
+
+#: the peak RSS the checker must stay under (issue 12)
+RSS_LIMIT_BYTES = 2 * 2**30
+
+
+def _child(code: str, path: Path, root: str, what: str) -> dict:
+    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=root)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{what} process failed: {proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
 
 def run_bench(n_ops: int, seed: int = 0) -> dict:
     """Benchmark the checker on a simulated correct history of ``n_ops`` ops.
@@ -47,7 +73,9 @@ def run_bench(n_ops: int, seed: int = 0) -> dict:
     checking process, steadier than wall time on a busy machine; the checker runs on all
     cores, so it can exceed seconds; imports included), "cpu_seconds_s" (CPU of load + check
     alone), "cpu_user_s", "cpu_sys_s", "page_faults",
-    "peak_rss_bytes" (of the checking process), "load_avg" (1-minute load average before and
+    "peak_rss_bytes" (of the checking process), "rss_under_2gib" (peak_rss_bytes < 2 GiB),
+    "parse_floor_s" (orjson reading every line into Python objects, in its own process, after
+    the check), "parse_floor_rss_bytes", "floor_ratio" (seconds / parse_floor_s), "load_avg" (1-minute load average before and
     after), "valid" (must be True), "anomaly_counts", "unknown_reasons"}.
     Raises RuntimeError if the checking process fails.
     """
@@ -61,11 +89,8 @@ def run_bench(n_ops: int, seed: int = 0) -> dict:
         size = path.stat().st_size
         root = str(Path(__file__).resolve().parent.parent)
         load_before = os.getloadavg()[0]
-        proc = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True,
-                              text=True, cwd=root)
-        if proc.returncode != 0:
-            raise RuntimeError(f"checker process failed: {proc.stderr[-2000:]}")
-        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        r = _child(_CHILD, path, root, "checker")
+        floor = _child(_FLOOR, path, root, "parse floor")
         load_after = os.getloadavg()[0]
     seconds = r["load_s"] + r["check_s"]
     return {
@@ -87,6 +112,10 @@ def run_bench(n_ops: int, seed: int = 0) -> dict:
         "import_s": round(r["import_s"], 3),
         "page_faults": r["page_faults"],
         "peak_rss_bytes": r["peak_rss_bytes"],
+        "rss_under_2gib": r["peak_rss_bytes"] < RSS_LIMIT_BYTES,
+        "parse_floor_s": round(floor["parse_s"], 3),
+        "parse_floor_rss_bytes": floor["peak_rss_bytes"],
+        "floor_ratio": round(seconds / floor["parse_s"], 2) if floor["parse_s"] else None,
         "load_avg": [round(load_before, 2), round(load_after, 2)],
         "valid": r["valid"],
         "anomaly_counts": r["anomaly_counts"],

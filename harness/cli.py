@@ -303,16 +303,18 @@ def check(
     max_examples: int = typer.Option(10, help="examples kept per anomaly"),
 ) -> None:
     """Re-check a history (meta.json and scenario.yaml beside it are used when present)."""
-    from checkers.run import RunDir, check_run
+    import yaml
+
+    import checkers
 
     if not history.is_file():
         console.print(f"[red]error:[/] {history} does not exist")
         raise typer.Exit(2)
-    if history.name != RunDir.HISTORY:  # a lone file: no run folder around it
-        import checkers
-        verdict = checkers.check(history, max_examples=max_examples)
-    else:
-        verdict = check_run(history.parent, max_examples=max_examples)
+    meta_path = history.parent / "meta.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else None
+    scn_path = history.parent / "scenario.yaml"
+    allowed = (yaml.safe_load(scn_path.read_text()) or {}).get("expected", []) if scn_path.is_file() else []
+    verdict = checkers.check(history, meta=meta, allowed=allowed, max_examples=max_examples)
     if as_json:
         out.print_json(json.dumps(verdict, default=str))
     else:
@@ -531,6 +533,32 @@ def bench_eos_cost(record_bytes: int = typer.Option(1024, help="record value siz
     else:
         out.print(table(res))
         out.print(f"overhead of txn @ 100 ms against plain: {res['overhead_pct_100ms']} %")
+
+
+@bench_app.command("txn-rate")
+def bench_txn_rate(producers: int = typer.Option(32, min=1, max=64, help="transactional producers of the harness"),
+                   producers_per_worker: int = typer.Option(16, min=1, max=64, help="producers per worker process"),
+                   partitions: int = typer.Option(4, min=1, help="partitions every transaction writes to"),
+                   seconds: float = typer.Option(10.0, help="measured seconds per round"),
+                   rounds: int = typer.Option(3, min=1),
+                   kafka_version: Optional[str] = typer.Option(None, help="Kafka 4.x version (default 4.3.1)"),
+                   as_json: bool = typer.Option(False, "--json")) -> None:
+    """Transactions/s of the busy txn-queue workload against kafka-producer-perf-test's, and the
+    CPU the harness uses, alternating on one real cluster (root)."""
+    from harness.bench.txn_rate import run_txn_rate
+
+    _require_root()
+    try:
+        res = run_txn_rate(producers, producers_per_worker, partitions, seconds, rounds,
+                           kafka_version=kafka_version, log=lambda s: console.print(s, highlight=False))
+    except Exception as exc:  # a cluster that did not come up, a failed client: one line
+        console.print(f"[red]error:[/] {type(exc).__name__}: {exc}")
+        raise typer.Exit(2)
+    if as_json:
+        out.print_json(json.dumps(res))
+    else:
+        out.print(f"best txn/s: harness {res['best']['harness']}, perf-test {res['best']['perf_test']}; "
+                  f"ratio {res['ratio']} (spread %: {res['spread_pct']})")
 
 
 def main() -> None:

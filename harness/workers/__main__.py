@@ -6,12 +6,13 @@ from harness.workers.idempotent_producer import IdempotentProducerWorker
 from harness.workers.pipeline_drain import PipelineDrainWorker
 from harness.workers.processor import ProcessorWorker
 from harness.workers.retire import RetirableTxnProducer
+from harness.workers.txn_producers import TxnProducersWorker
 
 # txn-producer is TxnProducerWorker plus retirement (harness.workers.retire): identical until a
 # zombie fault retires it
 ROLES = {"txn-producer": RetirableTxnProducer, "consumer": ConsumerWorker, "drain": DrainWorker,
          "idempotent-producer": IdempotentProducerWorker, "processor": ProcessorWorker,
-         "pipeline-drain": PipelineDrainWorker}
+         "pipeline-drain": PipelineDrainWorker, "txn-producers": TxnProducersWorker}
 
 # Spark (harness.workloads.spark): the worker process is the Spark driver; its drain also waits
 # for Spark to reach the end of the input

@@ -4,6 +4,12 @@ P transactional producers (each its own OS process and transactional.id ``eosc-t
 send 1..max_sends_per_txn records per transaction to random keys, aborting on purpose with
 ``abort_probability``; C consumers (read_committed) assign every key and poll continuously;
 a final drain reads every key from the beginning to its end offset.
+
+Busy variant (scenarios/busy.yaml): with ``producers_per_worker`` > 1 (or ``think_time_ms``)
+the producers run as threads of ``ceil(producers / producers_per_worker)`` worker processes
+(role ``txn-producers``, harness.workers.txn_producers), so 16 to 64 transactional producers
+fit on 2 cores. Worker ``producer-<w>`` then owns transactional.ids ``eosc-txn-<i>`` for its
+slice of i; a client fault on it hits all of them. The defaults keep one process per producer.
 """
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ import itertools
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from harness.workloads.base import ClientSpec, Strict, TopicSpec, WorkerSpec
 
@@ -37,6 +43,29 @@ class TxnQueueSpec(ClientSpec):
     #: epoch; avoids F1) or reuse it (what librdkafka allows; reproduces F1)
     inflight_abort: Literal["replace", "reuse"] = "replace"
     consumer: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka consumer settings")
+    #: producers per worker process (threads, harness.workers.txn_producers); 1 keeps one
+    #: process per producer (the ``txn-producer`` role)
+    producers_per_worker: int = Field(1, ge=1, le=64)
+    #: fewest records per transaction (1..max_sends_per_txn; equal to max for a fixed size);
+    #: only with producers_per_worker > 1 or think_time_ms > 0
+    min_sends_per_txn: int = Field(1, ge=1)
+    #: pause of each producer between its transactions, ms (txn-producers role)
+    think_time_ms: float = Field(0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _busy_options(self) -> "TxnQueueSpec":
+        if self.min_sends_per_txn > self.max_sends_per_txn:
+            raise ValueError(f"min_sends_per_txn ({self.min_sends_per_txn}) is more than max_sends_per_txn "
+                             f"({self.max_sends_per_txn}): lower it or raise max_sends_per_txn")
+        if self.min_sends_per_txn > 1 and not self.multi:
+            raise ValueError("min_sends_per_txn needs producers_per_worker > 1 or think_time_ms > 0 "
+                             "(the txn-producers role; the txn-producer role draws 1..max_sends_per_txn)")
+        return self
+
+    @property
+    def multi(self) -> bool:
+        """True when producers run as threads of txn-producers workers."""
+        return self.producers_per_worker > 1 or self.think_time_ms > 0
 
 
 class TxnQueue:
@@ -59,7 +88,21 @@ class TxnQueue:
     def readers(self) -> list[WorkerSpec]:
         return [self._reader(f"consumer-{i}", "consumer", f"eosc-reader-{i}") for i in range(self.spec.consumers)]
 
+    def _producer_cfg(self) -> dict:
+        return {"bootstrap": self.bootstrap, "keys": self.keys(), "max_sends": self.spec.max_sends_per_txn,
+                "abort_probability": self.spec.abort_probability, "producer": self.spec.producer,
+                "flush_timeout_s": self.spec.flush_timeout_s, "inflight_abort": self.spec.inflight_abort}
+
     def writers(self) -> list[WorkerSpec]:
+        if self.spec.multi:
+            per, n = self.spec.producers_per_worker, self.spec.producers
+            return [
+                WorkerSpec(f"producer-{w}", "txn-producers", dict(
+                    self._producer_cfg(), transactional_ids=[f"eosc-txn-{i}" for i in range(lo, min(lo + per, n))],
+                    seed=self.seed * 1000 + w, value_base=next(self._spawns) * VALUE_STRIDE,
+                    min_sends=self.spec.min_sends_per_txn, think_ms=self.spec.think_time_ms))
+                for w, lo in enumerate(range(0, n, per))
+            ]
         return [
             WorkerSpec(f"producer-{i}", "txn-producer", {
                 "bootstrap": self.bootstrap, "keys": self.keys(), "transactional_id": f"eosc-txn-{i}",

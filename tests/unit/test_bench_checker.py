@@ -1,0 +1,12 @@
+"""checkers.bench: the parse floor and the peak-RSS report measured in the same run (issue 12)."""
+import pytest
+
+from checkers.bench import RSS_LIMIT_BYTES, run_bench
+
+
+def test_bench_reports_a_parse_floor_ratio_and_the_rss_limit():
+    r = run_bench(3000, seed=1)
+    assert r["valid"] is True
+    assert r["parse_floor_s"] > 0 and r["parse_floor_rss_bytes"] > 10_000_000
+    assert r["floor_ratio"] == pytest.approx(r["seconds"] / r["parse_floor_s"], rel=0.05)
+    assert r["rss_under_2gib"] is (r["peak_rss_bytes"] < RSS_LIMIT_BYTES) and RSS_LIMIT_BYTES == 2 * 2**30
