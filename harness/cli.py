@@ -303,18 +303,16 @@ def check(
     max_examples: int = typer.Option(10, help="examples kept per anomaly"),
 ) -> None:
     """Re-check a history (meta.json and scenario.yaml beside it are used when present)."""
-    import yaml
-
-    import checkers
+    from checkers.run import RunDir, check_run
 
     if not history.is_file():
         console.print(f"[red]error:[/] {history} does not exist")
         raise typer.Exit(2)
-    meta_path = history.parent / "meta.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else None
-    scn_path = history.parent / "scenario.yaml"
-    allowed = (yaml.safe_load(scn_path.read_text()) or {}).get("expected", []) if scn_path.is_file() else []
-    verdict = checkers.check(history, meta=meta, allowed=allowed, max_examples=max_examples)
+    if history.name != RunDir.HISTORY:  # a lone file: no run folder around it
+        import checkers
+        verdict = checkers.check(history, max_examples=max_examples)
+    else:
+        verdict = check_run(history.parent, max_examples=max_examples)
     if as_json:
         out.print_json(json.dumps(verdict, default=str))
     else:
