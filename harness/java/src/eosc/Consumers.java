@@ -167,7 +167,11 @@ final class Consumers {
                 assign(c, Map.of("broker_features", features));
                 while (System.nanoTime() < deadline && !stopping.get()) {
                     pollOnce(c, 500);
-                    for (TopicPartition tp : tps) positions.put(tp.topic() + "/" + tp.partition(), c.position(tp, Duration.ofSeconds(5)));
+                    try {
+                        for (TopicPartition tp : tps) positions.put(tp.topic() + "/" + tp.partition(), c.position(tp, Duration.ofSeconds(5)));
+                    } catch (RuntimeException e) { // a broker still recovering: poll on until the deadline
+                        log("position: " + e);
+                    }
                     if (allDone(low, high, positions)) break;
                 }
             }
