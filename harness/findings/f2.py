@@ -9,7 +9,8 @@ leader C), replication factor 2, ``min.insync.replicas`` 1; brokers with
 
 Steps (each recorded with its time in ``steps.jsonl``):
  1. cut F from L on the broker port 9092 (iptables in F's namespace; the KRaft port 9093 stays
-    open, so neither is fenced) and wait until f2-0's ISR is [L];
+    open, so neither is fenced); producer T commits v0 to f2-0, acknowledged once L has dropped
+    F from the ISR (an idle follower stays in sync); wait until f2-0's ISR is [L];
  2. producer T: begin, write v1 to f2-0 (acked by L alone) and v2 to f2-1;
  3. SIGKILL L and wait until the controller fenced it: f2-0 has no leader (leader -1), no
     in-sync replica left to elect;
@@ -197,11 +198,22 @@ def run_f2(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION) -> F2Re
             rec.h.append({"process": "nemesis", "type": "info", "f": "start-partition",
                           "value": {"grudge": "replication", "cut": [follower, leader], "port": 9092}})
             _cut(net.node(follower), net.node(leader).address, True)
+            # a follower that has everything the leader has is in sync however long it does not
+            # fetch (Kafka's Replica.isCaughtUp): write v0, acknowledged once L drops F
+            v0 = 100000000
+            t0 = rec.now()
+            client("begin", name="T")
+            res["v0_offset"] = client("produce", name="T", topic=TOPIC, partition=0, value=str(v0))
+            commit_ns = rec.now()
+            client("commit", name="T")
+            rec.op(0, "txn", [["send", keys[0], v0]], [["send", keys[0], [res["v0_offset"], v0]]], t0,
+                   {"transactional_id": tid, "worker": "producer-T", "commit_ns": commit_ns})
             waited = _wait("f2-0's ISR to shrink to [L]", lambda: _partition(agent, TOPIC, 0)["isr"] == [leader], 90)
             rec.h.append({"process": "nemesis", "type": "info", "f": "start-partition",
                           "value": {"grudge": "replication", "cut": [follower, leader], "port": 9092,
-                                    "result": f"f2-0 ISR [{leader}] after {waited} s"}})
-            step("cut", follower=follower, leader=leader, isr_shrunk_after_s=waited)
+                                    "result": f"f2-0 ISR [{leader}]"}})
+            step("cut", follower=follower, leader=leader, v0=[0, res["v0_offset"]],
+                 v0_acked_after_s=round((commit_ns - t0) / 1e9, 2))
 
             t_txn = rec.now()
             client("begin", name="T")
