@@ -187,6 +187,21 @@ def _duplicates(ix: Index, seen: np.ndarray) -> pl.DataFrame:
     return d.filter(d.select("key", "value").is_duplicated()).select("key", "value").unique()
 
 
+def _reads_of(rk: np.ndarray, rv: np.ndarray, wk: np.ndarray, wv: np.ndarray) -> np.ndarray:
+    """Rows of the reads (rk, rv) whose (key, value) is among (wk, wv): packed into one int64
+    when the values allow, so the few wanted pairs are found without grouping every read."""
+    if not len(rk) or not len(wk):
+        return np.zeros(0, np.int64)
+    lo, hi = int(min(rv.min(), wv.min())), int(max(rv.max(), wv.max()))
+    span = hi - lo + 1
+    if span * (int(max(rk.max(), wk.max())) + 1) < (1 << 62):
+        rp = rk.astype(np.int64) * span + (rv - lo)
+        return np.flatnonzero(np.isin(rp, wk.astype(np.int64) * span + (wv - lo)))
+    hit = pl.DataFrame({"key": rk, "value": rv}).with_row_index("row").join(
+        pl.DataFrame({"key": wk, "value": wv}).unique(), on=["key", "value"], how="semi")
+    return hit["row"].to_numpy()
+
+
 def index(h: History) -> Index:
     return h.cached("index", _index)
 
@@ -248,7 +263,8 @@ def _index(h: History) -> Index:
                                   how="left", maintain_order="left")["_h"].fill_null(False).to_numpy()
     unplaced = np.flatnonzero(~ws & read)
     if len(unplaced):  # Jepsen places such a send where polls returned its value (the first offset)
-        at = (pl.DataFrame({"key": key[ri], "value": r_val, "slot": r_slot})
+        sel = _reads_of(key[ri], r_val, w_key[unplaced], w_val[unplaced])
+        at = (pl.DataFrame({"key": key[ri][sel], "value": r_val[sel], "slot": r_slot[sel]})
               .group_by("key", "value").agg(pl.col("slot").min()))
         got = (pl.DataFrame({"key": w_key[unplaced], "value": w_val[unplaced]})
                .join(at, on=["key", "value"], how="left", maintain_order="left")["slot"])

@@ -66,13 +66,7 @@ def read_steps(h: History) -> pl.DataFrame:
         valid = ix.r_pos >= 0
         ok_op = (h.ops["type"] == "ok").to_numpy()
         ok = valid & ok_op[ix.r_op] if len(ix.r_op) else valid
-        # pass 1, within one op: every read of it; pass 2, across ops: reads of ok ops only
-        c1, p1 = _steps(h, ix, valid, internal=True)
-        c2, p2 = _steps(h, ix, ok, internal=False)
-        cur, prev = np.concatenate([c1, c2]), np.concatenate([p1, p2])
-        pr, _ = process_rank(h)
-        order = np.lexsort((cur, ix.r_key[cur], pr[ix.r_op[cur]]))  # process, key, op, seq
-        cur, prev = cur[order], prev[order]
+        cur, prev = _steps(h, ix, valid, ok)
         if not len(cur):
             return pl.DataFrame(schema=STEP_SCHEMA)
         off = pl.Series(ix.slot_off)  # a read's offset is its slot's
@@ -92,14 +86,15 @@ def read_steps(h: History) -> pl.DataFrame:
     return h.cached("read_steps", build)
 
 
-def _steps(h: History, ix, keep: np.ndarray, internal: bool) -> tuple[np.ndarray, np.ndarray]:
+def _steps(h: History, ix, valid: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(cur, prev) read rows of consecutive reads of one (process, key) in one segment whose
-    positions do not step by +1, among the reads where ``keep``: pairs inside one op when
-    ``internal``, else pairs across ops."""
-    rows = np.flatnonzero(keep) if not keep.all() else None  # in (op, seq) order
+    positions do not step by +1, ordered by process, key, op, seq: within one op among the
+    ``valid`` reads, across ops among the ``ok`` ones (a subset of valid). One sort."""
+    none = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    rows = np.flatnonzero(valid) if not valid.all() else None  # in (op, seq) order
     op = ix.r_op if rows is None else ix.r_op[rows]
     if len(op) < 2:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return none
     key = ix.r_key if rows is None else ix.r_key[rows]
     pos = ix.r_pos if rows is None else ix.r_pos[rows]
     pr, _ = process_rank(h)
@@ -110,11 +105,24 @@ def _steps(h: History, ix, keep: np.ndarray, internal: bool) -> tuple[np.ndarray
     op_s = op[o]
     seg = segments(h)[op_s]
     pos = pos[o]
-    same_op = op_s[1:] == op_s[:-1]
-    bad = np.flatnonzero((g[1:] == g[:-1]) & (seg[1:] == seg[:-1])
-                         & (same_op if internal else ~same_op)
-                         & (pos[1:] - pos[:-1] != 1))
-    cur, prev = o[bad + 1], o[bad]
+
+    def pairs(sub: np.ndarray | None, internal: bool) -> tuple[np.ndarray, np.ndarray]:
+        gg, oo, ss, pp, orig = ((g, op_s, seg, pos, o) if sub is None else
+                                (g[sub], op_s[sub], seg[sub], pos[sub], o[sub]))
+        same_op = oo[1:] == oo[:-1]
+        bad = np.flatnonzero((gg[1:] == gg[:-1]) & (ss[1:] == ss[:-1])
+                             & (same_op if internal else ~same_op) & (pp[1:] - pp[:-1] != 1))
+        return orig[bad + 1], orig[bad]
+
+    c1, p1 = pairs(None, True)
+    ok_s = ok[o] if rows is None else ok[rows][o]
+    c2, p2 = pairs(None if ok_s.all() else np.flatnonzero(ok_s), False)
+    # back to the sorted order (process, key, op, seq): positions in o
+    rank = np.empty(len(o), np.int64)
+    rank[o] = np.arange(len(o))
+    cur, prev = np.concatenate([c1, c2]), np.concatenate([p1, p2])
+    order = np.argsort(rank[cur], kind="stable")
+    cur, prev = cur[order], prev[order]
     if rows is not None:
         cur, prev = rows[cur], rows[prev]
     return cur.astype(np.int64), prev.astype(np.int64)
