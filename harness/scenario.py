@@ -315,7 +315,9 @@ def validate_model(model: type[BaseModel], data: dict, p: Path, what: str,
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        lines = [f"  {'.'.join(str(x) for x in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors()]
+        # pydantic words a validator's ValueError "Value error, <message>": the message is enough
+        lines = [f"  {'.'.join(str(x) for x in e['loc']) or '(top)'}: {e['msg'].removeprefix('Value error, ')}"
+                 for e in exc.errors()]
         raise error(f"{p} is not a valid {what}:\n" + "\n".join(lines)) from exc
 
 
