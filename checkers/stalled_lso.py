@@ -2,21 +2,51 @@
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from .history import History
-from .log import log, reads_with_pos, writes
+from .log import I64_MAX, OK, index, log
 
 
 def availability(h: History) -> pl.DataFrame:
     """Per committed-log position, when it was certainly readable: the earlier of its
     writer's ok completion and its first read. Columns: key, pos, avail (ns)."""
     def build(h: History):
-        w = writes(h).filter(pl.col("type") == "ok").select("key", "offset", t="complete_time")
-        r = reads_with_pos(h).select("key", "offset", t="complete_time")
-        t = pl.concat([w, r]).drop_nulls().group_by("key", "offset").agg(avail=pl.col("t").min())
-        return log(h).join(t, on=["key", "offset"], how="inner").select("key", "pos", "avail")
+        ix = index(h)
+        ct = h.ops["complete_time"].fill_null(I64_MAX).to_numpy()
+        best = np.full(ix.n_slots, I64_MAX, np.int64)
+        if len(ix.r_op):  # scatters over the slots: no group-by of every read
+            np.minimum.at(best, ix.r_slot, ct[ix.r_op])
+        okw = (ix.w_type == OK) & (ix.w_slot >= 0)
+        np.minimum.at(best, ix.w_slot[okw], ct[ix.w_op[okw]])
+        rows = np.flatnonzero(ix.in_log)
+        av = best[rows]
+        keep = av < I64_MAX
+        return pl.DataFrame({"key": ix.slot_key[rows][keep].astype(np.uint32),
+                             "pos": ix.log_pos[keep], "avail": av[keep]})
     return h.cached("availability", build)
+
+
+def _last_reads(h: History) -> pl.DataFrame:
+    """The last read of each run of one op's reads of one key (only those can wait: the
+    reads before it in the run are followed at once by a read of the same op). Columns:
+    process, key, op, pos, t (the op's completion)."""
+    ix = index(h)
+    v = np.flatnonzero(ix.r_pos >= 0)
+    op, key = ix.r_op[v], ix.r_key[v]
+    last = np.ones(len(v), bool)
+    if len(v) > 1:
+        last[:-1] = (op[1:] != op[:-1]) | (key[1:] != key[:-1])
+    sel = v[last]
+    rop = ix.r_op[sel]
+    return pl.DataFrame({
+        "process": h.ops["process"].gather(rop),
+        "key": ix.r_key[sel].astype(np.uint32),
+        "op": rop.astype(np.uint32),
+        "pos": ix.r_pos[sel].astype(np.int64),
+        "t": h.ops["complete_time"].gather(rop),
+    })
 
 
 def _end_times(h: History) -> dict[int, int]:
@@ -58,8 +88,7 @@ def stalled_lso_cases(h: History, bound_s: float | None = None) -> list[dict]:
     """
     if bound_s is None:
         return []
-    r = reads_with_pos(h).filter(pl.col("pos").is_not_null()).select(
-        "process", "key", "op", "pos", t="complete_time")
+    r = _last_reads(h)
     starts, revokes, gains = [], [], []
     members: dict[str, list[int]] = {}  # consumer group -> its processes
     for gid, proc in (h.ops.filter(pl.col("group_id").is_not_null())
