@@ -267,3 +267,12 @@ class ProcessorWorker(RetirableTxnProducer):
                 self.replace()
                 return
         self.emit("ok", "rewind", todo, meta=meta)
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            if self.producer is None and not self.start_instance():
+                time.sleep(0.5)
+                continue
+            self.step()
+        self.close_consumer()
+        self.control(done=True)

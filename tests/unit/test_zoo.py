@@ -227,3 +227,12 @@ def test_cli_dry_run_lists_the_runs_and_writes_nothing(tmp_path):
     assert not (tmp_path / "r").exists()
     bad = CliRunner().invoke(app, ["zoo", "--dry-run", "--zoo", str(zoo_dir(tmp_path / "b")), "--only", "nope"])
     assert bad.exit_code == 2 and "no zoo entry named" in bad.output
+
+
+def test_processors_run_their_own_loop():
+    """The eos-pipeline mutants and controls need processors that consume and process: a
+    processor that fell back to the txn-producer's loop crashed at once (KeyError 'keys')."""
+    from harness.workers.processor import ProcessorWorker
+    from harness.workers.txn_producer import TxnProducerWorker
+
+    assert ProcessorWorker.run is not TxnProducerWorker.run
