@@ -230,11 +230,17 @@ class DockerBackend:
         return problems
 
     def clean(self) -> list[str]:
-        """Remove this run's containers, volumes and network, and the client namespace."""
+        """Copy each node's log dir out of its volume into ``nodes/n<i>/data`` (the runner keeps
+        it for an invalid run, as on netns, and deletes it otherwise), then remove this run's
+        containers, volumes and network, and the client namespace."""
         from harness.docker import cleanup
 
         problems: list[str] = []
         for i, n in sorted(self.nodes.items()):
+            try:
+                self._copy_data(n.container)
+            except Exception as exc:  # the verdict stands without the segments; say so
+                problems.append(f"could not copy n{i}'s log dir out of its volume: {type(exc).__name__}: {exc}")
             try:
                 problems += n.container.remove()
             except Exception as exc:
@@ -243,6 +249,14 @@ class DockerBackend:
         if self.client is not None:
             problems += cleanup(self.run_id, client=self.client)  # the network, anything else labelled
         return problems
+
+    def _copy_data(self, container) -> None:
+        """The volume's files, read from its mount point on this host (root; dockerd is local)."""
+        import shutil
+
+        src = Path(self.client.volumes.get(container.volume).attrs["Mountpoint"])
+        if src.is_dir():
+            shutil.copytree(src, self.workdir / f"n{container.node_id}" / "data", dirs_exist_ok=True)
 
     def meta(self) -> dict[str, Any]:
         return {"image": self.image, "docker_network": self.tnet.name if self.tnet else None,

@@ -100,6 +100,8 @@ def test_read_uncommitted_is_caught_on_docker(results_root):
     res = run_scenario(scn.model_copy(update={"duration": 40.0}), results_root, source=str(SMOKE))
     assert res.verdict["valid"] is False
     assert res.verdict["anomalies"].get("G1a"), sorted(res.verdict["anomalies"])
+    # not valid: the log dirs, copied out of the volumes, are kept as on netns (eos-chaos dump-log)
+    assert len(list(res.run_dir.glob("nodes/n*/data/t0-0"))) == 3
 
 
 def test_cleanup_after_the_controller_is_killed(tmp_path):
