@@ -69,7 +69,8 @@ VARIANTS = [
     ("G1c-realtime", (WW, WR, RT), (WR, RT)),
 ]
 MAX_TRIES = 16  # candidate edges tried per component when one edge kind is required
-MAX_TRIES_2 = 256  # ... when two are: a shortest walk through both may revisit a node
+MAX_TRIES_2 = 256  # ... when two are, until one walk through both visits no node twice;
+# after the first cycle found, at most MAX_TRIES more tries for a shorter one
 
 
 def writers(h: History) -> pl.DataFrame:
@@ -358,8 +359,12 @@ def _shortest_cycle(n_ops: int, edges: pl.DataFrame, need: tuple[int, ...]):
         counts = {k: int((edges["kind"] == k).sum()) for k in need}
         start_kind = min(need, key=lambda k: counts[k])
         cap = MAX_TRIES_2
-    best = None
+    best, since = None, 0
     for cand in _candidates(n_ops, edges, start_kind, cap):
+        if best is not None:
+            since += 1
+            if since > MAX_TRIES:  # each try is a BFS of the component: enough to pick a short one
+                break
         got = _walk_back(n_ops, adj, cand, need)
         if got is None or not _simple(got[1]):
             continue

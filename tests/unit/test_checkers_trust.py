@@ -306,3 +306,20 @@ def test_check_run_judges_a_killed_controllers_folder(tmp_path):
     d.meta.write_text('{"liveness": {"stalled_lso_bound_s": -3}}')  # a broken meta: said, not hidden
     v = check_run(tmp_path)
     assert v["valid"] == "unknown" and any("stalled_lso_bound_s" in r for r in v["unknown_reasons"])
+
+
+def test_g1c_realtime_inside_a_large_component_of_allowed_write_cycles():
+    """200 sequential txns write x in one order and y in the reverse one (every pair a G0):
+    one big component; a poll halfway read the first half of x, so a G1c-realtime runs
+    through it. The search must find it there, and quickly."""
+    import time
+    n = 200
+    b = HistoryBuilder()
+    b.assign(9, ["x/0"])
+    for i in range(n):
+        b.txn(i % 4, [("x/0", i, i), ("y/0", i, n - 1 - i)], tid=f"t{i % 4}")
+        if i == n // 2:
+            b.poll(9, {"x/0": [(j, j) for j in range(n // 2)]})
+    t0 = time.process_time()
+    v = check(b.events, allowed=G0_ALLOWED + ["nonmonotonic-send", "unseen"])
+    assert v["failing"] == ["G1c-realtime"] and time.process_time() - t0 < 5
