@@ -24,8 +24,7 @@ from pathlib import Path
 
 import yaml
 
-import checkers
-from checkers.run import RunDir, RunMeta
+from checkers.run import RunDir, RunMeta, check_run
 from harness.broker_events import scan_broker_logs
 from harness.cluster.backends import make_backend
 from harness.cluster.service import ClusterService, cluster_ready  # noqa: F401 (cluster_ready: old import path)
@@ -122,8 +121,8 @@ def run_scenario(scn: Scenario, results_root: Path, *, source: str | None = None
         discard_node_data(run_dir)
         raise
     progress.phase = "check"
-    verdict = checkers.check(run_dir / "history.jsonl", meta=meta, allowed=scn.expected)
-    verdict["versions"] = meta.get("versions")  # what exactly was tested, also in verdict.json
+    # the run folder as any later reader sees it: meta.json, scenario.yaml's expected (checkers.run)
+    verdict = check_run(run_dir)
     (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=1, default=str))
     problems += settle_node_data(run_dir, verdict, meta, keep_data)
     progress.phase = "report"

@@ -64,18 +64,14 @@ def check_and_render(run_dir: Path, max_examples: int = 10) -> tuple[dict, Path]
     maybe no meta.json). The history is read once (checkers.history) for both. Writes
     verdict.json (with meta.json's ``versions``) and report.html; returns (verdict, report).
     Raises FileNotFoundError when run_dir has no history.jsonl."""
-    import checkers
+    from checkers.run import RunDir, check_run
 
-    run_dir = Path(run_dir)
-    if not (run_dir / "history.jsonl").is_file():
-        raise FileNotFoundError(f"{run_dir} has no history.jsonl: not a run folder")
-    h, _ = ops.read(run_dir / "history.jsonl")
-    meta = read_json(run_dir / "meta.json")[0] if (run_dir / "meta.json").exists() else None
-    scenario = read_yaml(run_dir / "scenario.yaml")[0] or {}
-    allowed = [str(x) for x in scenario.get("expected") or []]
-    verdict = checkers.check(h, meta=meta, allowed=allowed, max_examples=max_examples)
-    if meta and meta.get("versions"):
-        verdict["versions"] = meta["versions"]
+    d = RunDir(run_dir)
+    if not d.history.is_file():
+        raise FileNotFoundError(f"{run_dir} has no {d.HISTORY}: not a run folder")
+    h, _ = ops.read(d.history)
+    verdict = check_run(d.path, max_examples=max_examples, history=h)
+    run_dir = d.path
     tmp = run_dir / "verdict.json.tmp"
     tmp.write_text(json.dumps(verdict, indent=1, default=str))
     tmp.replace(run_dir / "verdict.json")

@@ -125,3 +125,14 @@ def test_eos_chaos_report_rechecks_a_killed_run(tmp_path):
 def test_eos_chaos_report_needs_a_run_folder(tmp_path):
     res = CliRunner().invoke(cli.app, ["report", str(tmp_path)])
     assert res.exit_code == 2 and "has no history.jsonl" in res.output
+
+
+def test_report_shows_the_liveness_bounds_and_fail_on(tmp_path):
+    run = run_folder(tmp_path)
+    (run / "meta.json").write_text(json.dumps(
+        {"fail_on": ["realtime-lag"], "liveness": {"realtime_lag_bound_s": 2.5}}))
+    res = CliRunner().invoke(cli.app, ["report", str(run)])
+    assert "report:" in res.output
+    html = (run / "report.html").read_text()
+    assert "realtime lag 2.5 s" in html and "stalled LSO 30.0 s" in html
+    assert "Fail the run: realtime-lag" in html
