@@ -11,7 +11,9 @@ default 15 minutes.
 
 ``find_hanging(host, bootstrap, kafka_version, broker_ids, out)`` -> FindHanging: the rows
 (``topic``, ``partition``, ``producer_id``, ``producer_epoch``, ``coordinator_epoch``,
-``start_offset``, ``last_timestamp``, ``duration_min``), the raw text and the exit codes.
+``start_offset``, ``last_timestamp``, ``duration_min``, and ``broker_id``: the broker asked; a
+partition appears once per replica that holds the open transaction), the raw text and the
+exit codes.
 Kafka 4.x only here (the tool comes from the kafka-tools jar harness.artifacts fetches for
 DumpLogSegments); raises ArtifactError otherwise.
 """
@@ -74,7 +76,7 @@ def find_hanging(host, bootstrap: str, kafka_version: str, broker_ids: list[int]
         except subprocess.TimeoutExpired:
             rc, stdout, text = -1, "", f"(no answer in {timeout:.0f} s)\n"
         res.returncodes.append(rc)
-        res.rows += parse_rows(stdout if rc == 0 else "")
+        res.rows += [dict(r, broker_id=b) for r in parse_rows(stdout if rc == 0 else "")]
         chunks.append(f"$ kafka-transactions.sh --bootstrap-server {bootstrap} find-hanging --broker-id {b} "
                       f"--max-transaction-timeout 0   (exit {rc})\n{text}")
     res.text = "\n".join(chunks)
