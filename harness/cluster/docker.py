@@ -251,12 +251,15 @@ class DockerBackend:
         return problems
 
     def _copy_data(self, container) -> None:
-        """The volume's files, read from its mount point on this host (root; dockerd is local)."""
-        import shutil
-
+        """The volume's files, read from its mount point on this host (root; dockerd is local).
+        ``cp --sparse=always``: Kafka preallocates its index files (10 MiB each, sparse), and a
+        plain copy would write them out in full (2.2 GiB per node measured)."""
         src = Path(self.client.volumes.get(container.volume).attrs["Mountpoint"])
+        dst = self.workdir / f"n{container.node_id}" / "data"
         if src.is_dir():
-            shutil.copytree(src, self.workdir / f"n{container.node_id}" / "data", dirs_exist_ok=True)
+            dst.mkdir(parents=True, exist_ok=True)
+            subprocess.run(["cp", "-a", "--sparse=always", f"{src}/.", str(dst)], check=True,
+                           capture_output=True, text=True, timeout=300)
 
     def meta(self) -> dict[str, Any]:
         return {"image": self.image, "docker_network": self.tnet.name if self.tnet else None,
