@@ -69,3 +69,23 @@ def test_reproducer_rejects_bad_arguments_in_one_line(capsys):
     # an unreachable toxiproxy is a one-line error with exit code 2, not a traceback
     assert main(["--bootstrap", "198.18.0.250:9", "--toxiproxy", "http://127.0.0.1:1"]) == 2
     assert "toxiproxy API at http://127.0.0.1:1 unreachable" in capsys.readouterr().err
+
+
+def test_checkers_judge_the_f2_driver_history():
+    """The F2 driver's history of a recorded run (results/f2-leaderless-marker/20261123T191715Z,
+    docs/findings/F2.md): T committed v1 (f2/0) and v2 (f2/1), the marker of f2/0 was skipped;
+    the checkers must call the run invalid for the torn transaction and the unseen writes."""
+    import json
+    from pathlib import Path
+
+    import checkers
+
+    d = Path(__file__).resolve().parents[1] / "data" / "real-f2-leaderless-marker"
+    meta = json.loads((d / "meta.json").read_text())
+    verdict = checkers.check(d / "history.jsonl", meta=meta, allowed=[])
+    assert verdict["valid"] is False
+    counts = verdict["anomaly_counts"]
+    assert counts.get("torn-transaction") == 1 and counts.get("unseen") == 2, counts
+    # v1 (T's, marker skipped) and v3 (U's, committed later behind the stalled LSO)
+    assert {(ex["key"], ex["value"], ex["offset"]) for ex in verdict["anomalies"]["unseen"]} == {
+        ("f2/0", 100000001, 2), ("f2/0", 200000001, 3)}
