@@ -140,7 +140,8 @@ def ensure_engine(install: bool = True, timeout: float = 60.0) -> docker.DockerC
         if not install:
             raise DockerError("dockerd is not installed: run `eos-chaos setup --docker` "
                               "(or apt-get install -y docker.io)")
-        _apt_install("docker.io")
+        # mmdebstrap too (the image's base, harness.docker.image): one apt-get update for both
+        _apt_install("docker.io", *([] if shutil.which("mmdebstrap") else ["mmdebstrap"]))
         dockerd = shutil.which("dockerd") or "/usr/sbin/dockerd"
     if os.geteuid() != 0:
         raise DockerError("no Docker engine answers and starting dockerd needs root: "
