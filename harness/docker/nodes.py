@@ -118,7 +118,7 @@ def start_script(config: str, log_file: str | None, cluster_id: str) -> str:
     q = shlex.quote
     return (
         (f"exec >>{q(log_file)} 2>&1; " if log_file else "exec 2>&1; ")
-        + f"echo \"===== eos-chaos: starting node $(date -u +%FT%TZ) =====\"; "
+        + "echo \"===== eos-chaos: starting node $(date -u +%FT%TZ) =====\"; "
         + f"if [ ! -f {DATA_DIR}/meta.properties ]; then "
         + f"/opt/kafka/bin/kafka-storage.sh format -t {q(cluster_id)} -c {q(config)} --ignore-formatted || exit 3; fi; "
         + f"exec /opt/kafka/bin/kafka-server-start.sh {q(config)}"

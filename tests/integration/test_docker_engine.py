@@ -168,10 +168,12 @@ def test_cleanup_after_a_sigkill_of_the_controller(tmp_path):
     image = build_kafka_image(DEFAULT_KAFKA_VERSION, client=client)
     run_id = f"crash-{os.getpid()}"
     (tmp_path / "server.properties").write_text("process.roles=broker\n")
-    proc = subprocess.run([sys.executable, "-c", CRASHING_CONTROLLER, run_id, image, str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == -9 and "made" in proc.stdout, proc.stderr[-2000:]
-    left = leftovers(run_id, client)
-    assert len(left["containers"]) == 2 and len(left["networks"]) == 1 and len(left["volumes"]) == 2
-    assert cleanup(run_id, client) == []
+    # the lock: another run's clean_leftovers (every run's labels) must not race this one
+    with cluster_lock():
+        proc = subprocess.run([sys.executable, "-c", CRASHING_CONTROLLER, run_id, image, str(tmp_path)],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == -9 and "made" in proc.stdout, proc.stderr[-2000:]
+        left = leftovers(run_id, client)
+        assert len(left["containers"]) == 2 and len(left["networks"]) == 1 and len(left["volumes"]) == 2
+        assert cleanup(run_id, client) == []
     assert leftovers(run_id, client) == {"containers": [], "networks": [], "volumes": []}
