@@ -7,8 +7,8 @@ the Java workers are built before the load starts, and ``finish`` adds what the 
 
 * ``meta["client"]``: ``{"name": "java" | "librdkafka", "version": ...}``;
 * ``meta["transaction_version"]``: ``{"broker": the cluster's finalized transaction.version
-  feature (KIP-584 describeFeatures, read by the Java drain; null with librdkafka, whose
-  admin API cannot read features), "client": the transaction protocol versions the producers
+  feature (KIP-584 describeFeatures, read by the Java drain; 0 when it is not finalized, as
+  on Kafka 3.9; null with librdkafka, whose admin API cannot read features), "client": the transaction protocol versions the producers
   used, sorted (Java: 2 when its TransactionManager runs KIP-890 part 2, else 1; librdkafka
   2.x implements protocol v1 only, so always [1])}``; null for a non-transactional workload.
 """
@@ -74,7 +74,10 @@ def client_meta(spec, history_path: Path, transactional: bool) -> dict[str, Any]
         used = [1]
     tv = None
     if transactional:
-        tv = {"broker": facts["broker_features"].get("transaction.version"), "client": used}
+        features = facts["broker_features"]
+        # a feature the cluster has not finalized is at level 0 (KIP-584): Kafka 3.9 lists none
+        broker = features.get("transaction.version", 0) if features else None
+        tv = {"broker": broker, "client": used}
     out: dict[str, Any] = {"client": client, "transaction_version": tv}
     if facts["broker_features"]:
         out["broker_features"] = facts["broker_features"]

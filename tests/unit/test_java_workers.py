@@ -114,6 +114,12 @@ def test_client_meta_of_librdkafka_and_of_a_non_transactional_run(tmp_path):
     assert client_meta(IdempotentSpec(), p, transactional=False)["transaction_version"] is None
 
 
+def test_an_unfinalized_transaction_version_is_level_0(tmp_path):
+    p = _history(tmp_path, [{"f": "txn", "type": "ok", "meta": {"transaction_version": 1}},
+                            {"f": "assign", "type": "ok", "meta": {"broker_features": {"metadata.version": 21}}}])
+    assert client_meta(TxnQueueSpec(client="java"), p, True)["transaction_version"] == {"broker": 0, "client": [1]}
+
+
 # -- the Java side of the table (needs the built workers) ------------------------------------
 @pytest.fixture(scope="module")
 def java_cp():
