@@ -55,7 +55,7 @@ def test_java_pipeline_is_valid_and_speaks_protocol_v2(java_run):
 
 
 def test_nemesis_reaches_the_java_workers(java_run):
-    _, events, _ = java_run
+    run, events, _ = java_run
     nem = [e["value"] for e in events if e["process"] == "nemesis" and isinstance(e["value"], dict)]
     assert any(str(v.get("result", "")).startswith("killed pid") for v in nem), nem
     assert any(str(v.get("result", "")).startswith("restarted as pid") for v in nem), nem
@@ -65,9 +65,11 @@ def test_nemesis_reaches_the_java_workers(java_run):
     assert len(procs) > len(workers), procs
     paused = [v["paused"] for v in nem if "paused" in v]
     assert paused, nem
-    for worker in paused:  # the resumed zombie is fenced (or, paused idle, exits when retired)
+    for worker in paused:  # the resumed zombie is fenced, and, retired, exits instead of registering again
         errors = [e["error"] for e in events if e.get("meta", {}).get("worker") == worker and e.get("error")]
-        assert any("Fenced" in x[0] or "fenced" in x[1].lower() for x in errors) or errors == [], errors
+        log = (run.run_dir / "logs" / f"{worker}.log").read_text(errors="replace")
+        fenced = any("Fenced" in x[0] or "fenced" in x[1].lower() for x in errors) or "fenced" in log.lower()
+        assert fenced and "retired: the producer instance is gone" in log, (worker, errors)
 
 
 def test_java_processor_records_its_rewinds(java_run):
