@@ -58,7 +58,7 @@ def external_run(tmp_path_factory, results_root):
                     "nodes": [{"id": i, "host": a.split(":")[0], "name": f"n{i}"}
                               for i, a in service.backend.addresses().items()]}},
                 "nemesis": {"faults": ["kill"], "interval_s": [9, 11], "fault_duration_s": [4, 6]},
-                "expected": ["G0", "G0-process", "G0-realtime"],  # as smoke.yaml says why
+                "expected": ["G0", "G0-process", "G0-realtime", "G1c-realtime"],  # as smoke.yaml says why
             })
             res = run_scenario(scn, results_root, source="tests/integration/test_backend_external.py")
             after = service.agent.request("describe", timeout=10)

@@ -33,7 +33,7 @@ SCENARIO = {
         "interval_s": [12, 14],
         "fault_duration_s": [6, 8],
     },
-    "expected": ["G0", "G0-process", "G0-realtime"],  # not isolated: see scenarios/smoke.yaml
+    "expected": ["G0", "G0-process", "G0-realtime", "G1c-realtime"],  # not isolated: see scenarios/smoke.yaml
 }
 
 
