@@ -25,8 +25,9 @@ def test_zoo_catches_read_uncommitted_consumers(tmp_path):
     assert (m["name"], m["runs"], m["detected"], m["rate"]) == ("read-uncommitted", 1, 1, 1.0)
     assert m["anomalies"].get("G1a") == 1 and m["ci95"][1] == 1.0
     # G1a is seen once a consumer's poll returns an aborted record: the consumers poll all
-    # along, so during the 15 s of load (a few seconds' margin for the final reads)
-    assert m["median_time_to_detect_s"] is not None and 0 < m["median_time_to_detect_s"] <= 15 + 5
+    # along, so within the run: 15 s of load, then the heal and the final drain (time to
+    # detect is an upper bound: the earliest of the listed examples, which are few)
+    assert m["median_time_to_detect_s"] is not None and 0 < m["median_time_to_detect_s"] <= 60
     assert doc["controls"] == []
     zoo_dir = results / "suites" / "zoo"
     assert json.loads((zoo_dir / "zoo.json").read_text())["mutants"][0]["detected"] == 1
