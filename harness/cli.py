@@ -86,7 +86,7 @@ def _require_tools(scn) -> None:
         console.print("[red]error:[/] `ip` (iproute2) is not on PATH: the netns backend makes its network "
                       "namespaces with it. Install it (Debian: apt-get install -y iproute2).")
         raise typer.Exit(2)
-    if "network" in needs([f.fault for f in scn.nemesis.faults]) and shutil.which("iptables") is None:
+    if "network" in needs([f.fault for f in scn.nemesis.all_faults()]) and shutil.which("iptables") is None:
         console.print("[red]error:[/] iptables is not on PATH: the partition fault drops packets with it inside "
                       "the brokers' namespaces. Install it (Debian: apt-get install -y iptables) or remove "
                       "partition from nemesis.faults.")

@@ -167,7 +167,7 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
     logs = run_dir / "logs"
     # link faults (issue 4): a toxiproxy proxy in front of every broker when a fault needs it
     service = ClusterService(make_backend(scn.cluster, run_dir / "nodes", logs, run_id=run_dir.name),
-                             logs, proxies="toxiproxy" in needs([f.fault for f in scn.nemesis.faults]),
+                             logs, proxies="toxiproxy" in needs([f.fault for f in scn.nemesis.all_faults()]),
                              seed=scn.seed, delete_topics=scn.cluster.backend == "external")
     pool = history = None
     meta: dict = {"scenario": scn.name, "workload": scn.workload.name, "seed": scn.seed,
