@@ -253,7 +253,8 @@ class ProcessorWorker(RetirableTxnProducer):
         replaces the instance."""
         assigned = {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
         # a key revoked meanwhile is left alone: its new owner starts from the committed offset
-        todo = {k: off for k, off in first.items() if (_tp(k).topic, _tp(k).partition) in assigned}
+        todo = {k: off for k, off in first.items()
+                if (k.rsplit("/", 1)[0], int(k.rsplit("/", 1)[1])) in assigned}
         if not todo:
             return
         meta = {"transactional_id": self.tid, "group_id": self.group}

@@ -187,3 +187,26 @@ def test_txn_completions_carry_the_time_commit_was_requested():
     w.emit("fail", "txn", [])  # aborted before commit: no stamp
     assert [e.get("meta", {}).get("commit_ns") for e in out] == [None, 3, None, None]
     assert out[1]["meta"]["transactional_id"] == "t"
+
+
+def test_processor_rewind_seeks_the_assigned_keys_and_records_a_rewind_op():
+    """After an abort the processor seeks back to the batch's first offsets of the keys it still
+    owns and records that as a rewind op (docs/history.md); a revoked key is left alone."""
+    from confluent_kafka import TopicPartition
+    from harness.workers.processor import ProcessorWorker
+
+    class Consumer:
+        sought: list = []
+
+        def assignment(self):
+            return [TopicPartition("in", 0), TopicPartition("in", 2)]
+
+        def seek(self, tp):
+            self.sought.append((tp.topic, tp.partition, tp.offset))
+
+    w = object.__new__(ProcessorWorker)
+    w.consumer, w.tid, w.group, events = Consumer(), "eosc-proc-0", "eosc-proc", []
+    w.emit = lambda type_, f, value, **kw: events.append((type_, f, value))
+    w.rewind({"in/0": 5, "in/1": 7, "in/2": 9})  # in/1 was revoked meanwhile
+    assert Consumer.sought == [("in", 0, 5), ("in", 2, 9)]
+    assert events == [("invoke", "rewind", {"in/0": 5, "in/2": 9}), ("ok", "rewind", {"in/0": 5, "in/2": 9})]
