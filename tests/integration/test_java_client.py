@@ -69,7 +69,10 @@ def test_nemesis_reaches_the_java_workers(java_run):
         errors = [e["error"] for e in events if e.get("meta", {}).get("worker") == worker and e.get("error")]
         log = (run.run_dir / "logs" / f"{worker}.log").read_text(errors="replace")
         fenced = any("Fenced" in x[0] or "fenced" in x[1].lower() for x in errors) or "fenced" in log.lower()
-        assert fenced and "retired: the producer instance is gone" in log, (worker, errors)
+        # paused inside init (the kill-client fault had just restarted it), the resumed zombie
+        # finishes init, which fences its replacement instead, and exits: also a correct end
+        mid_init = "retired, yet registered a new instance (paused mid-init): exiting" in log
+        assert (fenced and "retired: the producer instance is gone" in log) or mid_init, (worker, errors)
 
 
 def test_java_processor_records_its_rewinds(java_run):
