@@ -1,5 +1,5 @@
 """The bug zoo end to end on the real cluster, one mutant once: `eos-chaos zoo --only
-read-uncommitted --runs 1 --duration 15` must catch the read_uncommitted consumers (G1a) and
+read-uncommitted --runs 1 --duration 40` must catch the read_uncommitted consumers (G1a) and
 write zoo.json / zoo.html; `--json` prints the detection figures. About 70 s."""
 import json
 import subprocess
@@ -16,7 +16,7 @@ EOS = Path(sys.executable).parent / "eos-chaos"
 
 def test_zoo_catches_read_uncommitted_consumers(tmp_path):
     results = tmp_path / "results"
-    res = subprocess.run([str(EOS), "zoo", "--only", "read-uncommitted", "--runs", "1", "--duration", "15",
+    res = subprocess.run([str(EOS), "zoo", "--only", "read-uncommitted", "--runs", "1", "--duration", "40",
                           "--json", "--results", str(results)], cwd=ROOT, capture_output=True, text=True,
                          timeout=3900)  # > the cluster lock's own 3600 s wait
     assert res.returncode == 0, res.stdout + res.stderr[-4000:]
@@ -25,9 +25,9 @@ def test_zoo_catches_read_uncommitted_consumers(tmp_path):
     assert (m["name"], m["runs"], m["detected"], m["rate"]) == ("read-uncommitted", 1, 1, 1.0)
     assert m["anomalies"].get("G1a") == 1 and m["ci95"][1] == 1.0
     # G1a is seen once a consumer's poll returns an aborted record: the consumers poll all
-    # along, so within the run: 15 s of load, then the heal and the final drain (time to
+    # along, so within the run: 40 s of load, then the heal and the final drain (time to
     # detect is an upper bound: the earliest of the listed examples, which are few)
-    assert m["median_time_to_detect_s"] is not None and 0 < m["median_time_to_detect_s"] <= 60
+    assert m["median_time_to_detect_s"] is not None and 0 < m["median_time_to_detect_s"] <= 120
     assert doc["controls"] == []
     zoo_dir = results / "suites" / "zoo"
     assert json.loads((zoo_dir / "zoo.json").read_text())["mutants"][0]["detected"] == 1
