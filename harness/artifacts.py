@@ -61,7 +61,13 @@ def _pom(version: str) -> str:
     else:
         # Kafka 3.x logs through slf4j 1.7 + reload4j.
         logging = [("org.slf4j", "slf4j-reload4j", "1.7.36")]
-    deps = [("org.apache.kafka", "kafka_2.13", version), *logging]
+    return _classpath_pom("kafka-classpath", version,
+                          [("org.apache.kafka", "kafka_2.13", version), *logging])
+
+
+def _classpath_pom(artifact_id: str, version: str, deps: list[tuple[str, str, str]]) -> str:
+    """A POM whose dependencies (groupId, artifactId, version) ``mvn dependency:copy-dependencies``
+    turns into a folder of jars (Kafka's, or the Java workers' kafka-clients)."""
     body = "\n".join(
         f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId>"
         f"<version>{v}</version></dependency>"
@@ -70,7 +76,7 @@ def _pom(version: str) -> str:
     return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>kafka-eos-chaos</groupId>
-  <artifactId>kafka-classpath</artifactId>
+  <artifactId>{artifact_id}</artifactId>
   <version>{version}</version>
   <dependencies>
 {body}
@@ -370,22 +376,8 @@ JAVA_CLIENT_EXTRAS = [("com.fasterxml.jackson.core", "jackson-databind", "2.21.2
 
 
 def _java_client_pom(version: str) -> str:
-    deps = [("org.apache.kafka", "kafka-clients", version), *JAVA_CLIENT_EXTRAS]
-    body = "\n".join(
-        f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId>"
-        f"<version>{v}</version></dependency>"
-        for g, a, v in deps
-    )
-    return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>kafka-eos-chaos</groupId>
-  <artifactId>java-client-classpath</artifactId>
-  <version>{version}</version>
-  <dependencies>
-{body}
-  </dependencies>
-</project>
-"""
+    return _classpath_pom("java-client-classpath", version,
+                          [("org.apache.kafka", "kafka-clients", version), *JAVA_CLIENT_EXTRAS])
 
 
 def java_client_libs(version: str, *, fetch: bool = True) -> Path:
