@@ -10,9 +10,21 @@ from __future__ import annotations
 
 import fnmatch
 import random
-from typing import Any
+import time
+from typing import Any, Callable
 
 ROLES = ("random", "coordinator", "leader", "controller")
+
+#: How long ``resolve_target`` waits for a role's topic to appear in the metadata, in seconds.
+#: ``__transaction_state`` is created on the first FindCoordinator(TRANSACTION) a producer sends
+#: (TransactionCoordinator, auto-created internal topic); Java producers send it 5-10 s into a
+#: run on a loaded machine, after a coordinator fault scheduled at 5 s.
+ROLE_WAIT_S = 15.0
+
+
+class RoleTopicAbsent(LookupError):
+    """The topic (or partition) a role is read from is not in the metadata yet, e.g.
+    ``__transaction_state`` before any producer looked up its transaction coordinator."""
 
 
 def choose_node(rng: random.Random, nodes: list[int]) -> int:
@@ -54,10 +66,10 @@ def resolve_role(target: dict[str, Any], describe: dict[str, Any]) -> int:
         node = describe.get("controller")
     elif role == "coordinator":
         part = transaction_state_partition(target["transactional_id"], target.get("state_partitions", 50))
-        node = describe["topics"]["__transaction_state"]["partitions"][str(part)]["leader"]
+        node = _partition_leader(describe, "__transaction_state", str(part))
     elif role == "leader":
         topic, part = target["key"].rsplit("/", 1)
-        node = describe["topics"][topic]["partitions"][str(part)]["leader"]
+        node = _partition_leader(describe, topic, part)
     else:
         raise ValueError(f"unknown role {role!r}; known: {ROLES}")
     if node is None or node < 0:
@@ -65,11 +77,25 @@ def resolve_role(target: dict[str, Any], describe: dict[str, Any]) -> int:
     return int(node)
 
 
+def _partition_leader(describe: dict[str, Any], topic: str, part: str) -> Any:
+    """Leader of ``topic``/``part`` in ``describe``. Raises RoleTopicAbsent when the metadata
+    has no such topic or partition (or reports an error for the topic, e.g.
+    UNKNOWN_TOPIC_OR_PART)."""
+    tmd = describe.get("topics", {}).get(topic)
+    if tmd is None or tmd.get("error") or part not in tmd.get("partitions", {}):
+        why = (tmd or {}).get("error") or "not in the metadata"
+        raise RoleTopicAbsent(f"{topic}/{part} {why} yet")
+    return tmd["partitions"][part]["leader"]
 
-def resolve_target(admin, target: dict[str, Any]) -> int:
+
+def resolve_target(admin, target: dict[str, Any], wait_s: float = ROLE_WAIT_S, poll_s: float = 1.0,
+                   clock: Callable[[], float] = time.monotonic,
+                   sleep: Callable[[float], None] = time.sleep) -> int:
     """Node id of ``target``: ``{"node": n}`` as is, a role through ``admin`` (an AdminView:
-    the harness's agent) describing just the topics the role needs. Raises RuntimeError without
-    an admin view, LookupError when no node plays the role now."""
+    the harness's agent) describing just the topics the role needs. While the role's topic is
+    absent (``__transaction_state`` before the first transactional producer), describes again
+    every ``poll_s`` seconds for up to ``wait_s`` seconds. Raises RuntimeError without an admin
+    view, LookupError when no node plays the role now or the topic did not appear in time."""
     if "node" in target:
         return int(target["node"])
     if admin is None:
@@ -79,4 +105,11 @@ def resolve_target(admin, target: dict[str, Any]) -> int:
         topics = ["__transaction_state"]
     elif target["role"] == "leader":
         topics = [target["key"].rsplit("/", 1)[0]]
-    return resolve_role(target, admin.request("describe", timeout=5, topics=topics))
+    deadline = clock() + wait_s
+    while True:
+        try:
+            return resolve_role(target, admin.request("describe", timeout=5, topics=topics))
+        except RoleTopicAbsent as exc:
+            if clock() + poll_s > deadline:
+                raise LookupError(f"no {target['role']} for {target}: {exc} after {wait_s:g} s") from None
+        sleep(poll_s)
