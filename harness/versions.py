@@ -101,6 +101,9 @@ def collect_versions(scenario: Any = None, meta: dict | None = None) -> dict[str
     workload = getattr(scenario, "workload", None)
     backend = meta.get("backend") or getattr(cluster, "backend", None) or ("netns" if scenario else None)
     client = meta.get("client") or getattr(workload, "client", None)
+    client_version = None
+    if isinstance(client, dict):  # meta.json's {"name": "java", "version": "4.3.1"} (harness.workloads.clients)
+        client, client_version = client.get("name"), client.get("version")
     found: dict[str, Any] = {
         "harness": harness_version(),
         "kafka": meta.get("kafka_version") or getattr(cluster, "kafka_version", None),
@@ -113,8 +116,8 @@ def collect_versions(scenario: Any = None, meta: dict | None = None) -> dict[str
     if client == "java":
         from harness.java import DEFAULT_JAVA_CLIENT_VERSION
 
-        found["java-client"] = (meta.get("java_client_version") or getattr(workload, "java_client_version", None)
-                                or DEFAULT_JAVA_CLIENT_VERSION)
+        found["java-client"] = (client_version or meta.get("java_client_version")
+                                or getattr(workload, "java_client_version", None) or DEFAULT_JAVA_CLIENT_VERSION)
     if getattr(workload, "name", None) == "spark" or meta.get("workload") == "spark":
         found["spark"] = _package("pyspark")
     found["python"] = platform.python_version()

@@ -174,3 +174,16 @@ def test_java_refuses_the_busy_txn_queue_variant():
         pytest.skip("no busy variant in this tree")
     with pytest.raises(ValidationError, match="client: java has no txn-producers worker"):
         TxnQueueSpec(client="java", producers_per_worker=4)
+
+
+def test_versions_name_the_java_client_from_the_runs_meta():
+    """meta.json's ``client`` is {"name", "version"} (client_meta): the runs before this test
+    had no java-client (nor jdk on docker) in their versions."""
+    from harness.scenario import load_scenario
+    from harness.versions import collect_versions
+
+    v = collect_versions(load_scenario("scenarios/java/smoke.yaml"),
+                         {"client": {"name": "java", "version": "4.1.1"}, "backend": "docker"})
+    assert v["java-client"] == "4.1.1" and "jdk" in v
+    v = collect_versions(load_scenario("scenarios/smoke.yaml"), {"client": {"name": "librdkafka", "version": "2.16.0"}})
+    assert "java-client" not in v
