@@ -11,7 +11,8 @@ one JSON reply per line on its stdout::
 Commands: ``describe`` (brokers, controller id, per-partition leader/replicas/ISR of the
 non-internal topics, or of ``topics`` when given), ``create_topics`` (names, partitions,
 replication factor, configs; waits for the result), ``delete_topics`` (names; {name: "deleted" |
-"absent"}), ``watermarks`` (high watermarks of keys).
+"absent"}), ``delete_groups`` (every consumer group whose id starts with ``prefix``; {group:
+"deleted" | error}), ``watermarks`` (high watermarks of keys).
 
 ``config`` (a JSON object, second argument) holds librdkafka settings every client of the
 cluster needs, such as an external cluster's ``security.protocol`` / ``sasl.*`` / ``ssl.*``.
@@ -109,6 +110,33 @@ def _delete_topics(admin, names: list[str], timeout: float) -> dict:
     return out
 
 
+def _delete_groups(admin, prefix: str, timeout: float) -> dict:
+    """Delete every consumer group whose id starts with ``prefix`` (an external run's groups,
+    harness.cluster.clients.RunNames); {group: "deleted" | the error}. A group that still has
+    members (a static member, KIP-345, stays until its session times out) is retried until
+    ``timeout`` seconds have passed."""
+    if not prefix:
+        raise ValueError("delete_groups needs a non-empty prefix")
+    listed = admin.list_consumer_groups(request_timeout=timeout).result(timeout=timeout)
+    todo = sorted(g.group_id for g in listed.valid if g.group_id.startswith(prefix))
+    out: dict[str, str] = {}
+    deadline = time.monotonic() + timeout
+    while todo:
+        retry = []
+        for group, fut in admin.delete_consumer_groups(todo, request_timeout=timeout).items():
+            try:
+                fut.result(timeout=timeout)
+                out[group] = "deleted"
+            except Exception as exc:
+                out[group] = f"{type(exc).__name__}: {exc}"
+                if ErrorFacts.of(exc).name == "NON_EMPTY_GROUP" and time.monotonic() < deadline:
+                    retry.append(group)
+        todo = retry
+        if todo:
+            time.sleep(1.0)
+    return out
+
+
 def _watermarks(bootstrap: str, keys: list[str], timeout: float, config: dict | None = None) -> dict:
     from confluent_kafka import Consumer, TopicPartition
 
@@ -143,6 +171,8 @@ def serve(bootstrap: str, config: dict | None = None) -> None:
                                      req.get("configs", {}), timeout)
             elif cmd == "delete_topics":
                 res = _delete_topics(admin, req["names"], timeout)
+            elif cmd == "delete_groups":
+                res = _delete_groups(admin, req["prefix"], timeout)
             elif cmd == "watermarks":
                 res = _watermarks(bootstrap, req["keys"], timeout, config)
             else:

@@ -27,6 +27,7 @@ import yaml
 from checkers.run import RunDir, RunMeta, check_run
 from harness.broker_events import scan_broker_logs
 from harness.cluster.backends import make_backend
+from harness.cluster.clients import cluster_workload, renamed_targets, run_names
 from harness.cluster.service import ClusterService, cluster_ready  # noqa: F401 (cluster_ready: old import path)
 from harness.history import HistoryWriter
 from harness.lock import cluster_lock
@@ -166,9 +167,14 @@ def settle_node_data(run_dir: Path, verdict: dict, meta: dict, keep_data: bool) 
 def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.Event) -> tuple[dict, list[str]]:
     logs = run_dir / "logs"
     # link faults (issue 4): a toxiproxy proxy in front of every broker when a fault needs it
+    # an external cluster is shared: the run's topics, group ids and transactional.ids carry a
+    # run prefix (harness.cluster.clients), and the role targets name them
+    names = run_names(scn.cluster, run_dir.name)
+    scn = renamed_targets(scn, names)
     service = ClusterService(make_backend(scn.cluster, run_dir / "nodes", logs, run_id=run_dir.name),
                              logs, proxies="toxiproxy" in needs([f.fault for f in scn.nemesis.all_faults()]),
-                             seed=scn.seed, delete_topics=scn.cluster.backend == "external")
+                             seed=scn.seed, delete_topics=scn.cluster.backend == "external",
+                             group_prefix=names.prefix)
     pool = history = None
     meta: dict = {"scenario": scn.name, "workload": scn.workload.name, "seed": scn.seed,
                   "kafka_version": scn.cluster.kafka_version, "fail_on": scn.fail_on,
@@ -182,8 +188,9 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         t0 = time.monotonic()
         service.start(timeout=180)
         meta.update(service.meta())
-        workload = WORKLOADS[scn.workload.name](with_client_config(scn.workload, service.client_config),
-                                                service.bootstrap, scn.seed)
+        ext = scn.cluster.external
+        workload = cluster_workload(WORKLOADS[scn.workload.name], scn.workload, service.bootstrap, scn.seed,
+                                    names, service.client_config, ext.java_client if ext else None)
         meta.update(workload.meta(), keys=workload.keys())
         min_isr = min(2, scn.cluster.nodes)
         topics = workload.topics()
@@ -229,16 +236,6 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         meta["teardown_problems"] += [f"meta.json: {b}" for b in bad]
         RunDir(run_dir).meta.write_text(run_meta.to_json() if not bad else json.dumps(meta, indent=1))
     return meta, problems
-
-
-def with_client_config(spec, config: dict[str, str]):
-    """The workload spec with ``config`` (the cluster's client security settings) merged
-    under its own ``producer`` / ``consumer`` settings, where the spec has them."""
-    if not config:
-        return spec
-    update = {k: {**config, **getattr(spec, k)} for k in ("producer", "consumer")
-              if isinstance(getattr(spec, k, None), dict)}
-    return spec.model_copy(update=update)
 
 
 def _load(scn: Scenario, run_dir: Path, ctx: NemesisContext, history: HistoryWriter,

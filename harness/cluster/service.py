@@ -135,15 +135,18 @@ class ClusterService:
     through them (link faults, harness.toxiproxy). ``logdir``: agent.log, toxiproxy.log and
     the backend's node logs. ``delete_topics``: delete the topics this service created when
     it stops (the external backend: a cluster that is not ours keeps nothing of the run).
+    ``group_prefix``: also delete, when it stops, every consumer group whose id starts with it
+    (the run's, harness.cluster.clients.RunNames; "" deletes none).
     """
 
     def __init__(self, backend: Backend, logdir: Path, *, proxies: bool = False, seed: int = 0,
-                 delete_topics: bool = False):
+                 delete_topics: bool = False, group_prefix: str = ""):
         self.backend = backend
         self.logdir = Path(logdir)
         self.want_proxies = proxies
         self.seed = seed
         self.delete_topics = delete_topics
+        self.group_prefix = group_prefix
         self.proxies: ClientProxies | None = None
         self.agent: Agent | None = None
         self.created_topics: list[str] = []
@@ -218,6 +221,8 @@ class ClusterService:
         steps = []
         if self.delete_topics and self.created_topics:
             steps.append(("the run's topics", self._delete_topics))
+        if self.group_prefix and self.agent:
+            steps.append(("the run's consumer groups", self._delete_groups))
         steps += [("admin agent", lambda: self.agent.close() if self.agent else None),
                   ("toxiproxy", lambda: self.proxies.stop() if self.proxies else []),
                   ("nodes", self.backend.stop)]
@@ -234,6 +239,11 @@ class ClusterService:
         left = [f"topic {n} could not be deleted: {r}" for n, r in sorted(res.items())
                 if r not in ("deleted", "absent")]
         return left
+
+    def _delete_groups(self) -> list[str]:
+        # a static member (KIP-345) stays in its group until its session (10 s) times out
+        res = self.agent.request("delete_groups", timeout=30, prefix=self.group_prefix)
+        return [f"consumer group {g} could not be deleted: {r}" for g, r in sorted(res.items()) if r != "deleted"]
 
     def clean(self) -> list[str]:
         """Remove what ``start`` made; return what could not be removed."""

@@ -25,6 +25,12 @@ class Worker:
                 self.stopping.set()
         self.stopping.set()  # stdin closed: the controller is gone
 
+    def kafka_conf(self, conf: dict[str, Any]) -> dict[str, Any]:
+        """``conf`` with the cluster's client security settings on top (``cfg["security"]``:
+        an external cluster's security.protocol / sasl.* / ssl.*, harness.cluster.clients).
+        Every Kafka client a worker makes takes its settings through here."""
+        return {**conf, **(self.cfg.get("security") or {})}
+
     def now(self) -> int:
         return time.monotonic_ns() - self.start_ns
 

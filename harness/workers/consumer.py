@@ -31,7 +31,7 @@ class ConsumerWorker(Worker):
     final = False
 
     def consumer(self) -> Consumer:
-        return Consumer({
+        return Consumer(self.kafka_conf({
             "bootstrap.servers": self.cfg["bootstrap"],
             "group.id": self.cfg.get("group_id", "eosc-readers"),
             "enable.auto.commit": False,
@@ -41,7 +41,7 @@ class ConsumerWorker(Worker):
             "fetch.wait.max.ms": 100,
             "socket.timeout.ms": 10000,
             **self.cfg.get("consumer", {}),
-        })
+        }))
 
     def meta(self) -> dict | None:
         meta = {"isolation_level": self.cfg.get("isolation_level", "read_committed")}

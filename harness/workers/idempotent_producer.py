@@ -72,7 +72,7 @@ class IdempotentProducerWorker(Worker):
     def send(self) -> None:
         """One ``send`` op; see the module docstring for outcomes."""
         if self.producer is None:
-            self.producer = Producer(self.conf())
+            self.producer = Producer(self.kafka_conf(self.conf()))
             self.fatal = None
         sends = self.choose_sends()
         offsets: dict[int, int] = {}

@@ -27,8 +27,8 @@ class PipelineDrainWorker(DrainWorker):
         keys = self.cfg["input_keys"]
         meta = {"group_id": self.cfg["pipeline_group"], "final": True}
         self.emit("invoke", "committed-offsets", keys, meta=meta)
-        c = Consumer({"bootstrap.servers": self.cfg["bootstrap"], "group.id": self.cfg["pipeline_group"],
-                      "isolation.level": "read_committed", "enable.auto.commit": False})
+        c = Consumer(self.kafka_conf({"bootstrap.servers": self.cfg["bootstrap"], "group.id": self.cfg["pipeline_group"],
+                                      "isolation.level": "read_committed", "enable.auto.commit": False}))
         deadline = time.monotonic() + 60
         try:
             while True:

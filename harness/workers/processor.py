@@ -120,7 +120,7 @@ class ProcessorWorker(RetirableTxnProducer):
         transaction), then join the group. False when init failed."""
         if not self.init():
             return False
-        self.consumer = Consumer(self.consumer_conf())
+        self.consumer = Consumer(self.kafka_conf(self.consumer_conf()))
         self.consumer.subscribe([self.cfg["input_topic"]], on_assign=self._on_assign,
                                 on_revoke=self._on_revoke)
         return True
@@ -154,8 +154,8 @@ class ProcessorWorker(RetirableTxnProducer):
     def group_metadata(self):
         if self.cfg.get("group_metadata", "member") == "group-only":
             if self.standalone is None:  # never subscribes: generation -1, no member id
-                self.standalone = Consumer({"bootstrap.servers": self.cfg["bootstrap"],
-                                            "group.id": self.group})
+                self.standalone = Consumer(self.kafka_conf({"bootstrap.servers": self.cfg["bootstrap"],
+                                                            "group.id": self.group}))
             return self.standalone.consumer_group_metadata()
         return self.consumer.consumer_group_metadata()
 

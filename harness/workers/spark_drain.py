@@ -91,9 +91,9 @@ class SparkDrainWorker(DrainWorker):
                 "spark_end": {k: end.get(k) for k in high}, "behind": behind}
 
     def read_output(self, keys: list[str]) -> int:
-        c = Consumer({"bootstrap.servers": self.cfg["bootstrap"], "group.id": "eosc-spark-output",
-                      "enable.auto.commit": False, "isolation.level": "read_uncommitted",
-                      "enable.partition.eof": False, "fetch.wait.max.ms": 100})
+        c = Consumer(self.kafka_conf({"bootstrap.servers": self.cfg["bootstrap"], "group.id": "eosc-spark-output",
+                                      "enable.auto.commit": False, "isolation.level": "read_uncommitted",
+                                      "enable.partition.eof": False, "fetch.wait.max.ms": 100}))
         deadline = time.monotonic() + float(self.cfg.get("drain_timeout_s", 60))
         high = {}
         for key in keys:

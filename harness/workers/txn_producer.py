@@ -66,7 +66,7 @@ class TxnProducerWorker(Worker):
     # -- instances -----------------------------------------------------------------------
     def init(self) -> bool:
         """Create a producer instance and register it (``init`` op). True when it completed ok."""
-        self.producer = Producer(self.conf())
+        self.producer = Producer(self.kafka_conf(self.conf()))
         meta = {"transactional_id": self.tid}
         self.emit("invoke", "init", None, meta=meta)
         deadline = time.monotonic() + 60

@@ -70,19 +70,21 @@ class EosPipeline(TxnQueue):
     spec: EosPipelineSpec
 
     def topics(self) -> list[TopicSpec]:
-        return [TopicSpec(IN, self.spec.partitions), TopicSpec(OUT, self.spec.partitions)]
+        return [TopicSpec(self.names.topic(IN), self.spec.partitions),
+                TopicSpec(self.names.topic(OUT), self.spec.partitions)]
 
     def input_keys(self) -> list[str]:
-        return [f"{IN}/{p}" for p in range(self.spec.partitions)]
+        return [f"{self.names.topic(IN)}/{p}" for p in range(self.spec.partitions)]
 
     def key_map(self) -> dict[str, str]:
-        return {f"{IN}/{p}": f"{OUT}/{p}" for p in range(self.spec.partitions)}
+        i, o = self.names.topic(IN), self.names.topic(OUT)
+        return {f"{i}/{p}": f"{o}/{p}" for p in range(self.spec.partitions)}
 
     def writers(self) -> list[WorkerSpec]:
         s = self.spec
         inputs = [
             WorkerSpec(f"producer-{i}", "txn-producer", {
-                "bootstrap": self.bootstrap, "keys": self.input_keys(), "transactional_id": f"eosc-in-{i}",
+                "bootstrap": self.bootstrap, "keys": self.input_keys(), "transactional_id": self.names.client_id(f"eosc-in-{i}"),
                 "seed": self.seed * 1000 + i, "value_base": next(self._spawns) * VALUE_STRIDE,
                 "max_sends": s.max_sends_per_txn, "abort_probability": s.abort_probability,
                 "producer": s.producer,
@@ -91,8 +93,9 @@ class EosPipeline(TxnQueue):
         ]
         processors = [
             WorkerSpec(f"processor-{i}", "processor", {
-                "bootstrap": self.bootstrap, "input_topic": IN, "output_topic": OUT,
-                "transactional_id": f"eosc-proc-{i}", "group_id": GROUP,
+                "bootstrap": self.bootstrap, "input_topic": self.names.topic(IN),
+                "output_topic": self.names.topic(OUT), "transactional_id": self.names.client_id(f"eosc-proc-{i}"),
+                "group_id": self.names.client_id(GROUP),
                 "seed": self.seed * 1000 + 500 + i, "spawn": next(self._spawns), "max_batch": s.max_batch,
                 "abort_probability": s.processor_abort_probability,
                 "offsets": s.offsets, "group_metadata": s.group_metadata,
@@ -106,7 +109,7 @@ class EosPipeline(TxnQueue):
     def drain(self) -> WorkerSpec:
         base = super().drain()
         return WorkerSpec(base.name, "pipeline-drain",
-                          dict(base.cfg, pipeline_group=GROUP, input_keys=self.input_keys()))
+                          dict(base.cfg, pipeline_group=self.names.client_id(GROUP), input_keys=self.input_keys()))
 
     def respawn(self, spec: WorkerSpec) -> WorkerSpec:
         """Input producers: txn-queue's (same transactional.id, fresh values). Processors: the
@@ -117,5 +120,5 @@ class EosPipeline(TxnQueue):
 
     def meta(self) -> dict:
         return {"transactional": True, "isolation_level": self.spec.isolation_level,
-                "pipeline": {"keys": self.key_map(), "group_id": GROUP, "value_divisor": OUTPUT_FACTOR},
+                "pipeline": {"keys": self.key_map(), "group_id": self.names.client_id(GROUP), "value_divisor": OUTPUT_FACTOR},
                 "pipeline_offsets": self.spec.offsets, "pipeline_group_metadata": self.spec.group_metadata}

@@ -69,12 +69,16 @@ class TxnQueueSpec(ClientSpec):
 
 
 class TxnQueue:
-    def __init__(self, spec: TxnQueueSpec, bootstrap: str, seed: int):
+    def __init__(self, spec: TxnQueueSpec, bootstrap: str, seed: int, names=None):
+        from harness.cluster.clients import RunNames
+
         self.spec, self.bootstrap, self.seed = spec, bootstrap, seed
+        # the run's topics, group ids and transactional.ids (prefixed on an external cluster)
+        self.names = names or RunNames()
         self._spawns = itertools.count(1)
 
     def topics(self) -> list[TopicSpec]:
-        return [TopicSpec(f"t{i}", self.spec.partitions) for i in range(self.spec.topics)]
+        return [TopicSpec(self.names.topic(f"t{i}"), self.spec.partitions) for i in range(self.spec.topics)]
 
     def keys(self) -> list[str]:
         return [f"{t.name}/{p}" for t in self.topics() for p in range(t.partitions)]
@@ -86,7 +90,7 @@ class TxnQueue:
         })
 
     def readers(self) -> list[WorkerSpec]:
-        return [self._reader(f"consumer-{i}", "consumer", f"eosc-reader-{i}") for i in range(self.spec.consumers)]
+        return [self._reader(f"consumer-{i}", "consumer", self.names.client_id(f"eosc-reader-{i}")) for i in range(self.spec.consumers)]
 
     def _producer_cfg(self) -> dict:
         return {"bootstrap": self.bootstrap, "keys": self.keys(), "max_sends": self.spec.max_sends_per_txn,
@@ -98,14 +102,14 @@ class TxnQueue:
             per, n = self.spec.producers_per_worker, self.spec.producers
             return [
                 WorkerSpec(f"producer-{w}", "txn-producers", dict(
-                    self._producer_cfg(), transactional_ids=[f"eosc-txn-{i}" for i in range(lo, min(lo + per, n))],
+                    self._producer_cfg(), transactional_ids=[self.names.client_id(f"eosc-txn-{i}") for i in range(lo, min(lo + per, n))],
                     seed=self.seed * 1000 + w, value_base=next(self._spawns) * VALUE_STRIDE,
                     min_sends=self.spec.min_sends_per_txn, think_ms=self.spec.think_time_ms))
                 for w, lo in enumerate(range(0, n, per))
             ]
         return [
             WorkerSpec(f"producer-{i}", "txn-producer", {
-                "bootstrap": self.bootstrap, "keys": self.keys(), "transactional_id": f"eosc-txn-{i}",
+                "bootstrap": self.bootstrap, "keys": self.keys(), "transactional_id": self.names.client_id(f"eosc-txn-{i}"),
                 "seed": self.seed * 1000 + i, "value_base": next(self._spawns) * VALUE_STRIDE,
                 "max_sends": self.spec.max_sends_per_txn,
                 "abort_probability": self.spec.abort_probability, "producer": self.spec.producer,
@@ -117,7 +121,7 @@ class TxnQueue:
     def drain(self) -> WorkerSpec:
         # the drain reads as the consumers do (read_uncommitted in the negative control too),
         # so that what it reads is judged by the same rules
-        return self._reader("final-reader", "drain", "eosc-final")
+        return self._reader("final-reader", "drain", self.names.client_id("eosc-final"))
 
     def respawn(self, spec: WorkerSpec) -> WorkerSpec:
         """A restarted worker keeps its transactional.id but takes fresh values."""

@@ -56,6 +56,7 @@ final class Consumers {
             p.put("key.deserializer", ByteArrayDeserializer.class.getName());
             p.put("value.deserializer", ByteArrayDeserializer.class.getName());
             Json.putAll(p, cfg.get("consumer"));
+            Json.putAll(p, cfg.get("security"));  // an external cluster's (harness.cluster.clients)
             return new KafkaConsumer<>(p);
         }
 
@@ -127,6 +128,7 @@ final class Consumers {
             Properties p = new Properties();
             p.put("bootstrap.servers", cfg.get("bootstrap").asText());
             p.put("request.timeout.ms", "10000");
+            Json.putAll(p, cfg.get("security"));
             Map<String, Object> out = new TreeMap<>();
             try (Admin admin = Admin.create(p)) {
                 FeatureMetadata fm = admin.describeFeatures().featureMetadata().get(20, TimeUnit.SECONDS);

@@ -51,6 +51,7 @@ final class IdempotentProducer extends Worker {
         p.put("key.serializer", ByteArraySerializer.class.getName());
         p.put("value.serializer", ByteArraySerializer.class.getName());
         Json.putAll(p, cfg.get("producer"));
+        Json.putAll(p, cfg.get("security"));  // an external cluster's (harness.cluster.clients)
         return p;
     }
 

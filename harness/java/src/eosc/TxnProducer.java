@@ -100,6 +100,7 @@ class TxnProducer extends Worker {
 
     void extra(Properties p, String section) {
         Json.putAll(p, cfg.get(section));
+        Json.putAll(p, cfg.get("security"));  // an external cluster's (harness.cluster.clients)
     }
 
     Map<String, Object> meta() {
