@@ -291,9 +291,14 @@ def external_faults(ext: ExternalSpec, faults: list[str]) -> None:
                                  f"templates cluster.external.commands.{' and .'.join(missing)} (missing: "
                                  f"{', '.join(missing)})")
         elif FAULTS[f].needs:
-            raise ValueError(f"fault {f} needs {'/'.join(FAULTS[f].needs)} in front of or inside the brokers, "
-                             "which the external backend cannot set up; offered there: kill and pause "
-                             "(with command templates), kill-client, pause-client, zombie")
+            # docs/backends.md "Why no link faults on external" says what building them would take
+            why = ("every broker would have to advertise a listener at a toxiproxy proxy this machine "
+                   "runs (advertised.listeners host:port per broker), a broker config change the run may "
+                   "not make on a cluster it did not start" if "toxiproxy" in FAULTS[f].needs else
+                   "it needs iptables rules inside every broker's network namespace")
+            raise ValueError(f"fault {f} is not offered on the external backend: {why}; run it with "
+                             "--backend netns or docker. Offered on external: kill and pause (with command "
+                             "templates), kill-client, pause-client, zombie")
 
 
 def external_workload(ext: ExternalSpec, workload) -> None:

@@ -33,9 +33,10 @@ def test_external_without_templates_offers_client_faults_only():
     msg = error({"backend": "external", "external": dict(EXT, nodes=NODES, commands={"pause": "p {id}"})},
                 ["pause"])
     assert "missing: resume" in msg
-    assert "external backend cannot set up" in error({"backend": "external", "external": EXT}, ["partition"])
-    assert "external backend cannot set up" in error({"backend": "external", "external": EXT},
-                                                     [{"fault": "toxic", "type": "latency"}])
+    msg = error({"backend": "external", "external": EXT}, ["partition"])
+    assert "partition is not offered on the external backend" in msg and "iptables" in msg
+    msg = error({"backend": "external", "external": EXT}, [{"fault": "toxic", "type": "latency"}])
+    assert "advertise a listener at a toxiproxy proxy" in msg and "--backend netns or docker" in msg
 
 
 def test_external_fields_are_checked_at_load():
