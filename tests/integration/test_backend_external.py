@@ -5,7 +5,10 @@ under the machine's lock), lets the root namespace reach them (an address on the
 user's cluster is reached from the machine itself), and writes one tiny shell script per node
 and action. The external run knows nothing but the bootstrap servers and the command
 templates ``sh DIR/kill-{id}.sh`` etc.: every broker kill and restart goes through them. The
-run must be valid, its topics deleted at the end, and the nodes running again. ~1.5 min.
+run must be valid, its topics deleted at the end, and the nodes running again. A second, short
+eos-pipeline run (client kills only) checks the run prefix on a cluster that already holds the
+workloads' unprefixed names: a topic ``t0`` and a consumer group ``eosc-proc`` with a committed
+offset, both left as they were, while the runs' own prefixed topics and groups are gone. ~2.5 min.
 """
 import json
 import shlex
@@ -60,15 +63,53 @@ def external_run(tmp_path_factory, results_root):
                 "nemesis": {"faults": ["kill"], "interval_s": [9, 11], "fault_duration_s": [4, 6]},
                 "expected": ["G0", "G0-process", "G0-realtime", "G1c-realtime"],  # as smoke.yaml says why
             })
+            _bystanders(service)
             res = run_scenario(scn, results_root, source="tests/integration/test_backend_external.py")
+            pipe = Scenario.model_validate({
+                "name": "external-pipeline-it", "seed": 1, "duration": 20,
+                "workload": {"name": "eos-pipeline", "processors": 2, "partitions": 2},
+                "cluster": {"backend": "external", "external": {"bootstrap": service.backend.bootstrap}},
+                "nemesis": {"faults": ["kill-client"], "interval_s": [6, 8], "fault_duration_s": [2, 3]},
+            })
+            res2 = run_scenario(pipe, results_root, source="tests/integration/test_backend_external.py")
             after = service.agent.request("describe", timeout=10)
-            yield res, after
+            after["groups"] = _groups(service.backend.bootstrap)
+            yield res, after, res2
         finally:
             assert service.teardown() == []
 
 
+def _bystanders(service: ClusterService) -> None:
+    """What the cluster held before the runs: a topic t0 and a group eosc-proc that committed
+    offset 1 on it (the names a run would use without its prefix)."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    service.agent.request("create_topics", timeout=30, names=["t0"], partitions=1, replication_factor=3,
+                          configs={})
+    p = Producer({"bootstrap.servers": service.backend.bootstrap})
+    p.produce("t0", b"bystander", partition=0)
+    assert p.flush(30) == 0
+    c = Consumer({"bootstrap.servers": service.backend.bootstrap, "group.id": "eosc-proc"})
+    c.commit(offsets=[TopicPartition("t0", 0, 1)], asynchronous=False)
+    c.close()
+
+
+def _groups(bootstrap: str) -> dict[str, dict]:
+    """group id -> {"topic/partition": committed offset} of every consumer group on the cluster."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    ids = [g.group_id for g in admin.list_consumer_groups().result(timeout=30).valid]
+    out = {}
+    for gid in ids:
+        res = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(gid)])[gid].result(timeout=30)
+        out[gid] = {f"{tp.topic}/{tp.partition}": tp.offset for tp in res.topic_partitions}
+    return out
+
+
 def test_external_smoke_is_valid_with_kills_through_templates(external_run):
-    res, _ = external_run
+    res, _, _ = external_run
     assert res.verdict["valid"] is True, json.dumps(res.verdict.get("anomalies"), indent=1)[:3000]
     meta = json.loads((res.run_dir / "meta.json").read_text())
     assert meta["backend"] == "external" and meta["teardown_problems"] == []
@@ -78,13 +119,31 @@ def test_external_smoke_is_valid_with_kills_through_templates(external_run):
     assert len(kills) >= 2 and all(k["result"] == "killed" for k in kills), kills
     log = (res.run_dir / "logs" / "commands.log").read_text()
     for k in kills:
-        assert f"sh " in log and f"kill-{k['node']}.sh" in log
+        assert "sh " in log and f"kill-{k['node']}.sh" in log
     assert log.count("exit 0") == log.count("$ ")  # every command succeeded
 
 
 def test_external_run_leaves_the_cluster_as_it_found_it(external_run):
-    res, after = external_run
+    res, after, res2 = external_run
     assert after["brokers"] == [1, 2, 3]  # killed nodes were started again
-    keys = json.loads((res.run_dir / "meta.json").read_text())["keys"]
-    topics = {k.rsplit("/", 1)[0] for k in keys}
-    assert topics and not topics & set(after["topics"]), after["topics"]  # the run's topics are gone
+    for r in (res, res2):
+        prefix = f"eosc-{r.run_dir.name}-"
+        meta = json.loads((r.run_dir / "meta.json").read_text())
+        topics = {k.rsplit("/", 1)[0] for k in meta["keys"]}
+        assert topics and all(t.startswith(prefix) for t in topics), topics
+        assert meta["teardown_problems"] == []
+        assert not any(t.startswith(prefix) for t in after["topics"]), after["topics"]  # the run's topics are gone
+        assert not any(g.startswith(prefix) for g in after["groups"]), after["groups"]  # and its groups
+    # the pipeline's group and transactional.ids carried the prefix while it ran
+    meta2 = json.loads((res2.run_dir / "meta.json").read_text())
+    assert meta2["pipeline"]["group_id"] == f"eosc-{res2.run_dir.name}-proc"
+    tids = {e.get("meta", {}).get("transactional_id") for e in map(json.loads, (res2.run_dir / "history.jsonl")
+                                                                      .read_text().splitlines())} - {None}
+    assert tids and all(t.startswith(f"eosc-{res2.run_dir.name}-") for t in tids), tids
+    # what was there before is untouched: topic t0 and group eosc-proc with its offset
+    assert "t0" in after["topics"] and after["groups"].get("eosc-proc") == {"t0/0": 1}, after["groups"]
+
+
+def test_external_pipeline_with_the_run_prefix_is_valid(external_run):
+    _, _, res2 = external_run
+    assert res2.verdict["valid"] is True, json.dumps(res2.verdict.get("anomalies"), indent=1)[:3000]
