@@ -9,7 +9,9 @@ lasts) and a load time. ``to_scenario`` turns one into a runnable scenario whose
 ``Explorer.explore`` calls ``hypothesis.find`` with a predicate that runs the scenario on the
 real cluster (``runner``: harness.runner.run_scenario, or a fake in unit tests):
 
-* searching, one run per example; the first run whose verdict is invalid fixes the
+* searching, one run per example: first the scenario's own seeded draws (seeds 1..``seeded``,
+  put into the example database as Hypothesis choice sequences: ``seeded_schedule``,
+  ``schedule_choices``), then drawn ones; the first run whose verdict is invalid fixes the
   *original kinds* (its failing anomalies) and Hypothesis starts shrinking (fewer faults, a
   shorter load, the first-listed fault kinds and nodes, earlier and shorter faults: what
   Hypothesis's shrinker makes of lists and integers drawn from the low end);
@@ -47,6 +49,9 @@ from nemesis.registry import FAULTS, SPEC_KEYS, choose_client_target, choose_nod
 
 #: shortest load an example may have (s): the workers need a few seconds to start
 MIN_LOAD_S = 10
+#: version of the schedule encoding (``schedules``); part of the example database's key, so a
+#: database written by another version is not read as this one's
+STRATEGY_VERSION = 2
 
 
 class ExploreError(ValueError):
@@ -72,17 +77,23 @@ def fault_choices(scn: Scenario) -> list[dict]:
     return [{k: v for k, v in f.as_dict().items() if k != "weight"} for f in scn.nemesis.faults]
 
 
-def schedules(scn: Scenario, *, max_faults: int | None = None, min_load_s: int = MIN_LOAD_S):
-    """Hypothesis strategy of schedules for ``scn`` (see the module docstring). Load time:
-    integer seconds in [min_load_s, scn.duration]; faults: 1..max_faults (default: as many as
-    the seeded draw could fit, at most 8), each an index into ``scn.nemesis.faults``, an
-    integer start in [0, load) s and length in the scenario's fault_duration_s range, and a
-    target (node or client drawn from the low end; other kinds' targets from a drawn integer
-    through the fault kind's own chooser). Raises ExploreError for a scenario without faults."""
-    from hypothesis import strategies as st
+def fault_slots(scn: Scenario) -> list[int]:
+    """Indices into ``fault_choices(scn)``, each repeated by its weight relative to the
+    lightest fault (rounded, 1..8 times): the search draws a fault about as often as the
+    seeded draw does, and shrinks toward the first-listed one."""
+    ws = [float(f.weight) for f in scn.nemesis.faults]
+    return [i for i, w in enumerate(ws) for _ in range(max(1, min(8, round(w / min(ws)))))] if ws else []
 
-    faults = fault_choices(scn)
-    if not faults:
+
+def bounds(scn: Scenario, max_faults: int | None = None, min_load_s: int = MIN_LOAD_S) -> dict:
+    """The integer ranges ``schedules`` draws from (all in seconds): ``load`` (min_load_s ..
+    duration), ``at`` (the scenario's first_fault_s .. duration - 1: a fault in the first
+    seconds hits workers and a ``__transaction_state`` that do not exist yet), ``length``
+    (fault_duration_s's low end .. max(its high end, duration / 2): outages longer than the
+    seeded draw's are what timeout-driven bugs need, e.g. F1 needs a link held longer than
+    the producers' flush timeout) and ``faults`` (1..max_faults; default as many as the
+    seeded draw could fit, at most 8). Raises ExploreError as ``schedules`` does."""
+    if not scn.nemesis.faults:
         raise ExploreError(f"scenario {scn.name} has no nemesis.faults to draw from")
     top = int(scn.duration)
     if top < min_load_s:
@@ -91,36 +102,149 @@ def schedules(scn: Scenario, *, max_faults: int | None = None, min_load_s: int =
     if max_faults is None:
         max_faults = max(1, min(8, math.ceil((top - n.first_fault_s) / max(1.0, n.interval_s[0]))))
     lo, hi = max(1, math.floor(n.fault_duration_s[0])), max(1, math.ceil(n.fault_duration_s[1]))
+    return {"load": (min(min_load_s, top), top), "at": (min(math.floor(n.first_fault_s), top - 1), top - 1),
+            "length": (lo, max(hi, top // 2)), "faults": (1, max_faults)}
+
+
+def _node_choice(kind, spec: dict, nodes: list[int], clients: list[str]) -> bool:
+    """True when the fault kind's own chooser would pick one random node ({"node": n}): the
+    search then draws the node itself (shrinking toward node 1)."""
+    if kind.choose is choose_node_target:
+        return spec.get("target", "random") == "random"
+    try:
+        return set(kind.choose(random.Random(0), spec, nodes, clients)) == {"node"} and \
+            spec.get("target", "random") == "random"
+    except Exception:
+        return False
+
+
+def schedules(scn: Scenario, *, max_faults: int | None = None, min_load_s: int = MIN_LOAD_S):
+    """Hypothesis strategy of schedules for ``scn`` (see the module docstring), within
+    ``bounds(scn)``: a load time; 1..max_faults faults, each one of ``scn.nemesis.faults``
+    (by ``fault_slots``: weights count), an integer start and length, and a target (node or
+    client drawn from the low end; other kinds' targets from a drawn integer through the
+    fault kind's own chooser). Raises ExploreError for a scenario without faults or with less
+    than ``min_load_s`` of load."""
+    from hypothesis import strategies as st
+
+    b = bounds(scn, max_faults, min_load_s)
+    faults, slots = fault_choices(scn), fault_slots(scn)
     nodes = list(range(1, scn.cluster.nodes + 1))
     clients = client_names(scn)
 
     @st.composite
     def one_fault(draw):
-        i = draw(st.integers(0, len(faults) - 1))
-        spec = faults[i]
+        spec = faults[slots[draw(st.integers(0, len(slots) - 1))]]
         kind = FAULTS[spec["fault"]]
-        at = draw(st.integers(0, top - 1))
-        length = draw(st.integers(lo, hi))
-        if kind.choose is choose_node_target and spec.get("target", "random") == "random":
+        at = draw(st.integers(*b["at"]))
+        length = draw(st.integers(*b["length"]))
+        if _node_choice(kind, spec, nodes, clients):
             value = {"node": draw(st.sampled_from(nodes))}
         elif kind.choose is choose_client_target:
-            import fnmatch
-
-            pats = spec.get("clients") or ["*"]
-            match = sorted(c for c in clients if any(fnmatch.fnmatch(c, p) for p in pats))
-            value = {"client": draw(st.sampled_from(match))} if match else None
-        else:  # roles (no choice), grudges and toxics: the kind's own chooser, seeded by a draw
+            value = {"client": draw(st.sampled_from(m))} if (m := _clients_of(spec, clients)) else None
+        else:  # roles (no choice), grudges and toxics on every broker: the kind's own chooser, seeded by a draw
             t = draw(st.integers(0, 999))
             value = kind.choose(random.Random(t), spec, nodes, clients)
         return {"at": at, "duration": length, "fault": dict(spec), "value": value}
 
     @st.composite
     def schedule(draw):
-        load = draw(st.integers(min(min_load_s, top), top))
-        fs = draw(st.lists(one_fault(), min_size=1, max_size=max_faults))
+        load = draw(st.integers(*b["load"]))
+        fs = draw(st.lists(one_fault(), min_size=1, max_size=b["faults"][1]))
         return {"duration": load, "faults": fs}
 
     return schedule()
+
+
+def _clients_of(spec: dict, clients: list[str]) -> list[str]:
+    import fnmatch
+
+    pats = spec.get("clients") or ["*"]
+    return sorted(c for c in clients if any(fnmatch.fnmatch(c, p) for p in pats))
+
+
+# ---------------------------------------------------------------- the scenario's own schedules
+
+def seeded_schedule(scn: Scenario, seed: int) -> dict | None:
+    """The scenario's own seeded draw (nemesis.schedule.fault_schedule, as ``eos-chaos run
+    --seed`` makes it) as a schedule of this module, times rounded to whole seconds; None
+    when a drawn fault cannot be told apart from the scenario's fault list."""
+    from nemesis.schedule import fault_schedule
+
+    n = scn.nemesis
+    nodes = list(range(1, scn.cluster.nodes + 1))
+    specs = [f.as_dict() for f in n.faults]
+    steps = fault_schedule(seed, specs, nodes, client_names(scn), scn.duration, n.interval_s,
+                           n.fault_duration_s, n.first_fault_s, n.quiet_s)
+    faults = fault_choices(scn)
+    out = []
+    for begin, end in zip(steps[0::2], steps[1::2]):
+        params = begin.value.get("params", {})
+        target = {k: v for k, v in begin.value.items() if k != "params"}
+        match = [f for f in faults if FAULTS[f["fault"]].start_f == begin.f
+                 and {k: v for k, v in f.items() if k not in SPEC_KEYS} == params
+                 and target.get("role", "random") == f.get("target", "random")
+                 and all(target.get(k) == f[k] for k in ("transactional_id", "key") if k in f)]
+        if not match:
+            return None
+        out.append({"at": int(round(begin.at)), "duration": max(1, int(round(end.at - begin.at))),
+                    "fault": dict(match[0]), "value": target})
+    return {"duration": int(scn.duration), "faults": out} if out else None
+
+
+def schedule_choices(scn: Scenario, sched: dict, *, max_faults: int | None = None,
+                     min_load_s: int = MIN_LOAD_S) -> tuple | None:
+    """The Hypothesis choice sequence from which ``schedules(scn)`` draws ``sched`` (what its
+    example database stores), or None when ``sched`` is outside the strategy's bounds. The
+    order is the strategy's: load; then per fault "one more" (True), slot, start, length,
+    target; then False."""
+    b = bounds(scn, max_faults, min_load_s)
+    faults, slots = fault_choices(scn), fault_slots(scn)
+    nodes = list(range(1, scn.cluster.nodes + 1))
+    clients = client_names(scn)
+
+    def within(v, r):
+        return r[0] <= v <= r[1]
+
+    if not within(sched["duration"], b["load"]) or not within(len(sched["faults"]), b["faults"]):
+        return None
+    out: list = [sched["duration"]]
+    for f in sched["faults"]:
+        i = faults.index(f["fault"]) if f["fault"] in faults else -1
+        if i < 0 or not within(f["at"], b["at"]) or not within(f["duration"], b["length"]):
+            return None
+        kind, v = FAULTS[f["fault"]["fault"]], f.get("value")
+        out += [True, slots.index(i), f["at"], f["duration"]]
+        if _node_choice(kind, f["fault"], nodes, clients):
+            if not v or v.get("node") not in nodes:
+                return None
+            out.append(nodes.index(v["node"]))
+        elif kind.choose is choose_client_target:
+            m = _clients_of(f["fault"], clients)
+            if not m:
+                continue  # the strategy draws nothing for the target
+            if not v or v.get("client") not in m:
+                return None
+            out.append(m.index(v["client"]))
+        else:
+            t = next((t for t in range(1000)
+                      if kind.choose(random.Random(t), f["fault"], nodes, clients) == v), None)
+            if t is None:
+                return None
+            out.append(t)
+    out.append(False)
+    return tuple(out)
+
+
+def draw_from_choices(strategy, choices: tuple) -> Any:
+    """What ``strategy`` draws from ``choices`` (Hypothesis internals; for checking a choice
+    sequence before it goes into the example database). Raises on a sequence that does not fit."""
+    from hypothesis.control import BuildContext
+    from hypothesis.internal.conjecture.data import ConjectureData
+
+    data = ConjectureData.for_choices(choices)
+    with BuildContext(data, wrapped_test=None):
+        return data.draw(strategy)
 
 
 def normalized(sched: dict) -> dict:
@@ -218,7 +342,7 @@ class Explorer:
                  runner: Callable[..., Any] | None = None, k: int = 3, budget_s: float = 1800.0,
                  seed: int = 1, stop: threading.Event | None = None, max_faults: int | None = None,
                  on_event: Callable[..., None] | None = None, clock: Callable[[], float] = time.monotonic,
-                 db_dir: str | Path | None = None):
+                 db_dir: str | Path | None = None, seeded: int = 2):
         if k < 1:
             raise ExploreError("--runs-per-example must be at least 1")
         self.base, self.results_root, self.out_dir = base, Path(results_root), Path(out_dir)
@@ -230,6 +354,9 @@ class Explorer:
         #: ends the replays (a second Ctrl-C in the CLI); ``stop`` ends search and shrinking only
         self.replay_stop = threading.Event()
         self.max_faults = max_faults
+        #: the scenario's own seeded draws (seeds 1..seeded) go into the example database
+        #: first, so the search starts from them (Hypothesis's reuse phase) before drawing
+        self.seeded = seeded
         self.on_event = on_event or (lambda kind, **info: None)
         self.clock = clock
         self.t0 = clock()
@@ -326,7 +453,7 @@ class Explorer:
     def database_key(self) -> bytes:
         """The base scenario (seed and description aside) and the search's own settings."""
         data = self.base.model_dump(mode="json", exclude={"description", "seed"})
-        text = json.dumps([data, self.max_faults, MIN_LOAD_S], sort_keys=True)
+        text = json.dumps([data, self.max_faults, MIN_LOAD_S, STRATEGY_VERSION], sort_keys=True)
         return hashlib.sha256(text.encode()).digest()
 
     def search(self) -> None:
@@ -337,8 +464,11 @@ class Explorer:
         import hypothesis.internal.conjecture.engine as engine
 
         strategy = schedules(self.base, max_faults=self.max_faults)
-        cfg = settings(database=self.database(), deadline=None, max_examples=10_000,
-                       phases=[Phase.reuse, Phase.generate, Phase.shrink], derandomize=False)
+        db = self.database()
+        self.seed_database(db, strategy)
+        cfg = settings(database=db, deadline=None, max_examples=10_000,
+                       phases=[Phase.reuse, Phase.generate, Phase.shrink], derandomize=False,
+                       report_multiple_bugs=False)  # the first failing example is shrunk, no other is run
         old = engine.MAX_SHRINKING_SECONDS
         engine.MAX_SHRINKING_SECONDS = max(old, int(self.budget_s) + 60)
         try:
@@ -348,6 +478,32 @@ class Explorer:
             pass
         finally:
             engine.MAX_SHRINKING_SECONDS = old
+
+    def seed_database(self, db, strategy) -> list[dict]:
+        """Save the choice sequences of the scenario's seeded draws (seeds 1..``seeded``) in the
+        search's *secondary* corpus (``<key>.secondary``: Hypothesis's corpus of failing but
+        not yet minimal examples; a failure from the primary one counts as already shrunk);
+        returns the schedules saved. A draw outside the strategy's bounds, or whose sequence
+        does not draw it back, is skipped. Hypothesis's reuse phase runs them before
+        generating, shrinks the first that fails and deletes the others, so every explore
+        starts again from the scenario's own schedules."""
+        from hypothesis.database import choices_to_bytes
+
+        saved = []
+        for seed in range(1, self.seeded + 1):
+            sched = seeded_schedule(self.base, seed)
+            choices = sched and schedule_choices(self.base, sched, max_faults=self.max_faults)
+            if not choices:
+                continue
+            try:
+                ok = normalized(draw_from_choices(strategy, choices)) == normalized(sched)
+            except Exception:  # Hypothesis internals changed: search without the seeds
+                ok = False
+            if ok:
+                db.save(self.database_key() + b".secondary", choices_to_bytes(choices))
+                saved.append(sched)
+        self.on_event("seeded", schedules=saved)
+        return saved
 
     def replay(self) -> dict:
         """``k`` fresh runs of the best schedule: ``{"runs", "invalid", "original_kind"}``

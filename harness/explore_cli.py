@@ -72,6 +72,10 @@ class ExploreProgress:
             self.console.print(f"[{style}]{label:<11}[/] {a.phase:<6} {len(a.schedule['faults'])} fault(s) "
                                f"{a.schedule['duration']} s load  {', '.join(a.failing)}{mark}  {fmt_s(a.wall_s)}  "
                                f"{a.run_dir}", soft_wrap=True, highlight=False)
+        elif kind == "seeded":
+            for sch in info["schedules"]:
+                self.console.print(f"start from the scenario's seeded draw: {len(sch['faults'])} fault(s), "
+                                   f"{sch['duration']} s load", soft_wrap=True, highlight=False)
         elif kind == "error":
             self.console.print(f"[yellow]ERROR[/] {info['error']}", soft_wrap=True)
         left = info.get("left_s")
@@ -98,6 +102,7 @@ def explore(
     max_faults: Optional[int] = typer.Option(None, help="most faults in a drawn schedule (default: as many as the seeded draw fits, <= 8)"),
     duration: Optional[float] = typer.Option(None, help="longest load to draw, seconds (default: the scenario's duration)"),
     seed: int = typer.Option(1, help="seed of Hypothesis's search and of the runs' workload seeds"),
+    seeded: int = typer.Option(2, "--seeded", help="run the scenario's own seeded schedules (seeds 1..N) first, then draw"),
     results: Path = typer.Option(Path("results"), help="results root folder"),
 ) -> None:
     """Search fault schedules of SCENARIO with Hypothesis, one real run per example; shrink the
@@ -129,7 +134,7 @@ def explore(
     stop = threading.Event()
     ui = ExploreProgress(console, budget_s)
     ex = Explorer(scn, results, session, k=runs_per_example, budget_s=budget_s, seed=seed, stop=stop,
-                  max_faults=max_faults, on_event=ui.event, db_dir=root / "hypothesis-db")
+                  max_faults=max_faults, on_event=ui.event, db_dir=root / "hypothesis-db", seeded=seeded)
     ui.explorer = ex
 
     def interrupt(*_):  # the first Ctrl-C ends the search (best so far is replayed), the second the replays

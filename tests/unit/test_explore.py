@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import given, settings
 
-from harness.explore import Explorer, ExploreError, normalized, scenario_yaml, schedules, size, to_scenario
+from harness.explore import (Explorer, ExploreError, bounds, draw_from_choices, fault_slots, normalized,
+                             scenario_yaml, schedule_choices, schedules, seeded_schedule, size, to_scenario)
 from harness.scenario import Scenario, load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +41,8 @@ def test_a_drawn_schedule_round_trips_through_a_scenario_file(sched, tmp_path_fa
     steps = scn.nemesis.steps(1, scn.duration, [1, 2, 3], ["processor-0", "processor-1"])
     assert len(steps) == 2 * len(n["faults"]) and all(s.at <= scn.duration for s in steps)
     for f in n["faults"]:
-        assert 0 <= f["at"] < n["duration"] and 1 <= f["duration"] <= 5 and f["at"] + f["duration"] <= n["duration"]
+        # starts from first_fault_s (5 s by default); lengths up to half the load (20 s)
+        assert 5 <= f["at"] < n["duration"] and 1 <= f["duration"] <= 20 and f["at"] + f["duration"] <= n["duration"]
         v = f.get("value") or {}
         if f["fault"]["fault"] == "kill" and "target" not in f["fault"]:
             assert v["node"] in (1, 2, 3)
@@ -48,6 +50,46 @@ def test_a_drawn_schedule_round_trips_through_a_scenario_file(sched, tmp_path_fa
             assert v["client"] in ("processor-0", "processor-1")
         if f["fault"].get("target") == "coordinator":
             assert v == {"role": "coordinator", "transactional_id": "eosc-proc-0"}
+
+
+def test_bounds_start_at_first_fault_s_and_allow_faults_longer_than_the_seeded_draw():
+    b = bounds(F1)
+    assert b["load"] == (10, 60) and b["at"] == (5, 59)
+    # fault_duration_s is [3, 6]; F1 needs a link held longer than the 10 s flush timeout
+    assert b["length"] == (3, 30) and b["faults"] == (1, 7)
+    # the pause (weight 2) is drawn twice as often as each kill (weight 1)
+    assert fault_slots(F1) == [0, 1, 2, 3, 4, 5, 6, 6, 7]
+
+
+@pytest.mark.parametrize("scn", [F1, MIXED], ids=["f1", "mixed"])
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_the_scenarios_own_seeded_draw_is_an_example_of_the_strategy(scn, seed):
+    """seeded_schedule + schedule_choices give the choice sequence the example database keeps;
+    drawn back through the strategy it is the seeded draw, and it runs the same faults at the
+    same (rounded) times on the same targets as `eos-chaos run --seed`."""
+    sched = seeded_schedule(scn, seed)
+    assert sched is not None and sched["duration"] == int(scn.duration)
+    choices = schedule_choices(scn, sched)
+    assert choices is not None and choices[0] == sched["duration"] and choices[-1] is False
+    assert normalized(draw_from_choices(schedules(scn), choices)) == normalized(sched)
+    clients = ["processor-0", "processor-1"]
+    ran = to_scenario(scn, sched).nemesis.steps(seed, scn.duration, [1, 2, 3], clients)
+    drawn = scn.nemesis.steps(seed, scn.duration, [1, 2, 3], clients)
+    assert [(s.f, s.value) for s in ran] == [(s.f, s.value) for s in drawn]
+    assert all(abs(a.at - b.at) <= 1.0 for a, b in zip(ran, drawn))
+
+
+def test_a_long_toxic_is_an_example_and_out_of_bounds_schedules_are_not():
+    toxic = {"fault": "toxic", "target": "random", "type": "timeout", "timeout_ms": 0, "stream": "downstream"}
+    sched = {"duration": 30, "faults": [{"at": 6, "duration": 14, "fault": toxic, "value": {"node": 2}}]}
+    choices = schedule_choices(F1, sched)
+    # load, one more, slot of the toxic (index 8), start, length, node index, no more
+    assert choices == (30, True, 8, 6, 14, 1, False)
+    assert normalized(draw_from_choices(schedules(F1), choices)) == normalized(sched)
+    assert schedule_choices(F1, dict(sched, duration=61)) is None              # load past the scenario's
+    assert schedule_choices(F1, {"duration": 30, "faults": [dict(sched["faults"][0], at=2)]}) is None
+    assert schedule_choices(F1, {"duration": 30, "faults": [dict(sched["faults"][0], duration=31)]}) is None
+    assert schedule_choices(F1, {"duration": 30, "faults": [dict(sched["faults"][0], fault={"fault": "pause"})]}) is None
 
 
 def test_a_scenario_without_faults_cannot_be_explored():
@@ -84,12 +126,16 @@ def test_search_finds_shrinks_to_the_single_guilty_fault_and_replays(tmp_path):
     ex = Explorer(F1, tmp_path / "results", tmp_path / "out", runner=runner, k=3, budget_s=10_000, seed=3)
     out = ex.explore()
     assert out.found and out.anomalies == ["lost-write", "unseen"]
+    # the search began with the scenario's own seeded draw (seed 1 kills eosc-txn-1's coordinator for 5 s)
+    assert runner.calls[0][0] == "eos-chaos explore (search)" and runner.calls[0][1] == 60
+    assert [dict(f, fault={k: v for k, v in f["fault"].items() if k != "weight"}) for f in runner.calls[0][2]] == \
+        normalized(seeded_schedule(F1, 1))["faults"]
     m = out.minimal
     # the smallest failing schedule: one fault, the guilty kill, as short and early as it can be
     assert m["duration"] == 20 and len(m["faults"]) == 1
     f = m["faults"][0]
     assert f["fault"]["fault"] == "kill" and f["fault"]["transactional_id"] == "eosc-txn-1"
-    assert (f["at"], f["duration"]) == (0, 4)
+    assert (f["at"], f["duration"]) == (5, 4)   # first_fault_s is the earliest start
     assert out.replays == {"runs": 3, "invalid": 3, "original_kind": 3}
     # the minimal schedule is a runnable scenario file; explore.json holds the outcome and every run
     scn = load_scenario(out.minimal_path)
