@@ -37,6 +37,7 @@ from typing import Any
 from harness import net
 from harness.artifacts import KafkaDist
 from harness.cluster.kafka import BROKER_PORT, CONTROLLER_PORT, KafkaNode, random_cluster_id
+from harness.cluster.service import heal_nodes
 
 #: host number of the client namespace on the docker network (nodes are 10 + i)
 CLIENT_HOST_NUMBER = 100
@@ -207,15 +208,7 @@ class DockerBackend:
         return [i for i, n in self.nodes.items() if not n.killed and not n.running()]
 
     def heal(self) -> list[str]:
-        done = []
-        for i, n in sorted(self.nodes.items()):
-            if n.paused:
-                n.resume()
-                done.append(f"resumed n{i}")
-            if not n.running():
-                n.start()
-                done.append(f"started n{i}")
-        return done
+        return heal_nodes(self.nodes)
 
     def stop(self) -> list[str]:
         """Kill the containers (their logs are in logs/n<i>.log already: written live)."""

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import net
+from harness.cluster.service import heal_nodes
 
 
 class NodeCommandError(RuntimeError):
@@ -145,15 +146,7 @@ class ExternalBackend:
         return []
 
     def heal(self) -> list[str]:
-        done = []
-        for i, n in sorted(self.nodes.items()):
-            if n.paused:
-                n.resume()
-                done.append(f"resumed n{i}")
-            if n.killed:
-                n.start()
-                done.append(f"started n{i}")
-        return done
+        return heal_nodes(self.nodes)  # running() is "not killed by this run"
 
     def stop(self) -> list[str]:
         """Leave the cluster as it was found: start or resume what this run killed or paused."""

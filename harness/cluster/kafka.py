@@ -275,15 +275,9 @@ class Cluster:
 
     def heal(self) -> list[str]:
         """Resume paused nodes and start stopped ones; return what was done."""
-        done = []
-        for i, node in self.nodes.items():
-            if node.paused:
-                node.resume()
-                done.append(f"resumed n{i}")
-            if not node.running():
-                node.start()
-                done.append(f"started n{i}")
-        return done
+        from harness.cluster.service import heal_nodes  # lazy: kept out of the package import
+
+        return heal_nodes(self.nodes)
 
     def shutdown(self) -> list[str]:
         """Stop every node (SIGKILL: the data is thrown away anyway); return problems."""

@@ -113,6 +113,21 @@ class Backend(Protocol):
         ...
 
 
+def heal_nodes(nodes: dict[int, NodeProcess]) -> list[str]:
+    """Resume every paused node and start every node that is not running, in node-id order;
+    return what was done ("resumed n2", "started n3"). ``nodes``: node id -> a node with
+    ``paused``, ``resume``, ``running`` and ``start`` (every backend's heal)."""
+    done = []
+    for i, n in sorted(nodes.items()):
+        if n.paused:
+            n.resume()
+            done.append(f"resumed n{i}")
+        if not n.running():
+            n.start()
+            done.append(f"started n{i}")
+    return done
+
+
 def cluster_ready(agent: Agent, nodes: int, topics: list[str] | None = None, min_isr: int = 2) -> bool:
     """All ``nodes`` brokers registered, a controller elected, and every partition of ``topics``
     led with at least ``min_isr`` replicas in sync (admin API metadata)."""

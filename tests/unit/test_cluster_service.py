@@ -152,3 +152,35 @@ def test_docker_pause_retries_while_the_freezer_is_busy():
     with pytest.raises(RuntimeError, match="No such container"):
         DockerNode(1, other).pause(wait_s=0)
     assert other.calls == 1  # only the freezer's refusal is retried
+
+
+class _Node:
+    def __init__(self, paused=False, up=True):
+        self.paused, self.up, self.calls = paused, up, []
+
+    def resume(self):
+        self.calls.append("resume")
+        self.paused = False
+
+    def running(self):
+        return self.up
+
+    def start(self):
+        self.calls.append("start")
+        self.up = True
+
+
+def test_heal_nodes_resumes_then_starts_in_node_order():
+    from harness.cluster.service import heal_nodes
+
+    nodes = {3: _Node(up=False), 1: _Node(paused=True), 2: _Node(paused=True, up=False), 4: _Node()}
+    assert heal_nodes(nodes) == ["resumed n1", "resumed n2", "started n2", "started n3"]
+    assert nodes[2].calls == ["resume", "start"] and nodes[4].calls == []
+    assert heal_nodes(nodes) == []
+
+
+def test_external_heal_starts_what_the_run_killed(tmp_path):
+    b = ExternalBackend(ExternalSpec(bootstrap="k:1", nodes=NODES, commands={"kill": "true", "start": "true"}),
+                        tmp_path)
+    b.node(2).kill()
+    assert b.heal() == ["started n2"] and b.node(2).running() and b.heal() == []
