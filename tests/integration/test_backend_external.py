@@ -12,6 +12,7 @@ offset, both left as they were, while the runs' own prefixed topics and groups a
 """
 import json
 import shlex
+import time
 
 import pytest
 
@@ -82,7 +83,7 @@ def external_run(tmp_path_factory, results_root):
 def _bystanders(service: ClusterService) -> None:
     """What the cluster held before the runs: a topic t0 and a group eosc-proc that committed
     offset 1 on it (the names a run would use without its prefix)."""
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
     service.agent.request("create_topics", timeout=30, names=["t0"], partitions=1, replication_factor=3,
                           configs={})
@@ -90,7 +91,15 @@ def _bystanders(service: ClusterService) -> None:
     p.produce("t0", b"bystander", partition=0)
     assert p.flush(30) == 0
     c = Consumer({"bootstrap.servers": service.backend.bootstrap, "group.id": "eosc-proc"})
-    c.commit(offsets=[TopicPartition("t0", 0, 1)], asynchronous=False)
+    deadline = time.monotonic() + 60
+    while True:  # a fresh cluster creates __consumer_offsets on the first FindCoordinator
+        try:
+            c.commit(offsets=[TopicPartition("t0", 0, 1)], asynchronous=False)
+            break
+        except KafkaException:  # NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE / _LOAD_IN_PROGRESS meanwhile
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
     c.close()
 
 
