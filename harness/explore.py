@@ -87,12 +87,13 @@ def fault_slots(scn: Scenario) -> list[int]:
 
 def bounds(scn: Scenario, max_faults: int | None = None, min_load_s: int = MIN_LOAD_S) -> dict:
     """The integer ranges ``schedules`` draws from (all in seconds): ``load`` (min_load_s ..
-    duration), ``at`` (the scenario's first_fault_s .. duration - 1: a fault in the first
-    seconds hits workers and a ``__transaction_state`` that do not exist yet), ``length``
-    (fault_duration_s's low end .. max(its high end, duration / 2): outages longer than the
-    seeded draw's are what timeout-driven bugs need, e.g. F1 needs a link held longer than
-    the producers' flush timeout) and ``faults`` (1..max_faults; default as many as the
-    seeded draw could fit, at most 8). Raises ExploreError as ``schedules`` does."""
+    duration), ``at`` (the scenario's first_fault_s .. load - 1: a fault in the first seconds
+    hits workers and a ``__transaction_state`` that do not exist yet), ``length`` (the
+    scenario's fault_duration_s, rounded out) and ``long`` (its high end + 1 .. duration / 2, or
+    None when that is empty: outages longer than the seeded draw's, which timeout-driven bugs
+    need, e.g. F1 needs a link held longer than the producers' flush timeout; a fault is long
+    or not by a drawn coin that shrinks to "not"), and ``faults`` (1..max_faults; default as
+    many as the seeded draw could fit, at most 8). Raises ExploreError as ``schedules`` does."""
     if not scn.nemesis.faults:
         raise ExploreError(f"scenario {scn.name} has no nemesis.faults to draw from")
     top = int(scn.duration)
@@ -103,7 +104,13 @@ def bounds(scn: Scenario, max_faults: int | None = None, min_load_s: int = MIN_L
         max_faults = max(1, min(8, math.ceil((top - n.first_fault_s) / max(1.0, n.interval_s[0]))))
     lo, hi = max(1, math.floor(n.fault_duration_s[0])), max(1, math.ceil(n.fault_duration_s[1]))
     return {"load": (min(min_load_s, top), top), "at": (min(math.floor(n.first_fault_s), top - 1), top - 1),
-            "length": (lo, max(hi, top // 2)), "faults": (1, max_faults)}
+            "length": (lo, hi), "long": (hi + 1, top // 2) if hi + 1 <= top // 2 else None,
+            "faults": (1, max_faults)}
+
+
+def at_range(b: dict, load: int) -> tuple[int, int]:
+    """Start times a fault of a ``load``-second schedule is drawn from (within ``b["at"]``)."""
+    return b["at"][0], max(b["at"][0], min(b["at"][1], load - 1))
 
 
 def _node_choice(kind, spec: dict, nodes: list[int], clients: list[str]) -> bool:
@@ -133,11 +140,12 @@ def schedules(scn: Scenario, *, max_faults: int | None = None, min_load_s: int =
     clients = client_names(scn)
 
     @st.composite
-    def one_fault(draw):
+    def one_fault(draw, load):
         spec = faults[slots[draw(st.integers(0, len(slots) - 1))]]
         kind = FAULTS[spec["fault"]]
-        at = draw(st.integers(*b["at"]))
-        length = draw(st.integers(*b["length"]))
+        at = draw(st.integers(*at_range(b, load)))
+        long = b["long"] is not None and draw(st.booleans())
+        length = draw(st.integers(*(b["long"] if long else b["length"])))
         if _node_choice(kind, spec, nodes, clients):
             value = {"node": draw(st.sampled_from(nodes))}
         elif kind.choose is choose_client_target:
@@ -150,7 +158,7 @@ def schedules(scn: Scenario, *, max_faults: int | None = None, min_load_s: int =
     @st.composite
     def schedule(draw):
         load = draw(st.integers(*b["load"]))
-        fs = draw(st.lists(one_fault(), min_size=1, max_size=b["faults"][1]))
+        fs = draw(st.lists(one_fault(load), min_size=1, max_size=b["faults"][1]))
         return {"duration": load, "faults": fs}
 
     return schedule()
@@ -196,8 +204,8 @@ def schedule_choices(scn: Scenario, sched: dict, *, max_faults: int | None = Non
                      min_load_s: int = MIN_LOAD_S) -> tuple | None:
     """The Hypothesis choice sequence from which ``schedules(scn)`` draws ``sched`` (what its
     example database stores), or None when ``sched`` is outside the strategy's bounds. The
-    order is the strategy's: load; then per fault "one more" (True), slot, start, length,
-    target; then False."""
+    order is the strategy's: load; then per fault "one more" (True), slot, start, long or not
+    (when the scenario allows long faults), length, target; then False."""
     b = bounds(scn, max_faults, min_load_s)
     faults, slots = fault_choices(scn), fault_slots(scn)
     nodes = list(range(1, scn.cluster.nodes + 1))
@@ -211,10 +219,11 @@ def schedule_choices(scn: Scenario, sched: dict, *, max_faults: int | None = Non
     out: list = [sched["duration"]]
     for f in sched["faults"]:
         i = faults.index(f["fault"]) if f["fault"] in faults else -1
-        if i < 0 or not within(f["at"], b["at"]) or not within(f["duration"], b["length"]):
+        long = b["long"] is not None and within(f["duration"], b["long"])
+        if i < 0 or not within(f["at"], at_range(b, sched["duration"])) or not (long or within(f["duration"], b["length"])):
             return None
         kind, v = FAULTS[f["fault"]["fault"]], f.get("value")
-        out += [True, slots.index(i), f["at"], f["duration"]]
+        out += [True, slots.index(i), f["at"]] + ([long] if b["long"] is not None else []) + [f["duration"]]
         if _node_choice(kind, f["fault"], nodes, clients):
             if not v or v.get("node") not in nodes:
                 return None

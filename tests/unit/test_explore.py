@@ -56,9 +56,12 @@ def test_bounds_start_at_first_fault_s_and_allow_faults_longer_than_the_seeded_d
     b = bounds(F1)
     assert b["load"] == (10, 60) and b["at"] == (5, 59)
     # fault_duration_s is [3, 6]; F1 needs a link held longer than the 10 s flush timeout
-    assert b["length"] == (3, 30) and b["faults"] == (1, 7)
+    assert b["length"] == (3, 6) and b["long"] == (7, 30) and b["faults"] == (1, 7)
+    assert bounds(MIXED)["long"] == (6, 20)
+    assert bounds(Scenario.model_validate({"name": "x", "duration": 12,
+                                           "nemesis": {"fault_duration_s": [5, 10]}}))["long"] is None
     # the pause (weight 2) is drawn twice as often as each kill (weight 1)
-    assert fault_slots(F1) == [0, 1, 2, 3, 4, 5, 6, 6, 7]
+    assert fault_slots(F1) == [0, 1, 2, 3, 4, 5, 6, 6, 7, 7, 7]   # and the toxic (weight 3) three times
 
 
 @pytest.mark.parametrize("scn", [F1, MIXED], ids=["f1", "mixed"])
@@ -83,11 +86,12 @@ def test_a_long_toxic_is_an_example_and_out_of_bounds_schedules_are_not():
     toxic = {"fault": "toxic", "target": "random", "type": "timeout", "timeout_ms": 0, "stream": "downstream"}
     sched = {"duration": 30, "faults": [{"at": 6, "duration": 14, "fault": toxic, "value": {"node": 2}}]}
     choices = schedule_choices(F1, sched)
-    # load, one more, slot of the toxic (index 8), start, length, node index, no more
-    assert choices == (30, True, 8, 6, 14, 1, False)
+    # load, one more, slot of the toxic (index 8), start, long, length, node index, no more
+    assert choices == (30, True, 8, 6, True, 14, 1, False)
     assert normalized(draw_from_choices(schedules(F1), choices)) == normalized(sched)
     assert schedule_choices(F1, dict(sched, duration=61)) is None              # load past the scenario's
     assert schedule_choices(F1, {"duration": 30, "faults": [dict(sched["faults"][0], at=2)]}) is None
+    assert schedule_choices(F1, {"duration": 30, "faults": [dict(sched["faults"][0], at=30)]}) is None  # at the load's end
     assert schedule_choices(F1, {"duration": 30, "faults": [dict(sched["faults"][0], duration=31)]}) is None
     assert schedule_choices(F1, {"duration": 30, "faults": [dict(sched["faults"][0], fault={"fault": "pause"})]}) is None
 
