@@ -82,9 +82,13 @@ class HistoryBuilder:
         self.complete(process, type_, None, meta, error)
         return i
 
-    def assign(self, process: int, keys: list[str], start: dict | None = None) -> int:
-        """Assign keys from the beginning, or from per-key offsets ``start``."""
-        meta = start if start is not None else {"from": "beginning"}
+    def assign(self, process: int, keys: list[str], start: dict | None = None,
+               isolation: str | None = None) -> int:
+        """Assign keys from the beginning, or from per-key offsets ``start``; ``isolation``
+        ("read_committed" | "read_uncommitted") goes to ``meta.isolation_level``."""
+        meta = dict(start) if start is not None else {"from": "beginning"}
+        if isolation:
+            meta["isolation_level"] = isolation
         i = self.invoke(process, "assign", list(keys), meta)
         self.complete(process, "ok", list(keys), meta)
         return i

@@ -113,7 +113,7 @@ def _build_log_writers(h: History) -> np.ndarray:
     return np.where(first == big, -1, first)
 
 
-def _ww_chain(h: History) -> pl.DataFrame:
+def ww_chain(h: History) -> pl.DataFrame:
     """The committed log restricted to values with a writer, first occurrence of each value:
     key, pos, offset, value, writer; sorted by key and position."""
     lg = log(h).with_columns(writer=pl.Series(_log_writers(h))).filter(pl.col("writer") >= 0)
@@ -122,7 +122,7 @@ def _ww_chain(h: History) -> pl.DataFrame:
     return lg.with_columns(pl.col("writer").cast(pl.UInt32))
 
 
-def _proc_rt(h: History) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def proc_rt(h: History) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(time nodes, process src, dst, realtime src, dst, ok completion times)."""
     return h.cached("proc_rt", _build_proc_rt)
 
@@ -160,22 +160,25 @@ def _build_proc_rt(h: History):
     return m, ps, pd, rt_s, rt_d, times
 
 
-def union_edges(h: History) -> tuple[int, np.ndarray, np.ndarray]:
-    """(n_nodes, src, dst) of a graph with the same reachability as the union of all edge
-    kinds, for finding the strongly connected components fast:
-
-    * wr edges come from each read's offset (the writer of the value there) when the reads
-      of that offset agree with the log; by value otherwise; duplicates are kept.
-    * an edge a -> b between ops where a completed ok before b was invoked is left out: the
-      realtime chain a -> T(a) -> ... -> b already connects them.
-    """
-    n = h.ops.height
-    ix = index(h)
-    m, ps, pd, rs, rd, _ = _proc_rt(h)
-    ch = _ww_chain(h)
+def ww_pairs(h: History) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(src, dst, row) of the ww edges: op ids of consecutive writers in each key's
+    committed log (first occurrence of each value), self-loops dropped, and the row of the
+    src's value in ``ww_chain(h)`` (the dst's is the next row); int64 arrays."""
+    ch = ww_chain(h)
     ck, cw = ch["key"].to_numpy(), ch["writer"].to_numpy().astype(np.int64)
     same = (ck[1:] == ck[:-1]) & (cw[1:] != cw[:-1])
-    ws, wd = cw[:-1][same], cw[1:][same]
+    return cw[:-1][same], cw[1:][same], np.flatnonzero(same)
+
+
+def read_writers(h: History) -> np.ndarray:
+    """Writer op of the value each read returned (aligned with ``reads(h)``), -1 if none:
+    from the read's offset (the writer of the value there) when the reads of that offset
+    agree with the log; by value otherwise. int64; shared, do not modify."""
+    return h.cached("read_writers", _build_read_writers)
+
+
+def _build_read_writers(h: History) -> np.ndarray:
+    ix = index(h)
     lw = _log_writers(h)
     lr = take(ix.log_row, ix.r_slot)
     by_slot = (lr >= 0) & ix.r_cons[ix.r_slot]
@@ -187,6 +190,23 @@ def union_edges(h: History) -> tuple[int, np.ndarray, np.ndarray]:
         rk = pl.DataFrame({"key": ix.r_key[rest], "value": ix.r_val[rest]})
         rsrc[rest] = rk.join(writers(h), on=["key", "value"], how="left",
                              maintain_order="left")["writer"].fill_null(-1).cast(pl.Int64).to_numpy()
+    return rsrc
+
+
+def union_edges(h: History) -> tuple[int, np.ndarray, np.ndarray]:
+    """(n_nodes, src, dst) of a graph with the same reachability as the union of all edge
+    kinds, for finding the strongly connected components fast:
+
+    * wr edges come from each read's offset (the writer of the value there) when the reads
+      of that offset agree with the log; by value otherwise; duplicates are kept.
+    * an edge a -> b between ops where a completed ok before b was invoked is left out: the
+      realtime chain a -> T(a) -> ... -> b already connects them.
+    """
+    n = h.ops.height
+    ix = index(h)
+    m, ps, pd, rs, rd, _ = proc_rt(h)
+    ws, wd, _ = ww_pairs(h)
+    rsrc = read_writers(h)
     # a -> b is implied when a completed ok before b was invoked: as times, a's ok
     # completion (+inf if none) against b's invoke (-inf if unknown)
     ct = np.where(((h.ops["type"] == "ok") & h.ops["complete_time"].is_not_null()).to_numpy(),
@@ -213,13 +233,13 @@ def graph(h: History, nodes: np.ndarray | None = None) -> dict:
     details, "wr": DataFrame of wr details, "time": array of the ok completion times behind
     the time nodes}."""
     n = h.ops.height
-    m, ps, pd, rs, rd, times = _proc_rt(h)
+    m, ps, pd, rs, rd, times = proc_rt(h)
     mask = None
     if nodes is not None:
         mask = np.zeros(n + m, bool)
         mask[nodes] = True
     ww = (
-        shift_in_group(_ww_chain(h), ["key"], {"dst": "writer", "next_value": "value",
+        shift_in_group(ww_chain(h), ["key"], {"dst": "writer", "next_value": "value",
                                                "next_offset": "offset", "next_pos": "pos"}, n=-1)
         .drop_nulls("dst")
         .filter(pl.col("writer") != pl.col("dst"))

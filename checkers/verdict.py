@@ -7,6 +7,8 @@ Verdict shape (JSON-serialisable)::
      "anomaly_counts": {name: int},            # all cases, not only the listed examples
      "allowed": [name, ...],
      "failing": [name, ...],                   # the found names that make it invalid
+     "impossible": [name, ...],                # names with a case Kafka cannot produce
+                                               # (event_order.py): failing even if expected
      "fail_on": [name, ...], "liveness_bounds": {...},   # echo of the run's meta
      "liveness_reports": [name, ...],          # found names that are liveness reports
      "unknown_reasons": [str, ...],
@@ -15,7 +17,8 @@ Verdict shape (JSON-serialisable)::
      "stats": {...}}
 
 ``valid`` is False iff some found anomaly is neither allowed nor a liveness report (liveness
-names fail only when listed in ``meta["fail_on"]``); otherwise "unknown" when the history
+names fail only when listed in ``meta["fail_on"]``), or some case is one Kafka cannot produce
+(``"impossible": True``, event_order.py: an expected G0-realtime does not excuse it); otherwise "unknown" when the history
 is too incomplete to judge (no completed read or write), not well-formed (a loader problem:
 its cases go to ``suspect``, never under an anomaly's name) or a finder crashed; otherwise
 True (ANOMALIES.md "Verdicts").
@@ -40,8 +43,9 @@ from .run import RunMeta
 LIVENESS = frozenset({"stalled-lso", "realtime-lag", "unavailable"})
 WORKERS = max(1, min(4, os.cpu_count() or 1))  # finders run side by side on threads
 # the costliest finders start first (the rest fill in around them)
-HEAVY = {"cycle_cases": 0, "poll_skip_cases": 1, "zombie_write_cases": 2,
-         "duplicate_cases": 3, "torn_transaction_cases": 4, "unavailable_cases": 5}
+HEAVY = {"cycle_cases": 0, "impossible_cycle_cases": 1, "poll_skip_cases": 2,
+         "zombie_write_cases": 3, "duplicate_cases": 4, "torn_transaction_cases": 5,
+         "unavailable_cases": 6}
 
 
 def _finders() -> list[tuple[str, Callable[[History, dict], list[dict]]]]:
@@ -60,6 +64,7 @@ def _finders() -> list[tuple[str, Callable[[History, dict], list[dict]]]]:
         ("precommitted_read_cases", "precommitted_read", None),
         ("nonmonotonic_send_cases", "nonmonotonic_send", None),
         ("cycle_cases", "cycles", None),
+        ("impossible_cycle_cases", "event_order", None),
         ("torn_transaction_cases", "torn_transaction", None),
         ("zombie_write_cases", "zombie_write", None),
         ("pipeline_cases", "pipeline", lambda m: {"pipeline": m.pipeline}),
@@ -164,10 +169,14 @@ def check(
         unknown.append("cases found in the history that is not well-formed are listed under "
                        "'suspect', not judged: " + ", ".join(f"{n}: {len(cs)}" for n, cs in suspect.items()))
     counts = {name: len(cs) for name, cs in sorted(found.items())}
-    anomalies = {name: cs[:max_examples] for name, cs in sorted(found.items())}
+    # cases Kafka cannot produce (event_order.py) first: expected never excuses them
+    impossible = sorted(n for n, cs in found.items() if any(c.get("impossible") for c in cs))
+    anomalies = {name: sorted(cs, key=lambda c: not c.get("impossible"))[:max_examples]
+                 for name, cs in sorted(found.items())}
     failing = [n for n in counts
-               if n not in allowed_l and ((n not in LIVENESS and n not in liveness_only)
-                                          or n in fail_on)]
+               if n in impossible
+               or (n not in allowed_l and ((n not in LIVENESS and n not in liveness_only)
+                                           or n in fail_on))]
     if failing:
         valid: Any = False
     elif unknown:
@@ -184,6 +193,7 @@ def check(
         # found names that are liveness reports (fail only through fail_on)
         "liveness_reports": sorted(n for n in counts if n in LIVENESS or n in liveness_only),
         "failing": sorted(failing),
+        "impossible": impossible,
         "unknown_reasons": unknown,
         **({"suspect": suspect} if suspect else {}),
         "stats": stats_v,

@@ -340,6 +340,7 @@ def make_record(cell: Cell, suite_dir: str | Path, *, status: str, started: floa
         "anomaly_counts": verdict.get("anomaly_counts") or {},
         "failing": verdict.get("failing") or [],
         "allowed": verdict.get("allowed") or [],
+        "impossible": verdict.get("impossible") or [],
         "first_examples": first_examples(verdict),
         "unknown_reasons": verdict.get("unknown_reasons") or [],
         "problems": problems or [], "error": error,
