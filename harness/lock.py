@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import fcntl
 import os
+import threading
 import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
 
+class LockWaitStopped(Exception):
+    """The run was asked to stop (Ctrl-C, SIGTERM) while it waited for the cluster lock."""
+
+
 @contextmanager
-def cluster_lock(timeout: float = 3600.0, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
-    """Hold the machine's cluster lock. Raises TimeoutError after ``timeout`` seconds of waiting."""
+def cluster_lock(timeout: float = 3600.0, on_wait: Callable[[], None] | None = None,
+                 stop: threading.Event | None = None) -> Iterator[None]:
+    """Hold the machine's cluster lock. Raises TimeoutError after ``timeout`` seconds of
+    waiting, and LockWaitStopped as soon as ``stop`` is set while waiting (a run cancelled
+    in the queue ends at once: it has started nothing)."""
     path = os.environ.get("EOS_CHAOS_LOCK", "/tmp/kafka-eos-chaos.lock")
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
@@ -27,6 +35,9 @@ def cluster_lock(timeout: float = 3600.0, on_wait: Callable[[], None] | None = N
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if stop is not None and stop.is_set():
+                    raise LockWaitStopped(f"stopped while waiting for {path} (another eos-chaos run "
+                                          "holds it): nothing was started") from None
                 if not waited and on_wait:
                     on_wait()
                 waited = True

@@ -116,8 +116,9 @@ def run_scenario(scn: Scenario, results_root: Path, *, source: str | None = None
     try:
         # an external cluster is not on this machine: its run makes no namespaces or containers
         # and removes nobody's leftovers, so it does not take the machine's lock
-        with nullcontext() if scn.cluster.backend == "external" else cluster_lock():
-            meta, problems = _execute(scn, run_dir, progress, stop or threading.Event())
+        stop = stop or threading.Event()
+        with nullcontext() if scn.cluster.backend == "external" else cluster_lock(stop=stop):
+            meta, problems = _execute(scn, run_dir, progress, stop)
     except BaseException:
         discard_node_data(run_dir)
         raise
