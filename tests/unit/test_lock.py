@@ -24,3 +24,36 @@ def test_free_lock_is_taken_even_with_a_stop_event(tmp_path, monkeypatch):
     monkeypatch.setenv("EOS_CHAOS_LOCK", str(tmp_path / "lock"))
     with cluster_lock(stop=threading.Event()):
         pass
+
+
+def test_waiters_take_the_lock_in_arrival_order(tmp_path, monkeypatch):
+    """A holder that releases and asks again at once queues behind those already waiting."""
+    monkeypatch.setenv("EOS_CHAOS_LOCK", str(tmp_path / "lock"))
+    order: list[str] = []
+    started = threading.Event()
+
+    def waiter():
+        started.set()
+        with cluster_lock(timeout=30):
+            order.append("waiter")
+
+    with cluster_lock():
+        t = threading.Thread(target=waiter)
+        t.start()
+        started.wait()
+        time.sleep(0.5)  # the waiter's ticket is in the queue
+    with cluster_lock(timeout=30):  # released and asked again at once
+        order.append("loop")
+    t.join()
+    assert order == ["waiter", "loop"]
+
+
+def test_a_dead_processs_ticket_does_not_block(tmp_path, monkeypatch):
+    lock = tmp_path / "lock"
+    monkeypatch.setenv("EOS_CHAOS_LOCK", str(lock))
+    q = tmp_path / "lock.queue"
+    q.mkdir()
+    (q / f"{1:020d}-999999999").touch()  # no such pid
+    with cluster_lock(timeout=5):
+        pass
+    assert list(q.iterdir()) == []
