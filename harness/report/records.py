@@ -1,10 +1,12 @@
-"""Every record the clients wrote or read, as numpy columns, and what follows from them alone:
-realtime lag per (write, consumer) and the unseen count over time.
+"""Every record the clients wrote or read, as numpy columns, and the series the liveness plot
+draws: realtime lag per (write, consumer) and the unseen count over time.
 
-A record is one (key, offset, value) of a send micro-op (offset from the completion, unknown when
-the op never completed) or of a poll micro-op: a row of the checkers' ``History.mops``. Like the rest of the report this only describes
-what happened; the checkers judge it. The lag follows checkers/realtime_lag.py (ok writes,
-non-final polls, first read per consumer); `verdict.stats.realtime_lag_ms` stays the reference.
+A record is one (key, offset, value) of a send micro-op (offset from the completion, unknown
+when the op never completed) or of a poll micro-op: a row of the checkers' ``History.mops``.
+Like the rest of the report this only describes what happened; the checkers judge it, and the
+series come from the checkers' own model (``checkers.realtime_lag.lags``, ``checkers.log``'s
+committed writes and reads), so the plot and the verdict never disagree on what a lag or a
+committed write is.
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ import numpy as np
 import polars as pl
 
 from checkers.history import History
+from checkers.log import op_col, reads, writes
+from checkers.realtime_lag import lags
 
 from .analysis import OUTCOMES
 
@@ -81,13 +85,6 @@ def extract_records(h: History, workers: dict[int, str] | None = None) -> Record
     )
 
 
-def _frame(rec: Records) -> pl.DataFrame:
-    return pl.DataFrame({
-        "key": rec.key, "value": rec.value, "kind": rec.kind, "process": rec.process,
-        "time": rec.time, "outcome": rec.outcome, "final": rec.final,
-    })
-
-
 @dataclass
 class Lags:
     commit_ns: np.ndarray  # when the write's op completed ok, sorted ascending
@@ -95,21 +92,19 @@ class Lags:
     process: np.ndarray  # the consumer (process code)
 
 
-def realtime_lags(rec: Records) -> Lags:
+def realtime_lags(h: History, rec: Records) -> Lags:
     """Per (ok write, non-final consumer that read it): the time from the write's completion to
-    the completion of the consumer's first poll returning it."""
-    if not len(rec):
+    the completion of the consumer's first poll returning it: the checkers' own pairs
+    (``checkers.realtime_lag.lags``), with the consumer as a process code of ``rec``."""
+    lg = lags(h)
+    if lg.is_empty():
         z = np.zeros(0, dtype=np.int64)
         return Lags(z, z, z.astype(np.int32))
-    df = _frame(rec)
-    w = (df.filter((pl.col("kind") == SEND) & (pl.col("outcome") == OK))
-         .group_by("key", "value").agg(commit=pl.col("time").min()))
-    r = (df.filter((pl.col("kind") == POLL) & ~pl.col("final"))
-         .group_by("key", "value", "process").agg(read=pl.col("time").min()))
-    j = r.join(w, on=["key", "value"], how="inner").sort("commit")
-    return Lags(j["commit"].to_numpy().astype(np.int64),
-                (j["read"] - j["commit"]).to_numpy().astype(np.int64),
-                j["process"].to_numpy().astype(np.int32))
+    commit = h.ops["complete_time"].gather(lg["writer"]).to_numpy().astype(np.int64)
+    o = np.argsort(commit, kind="stable")
+    procs = np.asarray(rec.processes, dtype=np.int64)
+    code = np.searchsorted(procs, lg["process"].to_numpy().astype(np.int64))
+    return Lags(commit[o], lg["lag_ns"].to_numpy().astype(np.int64)[o], code[o].astype(np.int32))
 
 
 @dataclass
@@ -129,20 +124,23 @@ class Unseen:
         return np.unique(np.concatenate([self.commit_ns, self.seen_ns]))
 
 
-def unseen_over_time(rec: Records) -> Unseen:
-    """Committed writes (op ok, or op info with the value read by some poll: it must have
-    committed) against their first read by any poll, the final drain included."""
-    if not len(rec):
+def unseen_over_time(h: History) -> Unseen:
+    """The writes the checkers count as committed (``writes(h)["committed"]``: ok, info with
+    a value read, an info send whose delivery report gave an offset) against their first
+    read by any poll, the final drain included. A write's time is its op's completion (its
+    invoke when it never completed); a read's, its poll's completion."""
+    w = writes(h).filter(pl.col("committed"))
+    if w.is_empty():
         z = np.zeros(0, dtype=np.int64)
         return Unseen(z, z, 0, 0)
-    df = _frame(rec)
-    reads = (df.filter(pl.col("kind") == POLL).group_by("key", "value")
-             .agg(first=pl.col("time").min()))
-    w = (df.filter((pl.col("kind") == SEND) & (pl.col("outcome") != FAIL))
-         .group_by("key", "value").agg(commit=pl.col("time").min(),
-                                       ok=(pl.col("outcome") == OK).any())
-         .join(reads, on=["key", "value"], how="left")
-         .filter(pl.col("ok") | pl.col("first").is_not_null()))
+    t = pl.coalesce("complete_time", "invoke_time")
+    w = (w.with_columns(op_col(h, "invoke_time", w["op"]))
+         .group_by("key", "value").agg(commit=t.min()))
+    r = reads(h)
+    r = (r.select("key", "value").with_columns(
+            op_col(h, "complete_time", r["op"]), op_col(h, "invoke_time", r["op"]))
+         .group_by("key", "value").agg(first=t.min()))
+    w = w.join(r, on=["key", "value"], how="left")
     commit = np.sort(w["commit"].to_numpy().astype(np.int64))
     seen = w.filter(pl.col("first").is_not_null()).select(
         pl.max_horizontal("commit", "first").alias("s"))["s"].to_numpy().astype(np.int64)

@@ -149,8 +149,8 @@ def _context(h: "History", verdict: dict, scenario: dict, meta: dict | None,
     lanes = lanes_svg(h, windows, run_end, labels, shown)
 
     rec = extract_records(h, labels)
-    lags = realtime_lags(rec)
-    unseen = unseen_over_time(rec)
+    lags = realtime_lags(h, rec)
+    unseen = unseen_over_time(h)
     stalls = [st for a in anomalies if a["name"] == "stalled-lso"
               for st in stall_windows(a["all_examples"], rec, run_end, a["status"] != "fails")]
     plots, unplotted = key_plots(rec, marks_from_verdict(anomalies), windows, run_end, stalls)

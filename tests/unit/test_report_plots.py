@@ -93,7 +93,8 @@ def test_records_hold_sends_and_polls_with_outcomes_and_unknown_offsets():
 
 
 def test_realtime_lag_pairs_ok_writes_with_first_non_final_reads():
-    lags = realtime_lags(records())
+    h = load_history(history())
+    lags = realtime_lags(h, extract_records(h))
     # value 1: committed 1.5, read by p1 at 2.0; value 3: committed 4.0, read by p1 at 4.5;
     # the aborted 2 and the final reader do not count
     assert sorted(lags.lag_ns.tolist()) == [S // 2, S // 2]
@@ -101,7 +102,7 @@ def test_realtime_lag_pairs_ok_writes_with_first_non_final_reads():
 
 
 def test_unseen_counts_committed_writes_until_their_first_read():
-    u = unseen_over_time(records())
+    u = unseen_over_time(load_history(history()))
     assert (u.total, u.never) == (2, 0)  # 1 and 3; the aborted 2 and the pending 4 never count
     t = np.array([1.0, 1.6, 2.0, 4.2, 4.6]) * S
     assert u.count_at(t.astype(np.int64)).tolist() == [0, 1, 0, 1, 0]
@@ -116,9 +117,25 @@ def test_unseen_counts_an_info_write_only_once_read_and_a_never_read_write_at_th
         ev(16, 6.0, 2, "invoke", "poll", [["poll"]], meta={"final": True}),
         ev(17, 6.5, 2, "ok", "poll", [["poll", {"t0/0": [[4, 5]]}]], meta={"final": True}),
     ]
-    u = unseen_over_time(rec_of(h))
+    u = unseen_over_time(load_history(h))
     assert (u.total, u.never) == (4, 1)  # 1, 3, the info 5 (read), the ok 6 (never read)
     assert u.count_at(np.array([7 * S])).tolist() == [1]
+
+
+def test_unseen_plot_counts_what_the_checkers_count_as_committed():
+    """An info send whose delivery report gave an offset must have committed (checkers.log);
+    the plot counted only ok writes and read info writes before it used the checkers' model,
+    so its 'never read' disagreed with the verdict's unseen."""
+    h = history()[:12] + [
+        ev(12, 5.0, 0, "invoke", "send", [["send", "t0/0", 7]]),
+        ev(13, 5.5, 0, "info", "send", [["send", "t0/0", [4, 7]]]),
+        ev(14, 6.0, 2, "invoke", "poll", [["poll"]], meta={"final": True}),
+        ev(15, 6.5, 2, "ok", "poll", [["poll", {"t0/0": [[0, 1], [3, 3]]}]], meta={"final": True}),
+    ]
+    u = unseen_over_time(load_history(h))
+    v = checkers.check(h)
+    assert u.never == v["anomaly_counts"].get("unseen") == 1
+    assert (u.total, u.never) == (3, 1)
 
 
 def test_latency_is_plotted_per_f():
