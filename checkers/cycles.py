@@ -279,7 +279,7 @@ def graph(h: History, nodes: np.ndarray | None = None) -> dict:
     return {"n_ops": n, "n_nodes": n + m, "edges": edges, "ww": ww, "wr": wr, "time": times}
 
 
-def _sccs(n_nodes: int, edges: pl.DataFrame | tuple) -> list[np.ndarray]:
+def sccs(n_nodes: int, edges: pl.DataFrame | tuple) -> list[np.ndarray]:
     """Node arrays of the non-trivial strongly connected components."""
     if isinstance(edges, tuple):
         src, dst = edges
@@ -449,7 +449,7 @@ def cycle_cases(h: History) -> list[dict]:
     "kind", "key"?, "value"?, "explanation"}], "explanation"}.
     """
     n_nodes, src, dst = union_edges(h)
-    union = _sccs(n_nodes, (src, dst))
+    union = sccs(n_nodes, (src, dst))
     del src, dst
     if not union:
         return []
@@ -459,7 +459,7 @@ def cycle_cases(h: History) -> list[dict]:
     out = []
     for name, kinds, need in VARIANTS:
         e = sub.filter(pl.col("kind").is_in(list(kinds)))
-        for comp in _sccs(g["n_nodes"], e):
+        for comp in sccs(g["n_nodes"], e):
             ce = _within(e, g["n_nodes"], comp)
             if any(not (ce["kind"] == k).any() for k in need):
                 continue  # the component lacks a kind this anomaly must use

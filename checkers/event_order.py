@@ -54,10 +54,8 @@ from collections import deque
 
 import numpy as np
 import polars as pl
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 
-from .cycles import proc_rt, read_writers, union_edges, ww_chain, ww_pairs
+from .cycles import proc_rt, read_writers, sccs, union_edges, ww_chain, ww_pairs
 from .history import History
 from .log import index, reads
 
@@ -102,14 +100,11 @@ def candidate_ops(h: History) -> np.ndarray:
     tj, cb = _commit_edges(h)
     src = np.concatenate([src, n + tj])
     dst = np.concatenate([dst, cb])
-    if not len(src):
+    comps = sccs(n_nodes, (src, dst))
+    if not comps:
         return np.zeros(0, np.int64)
-    mat = csr_matrix((np.ones(len(src), np.int8), (src, dst)), shape=(n_nodes, n_nodes))
-    del src, dst
-    _, labels = connected_components(mat, directed=True, connection="strong")
-    counts = np.bincount(labels)
-    ops = np.flatnonzero(counts[labels[:n]] > 1)
-    return ops.astype(np.int64)
+    nodes = np.concatenate(comps)
+    return np.sort(nodes[nodes < n]).astype(np.int64)
 
 
 def event_graph(h: History, ops_in: np.ndarray | None = None) -> dict:
@@ -306,23 +301,11 @@ def impossible_cycle_cases(h: History) -> list[dict]:
         return []
     g = event_graph(h, cand)
     n_nodes = 3 * g["n"] + g["m"]
-    if not len(g["src"]):
-        return []
-    mat = csr_matrix((np.ones(len(g["src"]), np.int8), (g["src"], g["dst"])),
-                     shape=(n_nodes, n_nodes))
-    _, labels = connected_components(mat, directed=True, connection="strong")
-    del mat
-    counts = np.bincount(labels)
-    big = np.flatnonzero(counts > 1)
-    if not len(big):
-        return []
-    order = np.argsort(labels, kind="stable")
-    sl = labels[order]
+    comps = sccs(n_nodes, (g["src"], g["dst"]))
     out = []
     n = g["n"]
     by_index = {int(v): i for i, v in enumerate(h.ops["invoke_index"].to_list())}
-    for c in big[:MAX_CASES]:
-        comp = order[np.searchsorted(sl, c, "left"):np.searchsorted(sl, c, "right")]
+    for comp in comps[:MAX_CASES]:
         cyc = _shortest_cycle(g, comp, n_nodes)
         if cyc is None:
             continue
@@ -347,6 +330,6 @@ def impossible_cycle_cases(h: History) -> list[dict]:
                            + ", ".join(s["events"] for s in steps)
                            + "); together they form a cycle in time",
         })
-    if len(big) > MAX_CASES and out:
-        out[-1]["explanation"] += f" ({len(big) - MAX_CASES} more such components not explained)"
+    if len(comps) > MAX_CASES and out:
+        out[-1]["explanation"] += f" ({len(comps) - MAX_CASES} more such components not explained)"
     return out
