@@ -8,7 +8,11 @@ templates ``sh DIR/kill-{id}.sh`` etc.: every broker kill and restart goes throu
 run must be valid, its topics deleted at the end, and the nodes running again. A second, short
 eos-pipeline run (client kills only) checks the run prefix on a cluster that already holds the
 workloads' unprefixed names: a topic ``t0`` and a consumer group ``eosc-proc`` with a committed
-offset, both left as they were, while the runs' own prefixed topics and groups are gone. ~2.5 min.
+offset, both left as they were, while the runs' own prefixed topics and groups are gone. That
+run goes through a SASL_PLAINTEXT listener (CLIENT, port 9094, mechanism PLAIN) with
+``cluster.external.client`` holding the credentials, so every client it makes (admin agent,
+input producer, processors' consumers and producers, reader, pipeline drain) must carry them;
+a client without them gets no metadata there. The smoke run stays on PLAINTEXT. ~2.5 min.
 """
 import json
 import shlex
@@ -26,6 +30,16 @@ from harness.scenario import ClusterSpec, Scenario
 pytestmark = pytest.mark.integration
 
 BRIDGE_ADDRESS = "198.18.0.1/24"  # the root namespace's foot on the test bridge, for this test only
+#: a second listener, CLIENT on 9094, with SASL/PLAIN (Kafka's SASL/PLAIN docs, KIP-43); inter-broker
+#: traffic and the PLAINTEXT listener stay as they are
+SASL_BROKER = {
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,CLIENT:SASL_PLAINTEXT",
+    "sasl.enabled.mechanisms": "PLAIN",
+    "listener.name.client.plain.sasl.jaas.config":
+        'org.apache.kafka.common.security.plain.PlainLoginModule required user_eosc="secret";',
+}
+SASL_CLIENT = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "eosc",
+               "sasl.password": "secret"}
 
 
 def _scripts(service: ClusterService, d) -> dict[str, str]:
@@ -48,7 +62,10 @@ def _scripts(service: ClusterService, d) -> dict[str, str]:
 def external_run(tmp_path_factory, results_root):
     tmp = tmp_path_factory.mktemp("external")
     with cluster_lock():
-        service = ClusterService(make_backend(ClusterSpec(), tmp / "nodes", tmp / "logs"), tmp / "logs")
+        backend = make_backend(ClusterSpec(broker=SASL_BROKER), tmp / "nodes", tmp / "logs")
+        start = backend.start  # the CLIENT listener, advertised at the node's own address (no proxy)
+        backend.start = lambda _: start({i: f"{a.split(':')[0]}:9094" for i, a in backend.addresses().items()})
+        service = ClusterService(backend, tmp / "logs")
         service.clean_leftovers()
         try:
             service.start(timeout=180)
@@ -69,12 +86,14 @@ def external_run(tmp_path_factory, results_root):
             pipe = Scenario.model_validate({
                 "name": "external-pipeline-it", "seed": 1, "duration": 20,
                 "workload": {"name": "eos-pipeline", "processors": 2, "partitions": 2},
-                "cluster": {"backend": "external", "external": {"bootstrap": service.backend.bootstrap}},
+                "cluster": {"backend": "external", "external": {"bootstrap": _sasl_bootstrap(service),
+                                                                 "client": SASL_CLIENT}},
                 "nemesis": {"faults": ["kill-client"], "interval_s": [6, 8], "fault_duration_s": [2, 3]},
             })
             res2 = run_scenario(pipe, results_root, source="tests/integration/test_backend_external.py")
             after = service.agent.request("describe", timeout=10)
             after["groups"] = _groups(service.backend.bootstrap)
+            after["sasl_without_credentials"] = _metadata_without_credentials(_sasl_bootstrap(service))
             yield res, after, res2
         finally:
             assert service.teardown() == []
@@ -101,6 +120,21 @@ def _bystanders(service: ClusterService) -> None:
                 raise
             time.sleep(1)
     c.close()
+
+
+def _sasl_bootstrap(service: ClusterService) -> str:
+    return ",".join(f"{a.split(':')[0]}:9094" for a in service.backend.addresses().values())
+
+
+def _metadata_without_credentials(bootstrap: str) -> str:
+    """What a client without the SASL settings gets from the SASL listener: "metadata" or the error."""
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=5)
+        return "metadata"
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
 
 
 def _groups(bootstrap: str) -> dict[str, dict]:
@@ -153,6 +187,13 @@ def test_external_run_leaves_the_cluster_as_it_found_it(external_run):
     assert "t0" in after["topics"] and after["groups"].get("eosc-proc") == {"t0/0": 1}, after["groups"]
 
 
-def test_external_pipeline_with_the_run_prefix_is_valid(external_run):
-    _, _, res2 = external_run
+def test_external_pipeline_over_sasl_with_the_run_prefix_is_valid(external_run):
+    _, after, res2 = external_run
     assert res2.verdict["valid"] is True, json.dumps(res2.verdict.get("anomalies"), indent=1)[:3000]
+    meta = json.loads((res2.run_dir / "meta.json").read_text())
+    assert meta["final_reads_complete"] is True and meta["client_security"] == sorted(SASL_CLIENT)
+    assert after["sasl_without_credentials"] != "metadata"  # the listener really wants SASL
+    events = [json.loads(x) for x in (res2.run_dir / "history.jsonl").read_text().splitlines()]
+    done = {(e["process"], e["f"]) for e in events if e["type"] == "ok"}
+    # every kind of client made it through the SASL listener
+    assert {"txn", "poll", "committed-offsets"} <= {f for _, f in done}, sorted(done)
