@@ -131,6 +131,16 @@ class WorkerHandle:
         self._reader.join(timeout=10)
         return True
 
+    def dump_stacks(self, wait_s: float = 1.0) -> None:
+        """Ask a stuck worker where it is stuck: SIGQUIT makes a Python worker print every
+        thread's traceback (faulthandler, harness/workers/__main__.py) and a JVM its thread
+        dump, into the worker's log; neither exits on it."""
+        try:
+            os.kill(self.proc.pid, signal.SIGQUIT)
+        except ProcessLookupError:
+            return
+        time.sleep(wait_s)
+
     def kill(self) -> None:
         self.signal(signal.SIGKILL)
         self.proc.wait(timeout=10)
@@ -249,7 +259,9 @@ class Pool:
         for n in names:
             w = self.workers[n]
             if not w.wait(timeout):
-                problems.append(f"worker {n} did not stop within {timeout:.0f} s; killed")
+                w.dump_stacks()
+                problems.append(f"worker {n} did not stop within {timeout:.0f} s; killed (where it "
+                                f"was stuck: the thread stacks at the end of logs/{n}.log)")
                 w.kill()
         return problems
 

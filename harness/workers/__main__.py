@@ -1,4 +1,6 @@
+import faulthandler
 import json
+import signal
 import sys
 
 from harness.workers.consumer import ConsumerWorker, DrainWorker
@@ -22,5 +24,8 @@ from harness.workers.spark_drain import SparkDrainWorker  # noqa: E402
 ROLES.update({"spark-consumer": SparkConsumerWorker, "spark-drain": SparkDrainWorker})
 
 if __name__ == "__main__":
+    # a worker that does not answer `stop` is asked where it is stuck before it is killed
+    # (harness.pool.WorkerHandle.dump_stacks): every thread's traceback goes to its log
+    faulthandler.register(signal.SIGQUIT, all_threads=True)
     role, cfg = sys.argv[1], json.loads(sys.argv[2])
     ROLES[role](cfg).run()

@@ -149,6 +149,13 @@ class TxnProducerWorker(Worker):
             raise TxnOutcome(*self._abort(error_pair(exc), False))
         except BufferError as exc:
             raise TxnOutcome(*self._abort(["_QUEUE_FULL", str(exc)], False))
+        except SystemError as exc:
+            # confluent-kafka raises this when a fatal error (e.g. _FENCED) is pending while
+            # flush serves a delivery report ("returned a result with an exception set"): the
+            # instance is dead before commit was requested, so its transaction cannot commit
+            cause = exc.__cause__
+            err = error_pair(cause) if isinstance(cause, KafkaException) else ["_FATAL", str(exc)]
+            raise TxnOutcome("fail", err, True)
 
         if abort_on_purpose:
             type_, err, replace = self._abort(None, False)

@@ -210,3 +210,89 @@ def test_processor_rewind_seeks_the_assigned_keys_and_records_a_rewind_op():
     w.rewind({"in/0": 5, "in/1": 7, "in/2": 9})  # in/1 was revoked meanwhile
     assert Consumer.sought == [("in", 0, 5), ("in", 2, 9)]
     assert events == [("invoke", "rewind", {"in/0": 5, "in/2": 9}), ("ok", "rewind", {"in/0": 5, "in/2": 9})]
+
+
+def test_a_fatal_error_pending_in_flush_fails_the_txn_and_replaces_the_instance():
+    """confluent-kafka raises SystemError ("returned a result with an exception set") from
+    flush when a fatal error such as _FENCED is pending while it serves a delivery report: the
+    worker used to die of it (chaos seed 2 on docker). Commit was never requested, so the
+    transaction cannot commit: fail, with the fatal error, and a new instance."""
+    from confluent_kafka import KafkaError, KafkaException
+    from harness.workers.txn_producer import TxnOutcome, TxnProducerWorker
+
+    class Producer:
+        def begin_transaction(self):
+            pass
+
+        def produce(self, *a, **kw):
+            pass
+
+        def flush(self, timeout):
+            try:
+                raise KafkaException(KafkaError(KafkaError._FENCED, "fenced by a newer instance", fatal=True))
+            except KafkaException as exc:
+                raise SystemError("<method 'append' of 'list' objects> returned a result "
+                                  "with an exception set") from exc
+
+    w = object.__new__(TxnProducerWorker)
+    w.producer, w.flush_timeout = Producer(), 10
+    with pytest.raises(TxnOutcome) as out:
+        w._run_txn([("t0/0", 1)], {}, False)
+    assert (out.value.type, out.value.replace) == ("fail", True)
+    assert out.value.error[0] == "_FENCED"
+
+
+def test_pool_asks_a_stuck_worker_for_its_stacks_before_killing_it(tmp_path):
+    from harness.pool import Pool
+
+    class Stuck:
+        def __init__(self):
+            self.calls = []
+
+        def alive(self):
+            return True
+
+        def request_stop(self):
+            self.calls.append("stop")
+
+        def wait(self, timeout):
+            return False
+
+        def dump_stacks(self):
+            self.calls.append("stacks")
+
+        def kill(self):
+            self.calls.append("kill")
+
+    pool = Pool(host=None, history=None, logdir=tmp_path)
+    pool.workers["processor-1"] = h = Stuck()
+    pool.specs["processor-1"] = WorkerSpec("processor-1", "processor", {})
+    problems = pool.stop(["processor-1"], timeout=0)
+    assert h.calls == ["stop", "stacks", "kill"]
+    assert "logs/processor-1.log" in problems[0]
+
+
+def test_a_worker_prints_its_stacks_on_sigquit_and_keeps_running(tmp_path):
+    """A real consumer worker process (no broker at its bootstrap: it polls on) answers SIGQUIT
+    with its threads' tracebacks on stderr (its log) and keeps running."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    log = tmp_path / "consumer-0.log"
+    cfg = {"bootstrap": "198.18.0.1:9", "keys": ["t0/0"], "seed": 1, "start_ns": time.monotonic_ns()}
+    with open(log, "wb") as f:
+        p = subprocess.Popen([sys.executable, "-m", "harness.workers", "consumer", json.dumps(cfg)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=f)
+        try:
+            assert b'"assign"' in p.stdout.readline()  # started: its assign op's invoke
+            p.send_signal(signal.SIGQUIT)
+            time.sleep(1.0)
+            assert p.poll() is None  # still running
+        finally:
+            p.kill()
+            p.wait()
+    text = log.read_text()
+    assert "Thread 0x" in text and "harness/workers/consumer.py" in text
