@@ -20,6 +20,7 @@ cluster needs, such as an external cluster's ``security.protocol`` / ``sasl.*`` 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -28,6 +29,7 @@ from typing import Any
 
 from harness.errors import ErrorFacts
 from harness.net import Host
+from harness.util import CONFIG_ENV, config_from
 
 
 def _describe(admin, topics: list[str] | None, timeout: float) -> dict:
@@ -194,10 +196,10 @@ class Agent:
     def __init__(self, host: Host, bootstrap: str, log_path, config: dict[str, str] | None = None):
         """``config``: librdkafka settings for the agent's clients (security of an external cluster)."""
         self._log = open(log_path, "ab")
-        self.proc = subprocess.Popen(
-            host.exec_prefix() + [sys.executable, "-m", "harness.agent", bootstrap, json.dumps(config or {})],
+        self.proc = subprocess.Popen(  # config in the environment, not argv (harness.util.CONFIG_ENV)
+            host.exec_prefix() + [sys.executable, "-m", "harness.agent", bootstrap],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True, bufsize=1,
-            start_new_session=True,
+            start_new_session=True, env=dict(os.environ, **{CONFIG_ENV: json.dumps(config or {})}),
         )
         self._lock = threading.Lock()
 
@@ -226,4 +228,4 @@ class Agent:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], json.loads(sys.argv[2]) if len(sys.argv) > 2 else None)
+    serve(sys.argv[1], config_from(sys.argv, 2))

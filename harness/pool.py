@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from harness.history import HistoryWriter
 from harness.net import Host
+from harness.util import CONFIG_ENV
 from harness.workloads.base import WorkerSpec
 
 
@@ -59,11 +60,13 @@ class WorkerHandle:
             from harness.java import command as java_command
 
             argv, cfg = java_command(role, cfg)
+        # the config goes in the environment, not argv: it may hold an external cluster's
+        # sasl.password, and a process's command line is readable by every local user
         self.proc = subprocess.Popen(
-            host.exec_prefix() + argv + [json.dumps(cfg)],
+            host.exec_prefix() + argv,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
             start_new_session=True,
-            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            env=dict(os.environ, PYTHONUNBUFFERED="1", **{CONFIG_ENV: json.dumps(cfg)}),
         )
         self._reader = threading.Thread(target=self._read, name=f"read-{name}", daemon=True)
         self._reader.start()

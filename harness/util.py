@@ -6,6 +6,23 @@ from typing import Callable, TypeVar
 
 T = TypeVar("T")
 
+#: environment variable that carries a worker's or the admin agent's JSON config: not argv,
+#: which every local user can read in /proc/<pid>/cmdline (an external cluster's sasl.password)
+CONFIG_ENV = "EOSC_CONFIG"
+
+
+def config_from(argv: list[str], index: int) -> dict | None:
+    """A child process's JSON config: ``argv[index]`` when given (tests, hand runs), else the
+    CONFIG_ENV variable (the harness's way), removed from the environment so nothing the
+    process starts inherits it; None when neither is there."""
+    import json
+    import os
+
+    if len(argv) > index:
+        return json.loads(argv[index])
+    raw = os.environ.pop(CONFIG_ENV, None)
+    return json.loads(raw) if raw is not None else None
+
 
 class WaitTimeout(TimeoutError):
     """A condition did not hold in time; the message says which and the last error seen."""

@@ -1,8 +1,8 @@
 import faulthandler
-import json
 import signal
 import sys
 
+from harness.util import config_from
 from harness.workers.consumer import ConsumerWorker, DrainWorker
 from harness.workers.idempotent_producer import IdempotentProducerWorker
 from harness.workers.pipeline_drain import PipelineDrainWorker
@@ -27,5 +27,5 @@ if __name__ == "__main__":
     # a worker that does not answer `stop` is asked where it is stuck before it is killed
     # (harness.pool.WorkerHandle.dump_stacks): every thread's traceback goes to its log
     faulthandler.register(signal.SIGQUIT, all_threads=True)
-    role, cfg = sys.argv[1], json.loads(sys.argv[2])
+    role, cfg = sys.argv[1], config_from(sys.argv, 2)  # harness.pool passes it in the environment
     ROLES[role](cfg).run()

@@ -296,3 +296,30 @@ def test_a_worker_prints_its_stacks_on_sigquit_and_keeps_running(tmp_path):
             p.wait()
     text = log.read_text()
     assert "Thread 0x" in text and "harness/workers/consumer.py" in text
+
+
+def test_a_workers_config_is_not_on_its_command_line(tmp_path):
+    """An external cluster's sasl.password reaches the worker through the environment
+    (harness.util.CONFIG_ENV), never its argv: /proc/<pid>/cmdline is world-readable."""
+    import time
+
+    from harness.history import HistoryWriter
+    from harness.net import LOCAL
+    from harness.pool import ProcessNumbers, WorkerHandle
+
+    hist = HistoryWriter(tmp_path / "history.jsonl")
+    cfg = {"bootstrap": "198.18.0.1:9", "keys": ["t0/0"], "seed": 1, "start_ns": time.monotonic_ns(),
+           "security": {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                        "sasl.username": "u", "sasl.password": "s3cret-pw"}}
+    w = WorkerHandle("consumer-0", "consumer", cfg, LOCAL, hist, ProcessNumbers(), tmp_path)
+    try:
+        cmdline = open(f"/proc/{w.pid}/cmdline", "rb").read()
+        assert b"s3cret-pw" not in cmdline and cmdline.endswith(b"harness.workers\0consumer\0")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "assign" not in (tmp_path / "history.jsonl").read_text():
+            time.sleep(0.1)
+        assert '"assign"' in (tmp_path / "history.jsonl").read_text()  # it read its config
+    finally:
+        w.kill()
+        w.close()
+        hist.close()

@@ -12,11 +12,14 @@ public final class Main {
     private Main() {}
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 2) {
-            System.err.println("usage: eosc.Main ROLE CONFIG_JSON");
+        // the harness passes the config in EOSC_CONFIG, not argv: it may hold an external
+        // cluster's sasl.password, and a command line is readable by every local user
+        String raw = args.length == 2 ? args[1] : System.getenv("EOSC_CONFIG");
+        if (args.length < 1 || args.length > 2 || raw == null) {
+            System.err.println("usage: eosc.Main ROLE [CONFIG_JSON] (else the config in $EOSC_CONFIG)");
             System.exit(2);
         }
-        JsonNode cfg = Json.MAPPER.readTree(args[1]);
+        JsonNode cfg = Json.MAPPER.readTree(raw);
         if (args[0].equals("classify") || args[0].equals("facts")) { // unit tests only
             Selftest.run(args[0], cfg);
             return;
