@@ -313,7 +313,12 @@ def test_a_workers_config_is_not_on_its_command_line(tmp_path):
                         "sasl.username": "u", "sasl.password": "s3cret-pw"}}
     w = WorkerHandle("consumer-0", "consumer", cfg, LOCAL, hist, ProcessNumbers(), tmp_path)
     try:
-        cmdline = open(f"/proc/{w.pid}/cmdline", "rb").read()
+        deadline = time.monotonic() + 20
+        while True:  # until the child has exec'd (before: the parent's, during: empty)
+            cmdline = open(f"/proc/{w.pid}/cmdline", "rb").read()
+            if b"harness.workers" in cmdline or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         assert b"s3cret-pw" not in cmdline and cmdline.endswith(b"harness.workers\0consumer\0")
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and "assign" not in (tmp_path / "history.jsonl").read_text():
