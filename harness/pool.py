@@ -76,7 +76,14 @@ class WorkerHandle:
             try:
                 msg = json.loads(raw)
             except ValueError:
-                self.bad_lines += 1  # a torn line from a SIGKILLed worker
+                # a torn line from a SIGKILLed worker, or text on stdout (a JVM's thread dump
+                # after dump_stacks): kept in the worker's log, never in the history
+                self.bad_lines += 1
+                try:
+                    self._log.write(raw)
+                    self._log.flush()
+                except (ValueError, OSError):  # log closed
+                    pass
                 continue
             if "ctl" in msg:
                 self.control.append(msg["ctl"])
@@ -136,8 +143,9 @@ class WorkerHandle:
 
     def dump_stacks(self, wait_s: float = 1.0) -> None:
         """Ask a stuck worker where it is stuck: SIGQUIT makes a Python worker print every
-        thread's traceback (faulthandler, harness/workers/__main__.py) and a JVM its thread
-        dump, into the worker's log; neither exits on it."""
+        thread's traceback (faulthandler, harness/workers/__main__.py) to stderr and a JVM its
+        thread dump to stdout; both end up in the worker's log (``_read`` keeps stdout lines
+        that are not JSON there); neither exits on it."""
         try:
             os.kill(self.proc.pid, signal.SIGQUIT)
         except ProcessLookupError:

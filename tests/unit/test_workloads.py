@@ -282,7 +282,7 @@ def test_a_worker_prints_its_stacks_on_sigquit_and_keeps_running(tmp_path):
     import time
 
     log = tmp_path / "consumer-0.log"
-    cfg = {"bootstrap": "198.18.0.1:9", "keys": ["t0/0"], "seed": 1, "start_ns": time.monotonic_ns()}
+    cfg = {"bootstrap": _closed_port(), "keys": ["t0/0"], "seed": 1, "start_ns": time.monotonic_ns()}
     with open(log, "wb") as f:
         p = subprocess.Popen([sys.executable, "-m", "harness.workers", "consumer", json.dumps(cfg)],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=f)
@@ -308,7 +308,7 @@ def test_a_workers_config_is_not_on_its_command_line(tmp_path):
     from harness.pool import ProcessNumbers, WorkerHandle
 
     hist = HistoryWriter(tmp_path / "history.jsonl")
-    cfg = {"bootstrap": "198.18.0.1:9", "keys": ["t0/0"], "seed": 1, "start_ns": time.monotonic_ns(),
+    cfg = {"bootstrap": _closed_port(), "keys": ["t0/0"], "seed": 1, "start_ns": time.monotonic_ns(),
            "security": {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
                         "sasl.username": "u", "sasl.password": "s3cret-pw"}}
     w = WorkerHandle("consumer-0", "consumer", cfg, LOCAL, hist, ProcessNumbers(), tmp_path)
@@ -328,3 +328,43 @@ def test_a_workers_config_is_not_on_its_command_line(tmp_path):
         w.kill()
         w.close()
         hist.close()
+
+
+def test_a_stuck_java_workers_thread_dump_lands_in_its_log(tmp_path):
+    """dump_stacks on a real Java worker (kafka-clients, no broker at its bootstrap): the JVM
+    prints its thread dump on stdout; the pool keeps it in the worker's log."""
+    import time
+
+    from harness import java
+    from harness.history import HistoryWriter
+    from harness.net import LOCAL
+    from harness.pool import ProcessNumbers, WorkerHandle
+
+    try:
+        java.build(java.DEFAULT_JAVA_CLIENT_VERSION, fetch=False)
+    except Exception as exc:  # noqa: BLE001 - not built on this machine
+        pytest.skip(f"Java workers not built: {exc}")
+    hist = HistoryWriter(tmp_path / "history.jsonl")
+    cfg = {"client": "java", "bootstrap": _closed_port(), "keys": ["t0/0"], "seed": 1,
+           "start_ns": time.monotonic_ns()}
+    w = WorkerHandle("consumer-0", "consumer", cfg, LOCAL, hist, ProcessNumbers(), tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and "assign" not in (tmp_path / "history.jsonl").read_text():
+            time.sleep(0.2)  # the JVM is up and polling
+        w.dump_stacks(wait_s=2.0)
+        assert w.alive()
+    finally:
+        w.kill()
+        w.close()
+        hist.close()
+    assert "Full thread dump" in (tmp_path / "consumer-0.log").read_text(errors="replace")
+
+
+def _closed_port() -> str:
+    """host:port where nothing listens (connection refused: the client retries quietly)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{s.getsockname()[1]}"
