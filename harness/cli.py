@@ -131,13 +131,16 @@ def _summary(verdict: dict) -> str:
     # a valid run may still list anomalies: say which ones the scenario expects and which are
     # liveness reports, so "VALID  anomalies: G0" does not read like a contradiction
     allowed, failing = set(verdict.get("allowed") or []), set(verdict.get("failing") or [])
+    impossible = set(verdict.get("impossible") or [])
     groups: dict[str, list[str]] = {"anomalies": [], "expected": [], "liveness": []}
     for name, n in sorted(counts.items()):
         # failing covers a liveness name listed in fail_on; older verdicts have no "failing"
         group = ("anomalies" if name in failing else "expected" if name in allowed
                  else "liveness" if name in LIVENESS or name in (verdict.get("liveness_reports") or [])
                  else "anomalies")
-        groups[group].append(f"{name}: {n}")
+        # an expected name that fails on a cycle Kafka cannot produce (checkers/event_order.py)
+        tag = " (impossible in Kafka)" if name in impossible else ""
+        groups[group].append(f"{name}: {n}{tag}")
     text = f"verdict: {label}" + "".join(f"  {g}: {', '.join(p)}" for g, p in groups.items() if p)
     for reason in verdict.get("unknown_reasons") or []:
         text += f"\n  unknown: {reason}"

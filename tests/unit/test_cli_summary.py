@@ -21,3 +21,10 @@ def test_invalid_run_puts_failing_names_first():
 def test_verdict_without_failing_field_still_groups():
     text = _summary({"valid": False, "anomalies": {"duplicate": [{}, {}]}})
     assert "anomalies: duplicate: 2" in text
+
+
+def test_summary_says_which_expected_name_failed_as_impossible_in_kafka():
+    text = _summary({"valid": False, "anomaly_counts": {"G0-realtime": 3, "G0": 2},
+                     "allowed": ["G0", "G0-realtime"], "failing": ["G0-realtime"],
+                     "impossible": ["G0-realtime"]})
+    assert "anomalies: G0-realtime: 3 (impossible in Kafka)" in text and "expected: G0: 2" in text
