@@ -44,3 +44,17 @@ def test_the_issue_13_matrix_expands():
             # smoke-java on 4.3.1 ran seeds 1-3 before the matrix (docs/scenarios.md)
             assert f"{name}/s3/kafka-{version}" in ids or (name, version) == ("smoke-java", DEFAULT_KAFKA_VERSION)
     assert all(c.duration == 60 for c in cells if c.name == "coordinator-inflight-abort-java")
+
+
+def test_inflight_abort_toxic_twins_differ_only_in_the_client():
+    java = yaml.safe_load((JAVA / "inflight-abort-toxic.yaml").read_text())
+    rdk = yaml.safe_load((JAVA / "inflight-abort-toxic-librdkafka.yaml").read_text())
+    # each client's own name for "a request without a response times out after 3 s"
+    assert java["workload"].pop("producer") == {"request.timeout.ms": 3000}
+    assert rdk["workload"].pop("producer") == {"socket.timeout.ms": 3000}
+    for d in (java, rdk):
+        d.pop("name"), d.pop("description"), d["workload"].pop("client")
+    assert java == rdk
+    steps = load_scenario(JAVA / "inflight-abort-toxic.yaml").nemesis.steps(1, 40, [1, 2, 3], [])
+    # the toxic outlasts the flush timeout, F1's condition (docs/findings/F1.md)
+    assert [(s.at, s.f) for s in steps] == [(15, "toxic"), (29, "untoxic")] and java["workload"]["flush_timeout_s"] < 14
