@@ -173,5 +173,6 @@ def explore(
         out.print(f"replay:   {replay_command(res.minimal_path)}", soft_wrap=True)
     else:
         out.print(f"no failing schedule in {res.runs} runs" + (f" ({res.stopped})" if res.stopped else ""))
-    out.print(f"explore.json: {session / 'explore.json'}", soft_wrap=True)
+    if not as_json:  # --json prints one JSON document and nothing else on stdout
+        out.print(f"explore.json: {session / 'explore.json'}", soft_wrap=True)
     raise typer.Exit(1 if res.found else 0)
