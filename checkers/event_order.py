@@ -213,11 +213,17 @@ def _shortest_cycle(g: dict, comp: np.ndarray, n_nodes: int) -> list[int] | None
     return best
 
 
+def _op_index(h: History):
+    """op id -> the invoke index the history names it by (steps and explanations)."""
+    idx = h.ops["invoke_index"]
+    return lambda x: int(idx[x])
+
+
 def _step(h: History, g: dict, e: int, ch: pl.DataFrame, rd: pl.DataFrame) -> dict | None:
     """Explain one inter-op edge of a cycle (None for an intra-op or time-chain edge)."""
     n = g["n"]
     k, s, d, i = int(g["kind"][e]), int(g["src"][e]), int(g["dst"][e]), int(g["eid"][e])
-    ref = lambda x: int(h.ops["invoke_index"][x])  # noqa: E731
+    ref = _op_index(h)
     if k == WW:
         a, b = s, d - n
         r0, r1 = ch.row(i, named=True), ch.row(i + 1, named=True)
@@ -245,7 +251,7 @@ def _timed_steps(h: History, g: dict, cyc: list[int]) -> list[dict]:
     from the op whose completion starts the run to the op whose invoke or commit ends it."""
     n = g["n"]
     ct, it, cm = h.ops["complete_time"], h.ops["invoke_time"], h.ops["commit_time"]
-    ref = lambda x: int(h.ops["invoke_index"][x])  # noqa: E731
+    ref = _op_index(h)
     ms = lambda t: f"{t / 1e6:.3f} ms"  # noqa: E731
     ch = ww_chain(h)
     rd = reads(h)

@@ -1,6 +1,8 @@
 """Small shared helpers."""
 from __future__ import annotations
 
+import json
+import os
 import time
 from typing import Callable, TypeVar
 
@@ -15,9 +17,6 @@ def config_from(argv: list[str], index: int) -> dict | None:
     """A child process's JSON config: ``argv[index]`` when given (tests, hand runs), else the
     CONFIG_ENV variable (the harness's way), removed from the environment so nothing the
     process starts inherits it; None when neither is there."""
-    import json
-    import os
-
     if len(argv) > index:
         return json.loads(argv[index])
     raw = os.environ.pop(CONFIG_ENV, None)
