@@ -7,6 +7,7 @@ restarted worker, is a new process (HISTORY.md).
 """
 from __future__ import annotations
 
+import fnmatch
 import itertools
 import json
 import os
@@ -47,8 +48,9 @@ class WorkerHandle:
     """One worker process; ``control`` collects its control messages in arrival order."""
 
     def __init__(self, name: str, role: str, cfg: dict[str, Any], host: Host, history: HistoryWriter,
-                 numbers: ProcessNumbers, logdir: Path):
+                 numbers: ProcessNumbers, logdir: Path, on_ok: Callable[[str], None] | None = None):
         self.name, self.role, self.cfg = name, role, cfg
+        self.on_ok = on_ok
         # a restarted worker reuses its name but must never reuse a history process number
         self.key = f"{name}#{next(_spawns)}"
         self.history, self.numbers = history, numbers
@@ -87,12 +89,18 @@ class WorkerHandle:
                 continue
             if "ctl" in msg:
                 self.control.append(msg["ctl"])
+                # an ok op the workload writes to the history only after the run (a Spark
+                # driver's committed batch, harness.workers.spark_consumer)
+                if self.on_ok is not None and isinstance(msg["ctl"], dict) and "op_ok" in msg["ctl"]:
+                    self.on_ok(self.name)
                 continue
             local = msg.pop("proc", 0)
             msg["process"] = self.numbers.get(self.key, local)
             meta = msg.setdefault("meta", {})
             meta.setdefault("worker", self.name)
             self.history.append(msg)
+            if self.on_ok is not None and msg.get("type") == "ok":
+                self.on_ok(self.name)
 
     @property
     def pid(self) -> int:
@@ -184,6 +192,9 @@ class Pool:
         #: zombie faults: a retired worker -> the worker that replaced it
         self.replacements: dict[str, str] = {}
         self._replace_seq = itertools.count(1)
+        #: worker name -> time.monotonic() of its first ok op (``wait_first_ok``)
+        self.first_ok: dict[str, float] = {}
+        self._ok_seen = threading.Condition()
 
     def spawn(self, spec: WorkerSpec) -> WorkerHandle:
         """Start the worker ``spec`` describes; a name already used replaces the dead worker."""
@@ -193,10 +204,36 @@ class Pool:
             raise RuntimeError(f"worker {spec.name} is still running")
         if old is not None:
             old.close()
-        handle = WorkerHandle(spec.name, spec.role, cfg, self.host, self.history, self.numbers, self.logdir)
+        handle = WorkerHandle(spec.name, spec.role, cfg, self.host, self.history, self.numbers, self.logdir,
+                              on_ok=self._saw_ok)
         self.workers[spec.name] = handle
         self.specs[spec.name] = spec
         return handle
+
+    def _saw_ok(self, name: str) -> None:
+        if name not in self.first_ok:
+            with self._ok_seen:
+                self.first_ok.setdefault(name, time.monotonic())
+                self._ok_seen.notify_all()
+
+    def wait_first_ok(self, patterns: list[str], timeout: float, stop: threading.Event | None = None) -> list[str]:
+        """Block until, for every glob in ``patterns`` (fnmatch, as nemesis client targets), a
+        worker whose name matches has completed an ok op (in the history, or told by an
+        ``op_ok`` control message); at most ``timeout`` s, less if
+        ``stop`` is set. Returns the patterns still without an ok op ([] when all have one)."""
+        deadline = time.monotonic() + timeout
+
+        def missing() -> list[str]:
+            return [p for p in patterns if not any(fnmatch.fnmatch(n, p) for n in list(self.first_ok))]
+
+        with self._ok_seen:
+            while (left := missing()) and not (stop is not None and stop.is_set()):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                # woken by each first ok op; the short cap notices ``stop``
+                self._ok_seen.wait(min(remaining, 0.5))
+        return missing()
 
     # -- ClientControl -------------------------------------------------------------------
     def client_names(self) -> list[str]:

@@ -12,6 +12,7 @@ schedule.json, meta.json, verdict.json, report.html, logs/.
 """
 from __future__ import annotations
 
+import fnmatch
 import json
 import random
 import shutil
@@ -248,6 +249,8 @@ def _load(scn: Scenario, run_dir: Path, ctx: NemesisContext, history: HistoryWri
     schedule = scn.nemesis.steps(scn.seed, scn.duration, ctx.cluster.node_ids(), ctx.clients.client_names())
     (run_dir / "schedule.json").write_text(json.dumps([s.to_dict() for s in schedule], indent=1))
     starts = start_fs()
+    if scn.nemesis.start_after_ok and not stop.is_set():
+        _await_first_ok(scn, history, ctx.clients, stop)
     load_start = time.monotonic()
     try:
         for step in schedule:
@@ -260,6 +263,24 @@ def _load(scn: Scenario, run_dir: Path, ctx: NemesisContext, history: HistoryWri
         progress.phase = "heal"
         _heal(history, nemesis, service)
     return round(time.monotonic() - load_start, 2)
+
+
+def _await_first_ok(scn: Scenario, history: HistoryWriter, pool: Pool, stop: threading.Event) -> None:
+    """nemesis.start_after_ok: hold the fault schedule and the load's clock until the named
+    clients have each completed an ok op (at most ``scn.duration`` s), recorded as a pair of
+    nemesis info events so the history says when the clock started and how long it waited."""
+    patterns = list(scn.nemesis.start_after_ok)
+    history.append({"process": NEMESIS, "type": "info", "f": "start-after-ok", "value": {"clients": patterns}})
+    t0 = time.monotonic()
+    names = pool.client_names()
+    unknown = [p for p in patterns if not any(fnmatch.fnmatch(n, p) for n in names)]
+    # a glob that names no client would hold the faults back for the whole load: not waited for
+    missing = pool.wait_first_ok([p for p in patterns if p not in unknown], timeout=scn.duration, stop=stop)
+    result = (f"no client matches {unknown} (clients: {names}); " if unknown else "") + (
+        f"no ok op from {missing} within {scn.duration:g} s; " if missing else "")
+    history.append({"process": NEMESIS, "type": "info", "f": "start-after-ok",
+                    "value": {"clients": patterns, "waited_s": round(time.monotonic() - t0, 2),
+                              "result": result + "started anyway" if result else "ok"}})
 
 
 def nemesis_op(history: HistoryWriter, nemesis: Composite, op: dict) -> None:

@@ -188,6 +188,11 @@ class NemesisSpec(Strict):
     first_fault_s: float = Field(5.0, ge=0)
     #: seconds without a fault after each fault ends, so the cluster can recover
     quiet_s: float = Field(0.0, ge=0)
+    #: client name globs (as a fault's ``clients``): the fault schedule and the load's
+    #: ``duration`` count from the moment each glob has a worker that completed an ok op (a
+    #: Spark driver's first committed batch, say), waiting at most ``duration`` s for it; a
+    #: client that starts slowly under load then still meets its faults mid-stream
+    start_after_ok: list[str] = Field(default_factory=list)
     #: an explicit schedule (written by `eos-chaos explore`): when given it replaces the
     #: seeded draw from ``faults``, and interval_s, fault_duration_s, first_fault_s and
     #: quiet_s are not used

@@ -40,7 +40,9 @@ Layout of ``work_dir`` (shared with the workload's ``finish`` and the Spark drai
                            line holds Spark's StreamingQueryProgress JSON under "progress"
 
 The worker writes nothing to the history itself: the workload turns the committed sink into
-poll ops after the run (harness.workloads.spark). A failed query is logged, recorded as a
+poll ops after the run (harness.workloads.spark). It tells the harness of each committed batch
+with records at once, with a control message ``{"op_ok": {"f": "poll", "batch_id": N}}``
+(harness.pool: a worker's first ok op). A failed query is logged, recorded as a
 ``query-terminated`` event with its exception, and started again from the checkpoint after
 ``restart_backoff_s``, as a supervisor would restart a production job.
 
@@ -211,7 +213,12 @@ class SparkConsumerWorker(Worker):
                 worker.event("query-started", id=str(event.id), run_id=str(event.runId))
 
             def onQueryProgress(self, event):
-                worker.event("progress", progress=json.loads(event.progress.json))
+                progress = json.loads(event.progress.json)
+                worker.event("progress", progress=progress)
+                if progress.get("numInputRows"):
+                    # a committed batch with records: the poll op the workload writes to the
+                    # history after the run; the harness needs it now (nemesis.start_after_ok)
+                    worker.control(op_ok={"f": "poll", "batch_id": progress.get("batchId")})
 
             def onQueryIdle(self, event):
                 pass

@@ -15,7 +15,9 @@ from harness.scenario import FaultSpec, load_scenario
 pytestmark = pytest.mark.integration
 
 SPARK = Path(__file__).resolve().parents[2] / "scenarios" / "spark.yaml"
-KILL_AT = 50.0  # s of load: the first driver has started (10-20 s) and committed batches (first ~15 s later)
+# s after the first driver's first committed batch (nemesis.start_after_ok): the driver takes
+# 10-40 s to start and its first batch 15-30 s more on 2 cores, too varied for a fixed time
+KILL_AT = 15.0
 
 
 def _events(run_dir: Path) -> list[dict]:
@@ -25,7 +27,8 @@ def _events(run_dir: Path) -> list[dict]:
 def _scenario(duration: float, faults: list, **workload):
     scn = load_scenario(SPARK)
     nemesis = scn.nemesis.model_copy(update={
-        "faults": faults, "first_fault_s": KILL_AT, "interval_s": (1000.0, 1000.0), "fault_duration_s": (3.0, 3.0)})
+        "faults": faults, "first_fault_s": KILL_AT, "interval_s": (1000.0, 1000.0), "fault_duration_s": (3.0, 3.0),
+        "start_after_ok": ["spark-*"]})
     return scn.model_copy(update={"seed": 11, "duration": duration, "nemesis": nemesis,
                                   "workload": scn.workload.model_copy(update=workload)})
 
@@ -43,7 +46,7 @@ def _writes(events: list[dict]) -> tuple[set, set]:
 
 @pytest.fixture(scope="module")
 def killed_run(results_root):
-    scn = _scenario(85.0, [FaultSpec(fault="kill-client", clients=["spark-*"])])
+    scn = _scenario(60.0, [FaultSpec(fault="kill-client", clients=["spark-*"])])
     return run_scenario(scn, results_root, source=str(SPARK))
 
 
@@ -72,6 +75,8 @@ def test_driver_kill_leaves_every_committed_record_in_the_sink_exactly_once(kill
     by_instance = Counter(p["meta"]["instance"] for p in polls)
     assert set(by_instance) == {1, 2}, f"batches committed per driver instance: {by_instance}"
     assert {p["process"] for p in polls} == {spark["process_base"] + 1, spark["process_base"] + 2}
+    waits = [e for e in events if e["process"] == "nemesis" and e["f"] == "start-after-ok"]
+    assert len(waits) == 2 and waits[1]["value"]["result"] == "ok", waits
     kill_time = kills[0]["time"]
     assert all(p["time"] <= kill_time for p in polls if p["meta"]["instance"] == 1)
     assert all(p["time"] > kill_time for p in polls if p["meta"]["instance"] == 2)

@@ -64,3 +64,34 @@ def test_missing_and_non_yaml_files(tmp_path):
 def test_a_suite_file_is_named_as_such():
     with pytest.raises(ScenarioError, match="is a suite"):
         load_scenario(ROOT / "scenarios" / "ci.yaml")
+
+
+def test_start_after_ok_holds_the_faults_for_named_clients_only(tmp_path):
+    """Spark's scenarios hold their faults until the driver's first committed batch; a glob
+    that names no client is not waited for, and the history says so."""
+    import json
+    import threading
+
+    from harness.history import HistoryWriter
+    from harness.runner import _await_first_ok
+
+    spark = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / "spark.yaml")
+    assert spark.nemesis.start_after_ok == ["spark-*"]
+
+    class Pool:
+        def client_names(self):
+            return ["spark-consumer", "reader-0"]
+
+        def wait_first_ok(self, patterns, timeout, stop=None):
+            self.asked = (patterns, timeout)
+            return []
+
+    scn = spark.model_copy(update={"nemesis": spark.nemesis.model_copy(update={"start_after_ok": ["spark-*", "nope-*"]})})
+    hist = HistoryWriter(tmp_path / "history.jsonl")
+    pool = Pool()
+    _await_first_ok(scn, hist, pool, threading.Event())
+    hist.close()
+    assert pool.asked == (["spark-*"], scn.duration)
+    begin, end = [json.loads(x) for x in (tmp_path / "history.jsonl").read_text().splitlines()]
+    assert begin["f"] == end["f"] == "start-after-ok" and begin["process"] == "nemesis"
+    assert "no client matches ['nope-*']" in end["value"]["result"] and "started anyway" in end["value"]["result"]

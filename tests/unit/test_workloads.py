@@ -368,3 +368,53 @@ def _closed_port() -> str:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return f"127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_pool_waits_for_a_clients_first_ok_op(tmp_path):
+    """nemesis.start_after_ok's wait (harness.runner): a real consumer worker (no broker at its
+    bootstrap) completes its assign op; a glob matching it is satisfied, one matching nobody
+    waits out its timeout, and a set stop ends the wait at once."""
+    import threading
+    import time
+
+    from harness.history import HistoryWriter
+    from harness.net import LOCAL
+    from harness.pool import Pool
+
+    hist = HistoryWriter(tmp_path / "history.jsonl")
+    pool = Pool(LOCAL, hist, tmp_path)
+    cfg = {"bootstrap": _closed_port(), "keys": ["t0/0"], "seed": 1}
+    pool.spawn(WorkerSpec("consumer-0", "consumer", cfg))
+    try:
+        assert pool.wait_first_ok(["spark-*"], timeout=0.3) == ["spark-*"]
+        assert pool.wait_first_ok(["consumer-*"], timeout=30) == []
+        assert set(pool.first_ok) == {"consumer-0"}
+        t0 = time.monotonic()
+        assert pool.wait_first_ok(["consumer-*", "spark-*"], timeout=0.5) == ["spark-*"]
+        assert 0.5 <= time.monotonic() - t0 < 5
+        stop = threading.Event()
+        stop.set()
+        t0 = time.monotonic()
+        assert pool.wait_first_ok(["spark-*"], timeout=30, stop=stop) == ["spark-*"]
+        assert time.monotonic() - t0 < 2
+    finally:
+        pool.workers["consumer-0"].kill()
+        pool.workers["consumer-0"].close()
+        hist.close()
+
+
+def test_an_op_ok_control_message_counts_as_a_first_ok_op(tmp_path):
+    """A Spark driver writes its poll ops only after the run; its ``op_ok`` control message per
+    committed batch is what nemesis.start_after_ok waits for. Other control messages are not."""
+    import io
+    import types
+
+    from harness.pool import WorkerHandle
+
+    seen = []
+    w = WorkerHandle.__new__(WorkerHandle)
+    w.name, w.control, w.bad_lines, w.on_ok = "spark-consumer", [], 0, seen.append
+    w.proc = types.SimpleNamespace(stdout=io.BytesIO(
+        b'{"ctl": {"spark_started": true, "instance": 1}}\n{"ctl": {"op_ok": {"f": "poll", "batch_id": 1}}}\n'))
+    w._read()
+    assert seen == ["spark-consumer"] and len(w.control) == 2
