@@ -460,8 +460,10 @@ class Explorer:
         return DirectoryBasedExampleDatabase(str(self.db_dir))
 
     def database_key(self) -> bytes:
-        """The base scenario (seed and description aside) and the search's own settings."""
-        data = self.base.model_dump(mode="json", exclude={"description", "seed"})
+        """The base scenario (seed and description aside) and the search's own settings. Fields
+        at their defaults are left out, so that a field added to the scenario model later does
+        not orphan the failures an earlier explore kept."""
+        data = self.base.model_dump(mode="json", exclude={"description", "seed"}, exclude_defaults=True)
         text = json.dumps([data, self.max_faults, MIN_LOAD_S, STRATEGY_VERSION], sort_keys=True)
         return hashlib.sha256(text.encode()).digest()
 

@@ -209,3 +209,17 @@ def test_stop_ends_the_search_but_the_best_schedule_is_still_replayed(tmp_path):
     assert out.found and out.stopped == "interrupted"
     assert [c[0] for c in runner.calls].count("eos-chaos explore (shrink)") == 0
     assert out.replays["runs"] == 2 and out.minimal_path.is_file()
+
+
+def test_the_database_key_ignores_fields_left_at_their_defaults(tmp_path):
+    """A failure kept by an earlier explore is found again after the scenario model grows a
+    field (nemesis.start_after_ok did): the key leaves defaults out; a changed value still
+    changes it."""
+    scn = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / "coordinator-inflight-abort.yaml")
+
+    def key(s):
+        return Explorer(s, tmp_path, tmp_path, runner=lambda *a, **k: None).database_key()
+
+    explicit = scn.model_copy(update={"nemesis": scn.nemesis.model_copy(update={"start_after_ok": [], "quiet_s": 0.0})})
+    other = scn.model_copy(update={"nemesis": scn.nemesis.model_copy(update={"quiet_s": 1.0})})
+    assert key(explicit) == key(scn) != key(other)
