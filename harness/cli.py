@@ -246,7 +246,7 @@ def suite(
     """Run a matrix of scenarios x seeds x Kafka versions (x backends), resuming where an earlier call stopped;
     write index.html, junit.xml and summary.json. Exit 0 all valid, 1 any invalid, 2 otherwise."""
     from harness import suite as st
-    from harness.suite_outputs import RichSuiteProgress
+    from harness.suite_outputs import RichSuiteProgress, run_with_heartbeat
 
     try:
         spec = st.load_suite(suite_file)
@@ -272,20 +272,8 @@ def suite(
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     ui = RichSuiteProgress(console)
-    box: dict = {}
-
-    def work() -> None:
-        try:
-            box["result"] = st.run_suite(cells, results, suite_dir, name=spec.suite, source=str(suite_file),
-                                         stop=stop, listener=ui, fresh=fresh)
-        except BaseException as exc:  # shown below, exit code 2
-            box["error"] = exc
-
-    worker = threading.Thread(target=work, daemon=True)
-    worker.start()
-    while worker.is_alive():
-        worker.join(1)
-        ui.heartbeat()
+    box = run_with_heartbeat(lambda: st.run_suite(cells, results, suite_dir, name=spec.suite, source=str(suite_file),
+                                                  stop=stop, listener=ui, fresh=fresh), ui)
     if "error" in box:
         console.print(f"[red]error:[/] {type(box['error']).__name__}: {box['error']}")
         raise typer.Exit(2)

@@ -11,6 +11,8 @@ from typing import Optional
 
 import typer
 
+from harness.suite_outputs import run_with_heartbeat
+
 
 class ExploreProgress:
     """A bar over the budget (elapsed, left), a status line (phase, runs, original anomalies,
@@ -144,19 +146,7 @@ def explore(
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, interrupt)
-    box: dict = {}
-
-    def work() -> None:
-        try:
-            box["result"] = ex.explore()
-        except BaseException as exc:  # shown below, exit code 2
-            box["error"] = exc
-
-    t = threading.Thread(target=work, daemon=True)
-    t.start()
-    while t.is_alive():
-        t.join(1)
-        ui.heartbeat()
+    box = run_with_heartbeat(ex.explore, ui)
     ui.end()
     if "error" in box:
         console.print(f"[red]error:[/] {type(box['error']).__name__}: {box['error']}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -198,3 +199,24 @@ class RichSuiteProgress(SuiteListener):
     def end(self, summary, paths):
         self.cell = None
         self.bar.stop()
+
+
+def run_with_heartbeat(work, ui) -> dict:
+    """Run ``work()`` on a thread while this (the main) thread ticks ``ui.heartbeat()`` once a
+    second, so the terminal stays live and signals reach the main thread's handlers (which
+    set the stop events ``work`` watches). Returns ``{"result": ...}`` or ``{"error": exc}``
+    (any exception of ``work``, shown by the caller with exit code 2)."""
+    box: dict = {}
+
+    def target() -> None:
+        try:
+            box["result"] = work()
+        except BaseException as exc:  # shown by the caller, exit code 2
+            box["error"] = exc
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    while t.is_alive():
+        t.join(1)
+        ui.heartbeat()
+    return box

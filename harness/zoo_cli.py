@@ -20,25 +20,6 @@ def _ui():
     return console, out
 
 
-def _run_in_thread(work, ui) -> dict:
-    """Run ``work()`` on a thread while the main thread ticks ``ui.heartbeat()``; Ctrl-C or
-    SIGTERM set the returned box's ``stop`` event (the work must watch it)."""
-    box: dict = {}
-
-    def target() -> None:
-        try:
-            box["result"] = work()
-        except BaseException as exc:  # shown by the caller, exit code 2
-            box["error"] = exc
-
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    while t.is_alive():
-        t.join(1)
-        ui.heartbeat()
-    return box
-
-
 def zoo(
     runs: int = typer.Option(10, "--runs", help="runs per mutant and per control, seeds first-seed, first-seed+1, ..."),
     duration: Optional[float] = typer.Option(None, help="seconds of load for every run (default: each file's own)"),
@@ -58,7 +39,7 @@ def zoo(
     from harness import suite as st
     from harness import zoo as zm
     from harness.cli import _require_root
-    from harness.suite_outputs import RichSuiteProgress
+    from harness.suite_outputs import RichSuiteProgress, run_with_heartbeat
 
     console, out = _ui()
     try:
@@ -90,7 +71,7 @@ def zoo(
         signal.signal(sig, lambda *_: stop.set())
     ui = RichSuiteProgress(console)
     command = "eos-chaos " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    box = _run_in_thread(lambda: zm.run_zoo(entries, results, d, runs=runs, duration=duration,
+    box = run_with_heartbeat(lambda: zm.run_zoo(entries, results, d, runs=runs, duration=duration,
                                             first_seed=first_seed, stop=stop, listener=ui, fresh=fresh,
                                             command=command), ui)
     if "error" in box:
