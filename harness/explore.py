@@ -481,7 +481,10 @@ class Explorer:
                        phases=[Phase.reuse, Phase.generate, Phase.shrink], derandomize=False,
                        report_multiple_bugs=False)  # the first failing example is shrunk, no other is run
         old = engine.MAX_SHRINKING_SECONDS
-        engine.MAX_SHRINKING_SECONDS = max(old, int(self.budget_s) + 60)
+        # Hypothesis's own shrink limit is wall-clock time, but runs queued behind other runs
+        # for the cluster lock are not charged to the budget (``left_s``): the predicate ends
+        # the search on the budget, so the limit only has to stay out of its way
+        engine.MAX_SHRINKING_SECONDS = max(old, 4 * int(self.budget_s) + 3600)
         try:
             # no random=: Hypothesis turns its example database off for a seeded search
             find(strategy, self.predicate, settings=cfg, database_key=self.database_key())
