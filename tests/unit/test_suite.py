@@ -129,6 +129,23 @@ def test_fingerprint_follows_what_is_run_not_the_description(tmp_path):
     assert st.fingerprint(redescribed) == base.fingerprint
 
 
+def test_a_field_added_to_the_scenario_model_later_keeps_finished_runs_current(tmp_path):
+    """A suite or zoo resumed after the model grew a field (nemesis.start_after_ok did) must not
+    run every finished cell again: the field at its default leaves the fingerprint as it was;
+    set to another value, it changes it."""
+    from harness.scenario import Scenario
+
+    d = scenarios_dir(tmp_path, ["alpha"])
+    base = st.expand(st.load_suite(write_suite(d, "suite: n\nscenarios: [alpha.yaml]\n")), d)[0]
+
+    class Later(Scenario):
+        added_later: int = 0
+
+    data = base.scenario.model_dump()
+    assert st.fingerprint(Later.model_validate(data)) == base.fingerprint
+    assert st.fingerprint(Later.model_validate(dict(data, added_later=1))) != base.fingerprint
+
+
 # ---------------------------------------------------------------- resume on a handmade results folder
 
 def _cells(tmp_path, seeds=3):
