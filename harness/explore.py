@@ -494,8 +494,9 @@ class Explorer:
             engine.MAX_SHRINKING_SECONDS = old
 
     def seed_database(self, db, strategy) -> list[dict]:
-        """Save the choice sequences of the scenario's seeded draws (seeds 1..``seeded``) in the
-        search's *secondary* corpus (``<key>.secondary``: Hypothesis's corpus of failing but
+        """Move failures kept by earlier searches from the primary to the secondary corpus
+        (below), and save the choice sequences of the scenario's seeded draws (seeds
+        1..``seeded``) in the search's *secondary* corpus (``<key>.secondary``: Hypothesis's corpus of failing but
         not yet minimal examples; a failure from the primary one counts as already shrunk);
         returns the schedules saved. A draw outside the strategy's bounds, or whose sequence
         does not draw it back, is skipped. Hypothesis's reuse phase runs them before
@@ -503,6 +504,13 @@ class Explorer:
         starts again from the scenario's own schedules."""
         from hypothesis.database import choices_to_bytes
 
+        # A failure kept in the primary corpus counts for Hypothesis as already shrunk: its
+        # reuse phase replays it and stops without shrinking. On a real cluster a search's
+        # shrinking is nearly always cut short by its budget, so kept failures go back to the
+        # secondary corpus, where the next search shrinks the smallest one further.
+        key = self.database_key()
+        for kept in list(db.fetch(key)):
+            db.move(key, key + b".secondary", kept)
         saved = []
         for seed in range(1, self.seeded + 1):
             sched = seeded_schedule(self.base, seed)

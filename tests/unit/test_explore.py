@@ -223,3 +223,30 @@ def test_the_database_key_ignores_fields_left_at_their_defaults(tmp_path):
     explicit = scn.model_copy(update={"nemesis": scn.nemesis.model_copy(update={"start_after_ok": [], "quiet_s": 0.0})})
     other = scn.model_copy(update={"nemesis": scn.nemesis.model_copy(update={"quiet_s": 1.0})})
     assert key(explicit) == key(scn) != key(other)
+
+
+def test_a_later_search_shrinks_a_failure_an_earlier_one_was_cut_short_on(tmp_path):
+    """A search stopped while shrinking (budget, Ctrl-C) keeps its best failure; the next
+    search must shrink it further. Hypothesis takes a failure in its primary corpus for
+    already shrunk and stops at once, so kept failures are moved to the secondary corpus."""
+    import threading
+
+    stop = threading.Event()
+
+    class CutShort(FakeRunner):
+        def __call__(self, *a, **kw):
+            res = super().__call__(*a, **kw)
+            if self.n >= 2:  # the first failure and one shrink step, then Ctrl-C
+                stop.set()
+            return res
+
+    first = Explorer(F1, tmp_path / "results", tmp_path / "out", runner=CutShort(), k=1, budget_s=10_000,
+                     seed=3, stop=stop).explore()
+    assert first.found and first.stopped == "interrupted"
+    assert (len(first.minimal["faults"]), first.minimal["duration"]) != (1, 20)   # not yet minimal
+    again = FakeRunner()
+    out2 = Explorer(F1, tmp_path / "results", tmp_path / "out2", runner=again, k=1, budget_s=10_000, seed=9,
+                    db_dir=tmp_path / "out" / "hypothesis-db").explore()
+    assert out2.found and again.calls[0][0] == "eos-chaos explore (search)"
+    # it went on shrinking from there (before: the kept failure replayed once, then replays)
+    assert again.n > 1 + 1 and size(out2.minimal) < size(first.minimal)
