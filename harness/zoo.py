@@ -213,7 +213,8 @@ def event_times(history: str | Path, indexes: set[int]) -> tuple[dict[int, int],
                 ev = json.loads(line)
             except ValueError:
                 continue
-            if nem and ev.get("process") == "nemesis" and ev.get("f") != "heal":
+            # heal and nemesis.start_after_ok's wait are not faults (harness.runner)
+            if nem and ev.get("process") == "nemesis" and ev.get("f") not in ("heal", "start-after-ok"):
                 first_fault = ev.get("time")
             idx = ev.get("index", i)
             if idx in want:

@@ -236,3 +236,20 @@ def test_processors_run_their_own_loop():
     from harness.workers.txn_producer import TxnProducerWorker
 
     assert ProcessorWorker.run is not TxnProducerWorker.run
+
+
+def test_time_to_detect_starts_the_load_clock_after_a_start_after_ok_wait(tmp_path):
+    """nemesis.start_after_ok: the pair of start-after-ok events is the wait, not a fault; the
+    load's clock starts when it ends (first fault at 28 s, scheduled at 20 s: the load began at
+    8 s), so a Spark mutant's time to detect does not count the driver's start."""
+    s = 1_000_000_000
+    h = history_file(tmp_path, [
+        {"time": 0, "process": "nemesis", "type": "info", "f": "start-after-ok", "value": {"clients": ["spark-*"]}},
+        {"time": 8 * s, "process": "nemesis", "type": "info", "f": "start-after-ok", "value": {"result": "ok"}},
+        {"time": 10 * s, "process": 0, "type": "invoke", "f": "poll"},          # 2
+        {"time": 28 * s, "process": "nemesis", "type": "info", "f": "kill"},    # 3: the first fault
+        {"time": 30 * s, "process": 0, "type": "ok", "f": "poll"},              # 4
+    ])
+    verdict = {"valid": False, "failing": ["G1a"], "anomalies": {
+        "G1a": [{"anomaly": "G1a", "reader": {"op": 0, "invoke_index": 2, "complete_index": 4}}]}}
+    assert zoo.time_to_detect(verdict, h, schedule=[{"at": 20.0, "f": "kill"}]) == 22.0
