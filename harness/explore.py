@@ -460,10 +460,8 @@ class Explorer:
         return DirectoryBasedExampleDatabase(str(self.db_dir))
 
     def database_key(self) -> bytes:
-        """The base scenario (seed and description aside) and the search's own settings. Fields
-        at their defaults are left out, so that a field added to the scenario model later does
-        not orphan the failures an earlier explore kept."""
-        data = self.base.model_dump(mode="json", exclude={"description", "seed"}, exclude_defaults=True)
+        """The base scenario (``Scenario.identity`` without the seed) and the search's own settings."""
+        data = self.base.identity(without={"seed"})
         text = json.dumps([data, self.max_faults, MIN_LOAD_S, STRATEGY_VERSION], sort_keys=True)
         return hashlib.sha256(text.encode()).digest()
 

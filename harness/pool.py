@@ -227,7 +227,7 @@ class Pool:
             return [p for p in patterns if not any(fnmatch.fnmatch(n, p) for n in list(self.first_ok))]
 
         with self._ok_seen:
-            while (left := missing()) and not (stop is not None and stop.is_set()):
+            while missing() and not (stop is not None and stop.is_set()):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break

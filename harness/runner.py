@@ -33,7 +33,7 @@ from harness.cluster.service import ClusterService, cluster_ready  # noqa: F401 
 from harness.history import HistoryWriter
 from harness.lock import cluster_lock
 from harness.pool import Pool
-from harness.scenario import Scenario
+from harness.scenario import START_AFTER_OK, Scenario
 from harness.versions import collect_versions
 from harness.workloads import WORKLOADS
 from nemesis.core import Composite, NemesisContext
@@ -270,7 +270,7 @@ def _await_first_ok(scn: Scenario, history: HistoryWriter, pool: Pool, stop: thr
     clients have each completed an ok op (at most ``scn.duration`` s), recorded as a pair of
     nemesis info events so the history says when the clock started and how long it waited."""
     patterns = list(scn.nemesis.start_after_ok)
-    history.append({"process": NEMESIS, "type": "info", "f": "start-after-ok", "value": {"clients": patterns}})
+    history.append({"process": NEMESIS, "type": "info", "f": START_AFTER_OK, "value": {"clients": patterns}})
     t0 = time.monotonic()
     names = pool.client_names()
     unknown = [p for p in patterns if not any(fnmatch.fnmatch(n, p) for n in names)]
@@ -278,7 +278,7 @@ def _await_first_ok(scn: Scenario, history: HistoryWriter, pool: Pool, stop: thr
     missing = pool.wait_first_ok([p for p in patterns if p not in unknown], timeout=scn.duration, stop=stop)
     result = (f"no client matches {unknown} (clients: {names}); " if unknown else "") + (
         f"no ok op from {missing} within {scn.duration:g} s; " if missing else "")
-    history.append({"process": NEMESIS, "type": "info", "f": "start-after-ok",
+    history.append({"process": NEMESIS, "type": "info", "f": START_AFTER_OK,
                     "value": {"clients": patterns, "waited_s": round(time.monotonic() - t0, 2),
                               "result": result + "started anyway" if result else "ok"}})
 

@@ -180,6 +180,10 @@ class ScheduledFault(Strict):
         return {"fault": v} if isinstance(v, str) else v
 
 
+#: the f of the pair of nemesis info events that record a ``start_after_ok`` wait (not a fault)
+START_AFTER_OK = "start-after-ok"
+
+
 class NemesisSpec(Strict):
     faults: list[FaultSpec] = Field(default_factory=lambda: [FaultSpec(fault="kill"), FaultSpec(fault="pause")])
     interval_s: tuple[float, float] = (10.0, 15.0)
@@ -234,6 +238,13 @@ class Scenario(Strict):
     cluster: ClusterSpec = Field(default_factory=ClusterSpec)
     nemesis: NemesisSpec = Field(default_factory=NemesisSpec)
     expected: list[str] = Field(default_factory=list, description="anomalies this scenario allows")
+
+    def identity(self, *, without: set[str] = frozenset()) -> dict:
+        """What makes two scenarios the same run (suite fingerprints, explore's database key):
+        the JSON dump without ``description`` and ``without``, fields at their defaults left
+        out, so that a field added to the model later (its default keeping the old behaviour)
+        does not make finished runs or kept failures look like another scenario's."""
+        return self.model_dump(mode="json", exclude={"description", *without}, exclude_defaults=True)
     #: liveness anomalies (stalled-lso, unavailable, realtime-lag) that fail this run when found
     fail_on: list[str] = Field(default_factory=list)
     #: bounds of the liveness reports (checkers.run.Liveness); written to meta.json

@@ -173,11 +173,8 @@ class Cell:
 
 
 def fingerprint(scn: Scenario) -> str:
-    """12 hex digits of sha256 over the scenario as run (JSON, sorted keys), description aside,
-    fields at their defaults left out: a field added to the scenario model later (with a
-    default that keeps the old behaviour) does not make every finished run look stale."""
-    data = scn.model_dump(mode="json", exclude={"description"}, exclude_defaults=True)
-    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
+    """12 hex digits of sha256 over the scenario as run (``Scenario.identity``, JSON, sorted keys)."""
+    return hashlib.sha256(json.dumps(scn.identity(), sort_keys=True).encode()).hexdigest()[:12]
 
 
 def _display_path(p: Path) -> str:

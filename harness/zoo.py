@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterable
 
 import yaml
 
-from harness.scenario import Scenario, validate_model
+from harness.scenario import START_AFTER_OK, Scenario, validate_model
 from harness.suite import (FINISHED, INVALID, Cell, SuiteListener, current_record, read_records, run_suite)
 
 ZOO_KEYS = ("base", "must_find", "control")
@@ -214,7 +214,7 @@ def event_times(history: str | Path, indexes: set[int]) -> tuple[dict[int, int],
             except ValueError:
                 continue
             # heal and nemesis.start_after_ok's wait are not faults (harness.runner)
-            if nem and ev.get("process") == "nemesis" and ev.get("f") not in ("heal", "start-after-ok"):
+            if nem and ev.get("process") == "nemesis" and ev.get("f") not in ("heal", START_AFTER_OK):
                 first_fault = ev.get("time")
             idx = ev.get("index", i)
             if idx in want:
