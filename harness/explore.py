@@ -17,7 +17,10 @@ real cluster (``runner``: harness.runner.run_scenario, or a fake in unit tests):
   Hypothesis's shrinker makes of lists and integers drawn from the low end);
 * shrinking, a candidate counts as failing when at least one of ``k`` runs is invalid with
   an anomaly of an original kind (a real cluster is not deterministic);
-* then the smallest failing schedule is replayed ``k`` fresh times.
+* then the smallest failing schedule is replayed ``k`` fresh times; when fewer than two thirds
+  of them fail with an original kind, the schedules shrinking accepted before it are replayed,
+  smallest first, until one does (``Explorer.replay``): the minimal reported is the smallest
+  *confirmed* failing schedule.
 
 The search ends when the budget (seconds) is spent or ``stop`` is set (Ctrl-C); shrinking
 then ends at once with the best schedule so far, which is still replayed (``replay_stop``,
@@ -256,18 +259,34 @@ def draw_from_choices(strategy, choices: tuple) -> Any:
         return data.draw(strategy)
 
 
+#: node faults whose second start on a node already hit is a no-op ("was not running") and
+#: whose first end undoes both (nemesis/process.py): equal start and target make one fault,
+#: lasting as long as the shortest
+FOLD_TO_SHORTEST = frozenset({"kill", "pause"})
+
+
 def normalized(sched: dict) -> dict:
     """The schedule as it runs: faults that begin before the load ends, sorted by start, each
-    cut at the load's end; ``value`` without the ``params`` the fault spec already holds."""
+    cut at the load's end; ``value`` without the ``params`` the fault spec already holds.
+
+    Entries that are physically one fault are folded into one, so that the schedule's size
+    counts what ran: equal entries (start, duration, fault spec, target) of any fault, and
+    ``kill``/``pause`` entries with equal start, spec and target, which become the shortest of
+    them (``FOLD_TO_SHORTEST``). Hypothesis's shrinker makes such copies by shrinking the
+    entries of a list towards the same values."""
     load = sched["duration"]
-    out = []
-    for f in sorted(sched["faults"], key=lambda f: (f["at"], f["fault"]["fault"])):
+    out: list[dict] = []
+    for f in sorted(sched["faults"], key=lambda f: (f["at"], f["fault"]["fault"], f["duration"])):
         if f["at"] >= load:
             continue
         g = {"at": f["at"], "duration": min(f["duration"], load - f["at"]), "fault": dict(f["fault"])}
         if f.get("value"):
             g["value"] = {k: v for k, v in f["value"].items() if k != "params"}
-        out.append(g)
+        same = next((h for h in out if h["at"] == g["at"] and h["fault"] == g["fault"]
+                     and h.get("value") == g.get("value")
+                     and (h["duration"] == g["duration"] or g["fault"]["fault"] in FOLD_TO_SHORTEST)), None)
+        if same is None:
+            out.append(g)   # sorted by duration within a start, so a folded entry keeps the shortest
     return {"duration": load, "faults": out}
 
 
@@ -323,6 +342,8 @@ class Outcome:
     replays: dict                 # {"runs": k, "invalid": m}
     attempts: list[Attempt] = field(default_factory=list)
     stopped: str = ""             # why the search ended early ("budget", "interrupted") or ""
+    confirmed: bool = False       # the minimal failed with an original kind in >= 2/3 of its replays
+    replayed: list[dict] = field(default_factory=list)   # each schedule replayed, smallest first
 
     def as_json(self) -> dict:
         """The ``--json`` document of the CLI."""
@@ -330,7 +351,10 @@ class Outcome:
         return {"found": self.found, "runs": self.runs, "anomalies": self.anomalies,
                 "minimal": None if m is None else {"path": str(self.minimal_path), "faults": m["faults"],
                                                    "duration": m["duration"]},
-                "replays": self.replays, "stopped": self.stopped or None,
+                "replays": self.replays, "confirmed": self.confirmed, "stopped": self.stopped or None,
+                "replayed": [{"faults": len(r["schedule"]["faults"]), "duration": r["schedule"]["duration"],
+                              "runs": r["runs"], "invalid": r["invalid"], "original_kind": r["original_kind"]}
+                             for r in self.replayed],
                 "replay_command": replay_command(self.minimal_path) if self.minimal_path else None}
 
 
@@ -371,6 +395,11 @@ class Explorer:
         self.t0 = clock()
         self.original: set[str] | None = None
         self.best: dict | None = None
+        #: every schedule that counted as failing, in the order Hypothesis accepted them: the
+        #: search's failure, then each shrink step that failed (normalized)
+        self.chain: list[dict] = []
+        #: the replays of each schedule ``replay`` tried, smallest first
+        self.replayed: list[dict] = []
         self.attempts: list[Attempt] = []
         self.stopped = ""
         self._runs = 0
@@ -441,6 +470,7 @@ class Explorer:
             hit = valid is False and bool(failing)
             if hit:
                 self.original, self.best = set(failing), normalized(sched)
+                self.chain.append(self.best)
             self._record("search", sched, valid, failing, res, wall, hit)
             return hit
         for _ in range(self.k):
@@ -451,6 +481,7 @@ class Explorer:
             self._record("shrink", sched, valid, failing, res, wall, hit)
             if hit:
                 self.best = normalized(sched)
+                self.chain.append(self.best)
                 return True
         return False
 
@@ -525,24 +556,63 @@ class Explorer:
         self.on_event("seeded", schedules=saved)
         return saved
 
-    def replay(self) -> dict:
-        """``k`` fresh runs of the best schedule: ``{"runs", "invalid", "original_kind"}``
-        (invalid: any failing anomaly; original_kind: one of the original kinds)."""
+    @property
+    def bar(self) -> int:
+        """Replays of ``k`` that must fail with an original kind to confirm a schedule: two
+        thirds, rounded up (2 of 3)."""
+        return math.ceil(2 * self.k / 3)
+
+    def replay_one(self, sched: dict) -> dict:
+        """Up to ``k`` fresh runs of ``sched``: ``{"runs", "invalid", "original_kind"}`` (invalid:
+        any failing anomaly; original_kind: one of the original kinds). Stops early once
+        ``bar`` can no longer be reached; a schedule that reaches it gets all ``k`` runs."""
         out = {"runs": 0, "invalid": 0, "original_kind": 0}
-        if self.best is None:
-            return out
-        for _ in range(self.k):
-            if self.replay_stop.is_set():
+        for left in range(self.k, 0, -1):
+            if self.replay_stop.is_set() or out["original_kind"] + left < self.bar:
                 break
-            valid, failing, res, wall = self.run_once(self.best, "replay")
+            valid, failing, res, wall = self.run_once(sched, "replay")
             same = valid is False and bool(set(failing) & (self.original or set()))
             out["runs"] += 1
             out["invalid"] += valid is False
             out["original_kind"] += same
-            self._record("replay", self.best, valid, failing, res, wall, same)
+            self._record("replay", sched, valid, failing, res, wall, same)
         return out
 
-    def write_minimal(self) -> Path | None:
+    def replay(self) -> dict:
+        """Confirm a minimal schedule; returns its replays (``replay_one``'s dict).
+
+        A shrink step counts as failing on 1 of ``k`` runs, so the smallest schedule found may
+        fail only now and then (a single coordinator kill fails F1's scenario about one run
+        in three: docs/detection.md). So the schedules Hypothesis accepted are replayed from
+        the smallest back up (``chain``), and ``best`` becomes the first that fails with an
+        original kind in ``bar`` of ``k`` replays; when none does, the smallest stays, with its
+        replays. Each schedule tried is in ``replayed``."""
+        empty = {"runs": 0, "invalid": 0, "original_kind": 0}
+        if self.best is None:
+            return empty
+        seen, candidates = set(), []
+        for sched in reversed(self.chain or [self.best]):
+            key = json.dumps(sched, sort_keys=True)
+            if key not in seen:
+                seen.add(key)
+                candidates.append(sched)
+        self.replayed = []
+        for sched in candidates:
+            if self.replay_stop.is_set():
+                break
+            self.on_event("replay", schedule=sched, tried=len(self.replayed))
+            self.replayed.append({"schedule": sched, **self.replay_one(sched)})
+            if self.replayed[-1]["original_kind"] >= self.bar:
+                break
+        if not self.replayed:
+            return empty
+        chosen = next((r for r in self.replayed if r["original_kind"] >= self.bar), self.replayed[0])
+        self.best = chosen["schedule"]
+        return {k: chosen[k] for k in empty}
+
+    def write_minimal(self, replays: dict | None = None) -> Path | None:
+        """Write ``best`` as ``<out_dir>/minimal.yaml`` (a runnable scenario); with ``replays``,
+        its header says how the replays went. None when nothing failed."""
         if self.best is None:
             return None
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -551,6 +621,10 @@ class Explorer:
         header = (f"The smallest failing schedule eos-chaos explore found for {self.base.name}\n"
                   f"(original anomalies: {sorted(self.original or [])}; {self._runs} runs so far).\n"
                   f"Replay: {replay_command(p)}")
+        if replays is not None:
+            header += (f"\nReplays: invalid with an original anomaly in {replays['original_kind']} of "
+                       f"{replays['runs']} ({'confirmed' if replays['original_kind'] >= self.bar else 'not confirmed'}: "
+                       f"at least {self.bar} of {self.k} needed)")
         p.write_text(scenario_yaml(scn, header))
         return p
 
@@ -559,10 +633,14 @@ class Explorer:
         explore.json; return the outcome."""
         with contextlib.suppress(KeyboardInterrupt):
             self.search()
-        path = self.write_minimal()
+        path = self.write_minimal()  # the smallest failure is on disk even if the replays are cut short
         replays = self.replay() if self.best is not None else {"runs": 0, "invalid": 0, "original_kind": 0}
+        if self.best is not None:
+            path = self.write_minimal(replays)
         out = Outcome(self.best is not None, self._runs, sorted(self.original or []), self.best, path,
-                      replays, self.attempts, self.stopped)
+                      replays, self.attempts, self.stopped,
+                      confirmed=self.best is not None and replays["original_kind"] >= self.bar,
+                      replayed=list(self.replayed))
         self.out_dir.mkdir(parents=True, exist_ok=True)
         doc = dict(out.as_json(), attempts=[a.__dict__ for a in self.attempts])
         (self.out_dir / "explore.json").write_text(json.dumps(doc, indent=1, default=str) + "\n")

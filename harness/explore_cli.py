@@ -78,6 +78,12 @@ class ExploreProgress:
             for sch in info["schedules"]:
                 self.console.print(f"start from the scenario's seeded draw: {len(sch['faults'])} fault(s), "
                                    f"{sch['duration']} s load", soft_wrap=True, highlight=False)
+        elif kind == "replay":
+            sch = info["schedule"]
+            what = "replay the smallest failing schedule" if not info["tried"] else \
+                "not confirmed; replay the schedule shrinking accepted before it"
+            self.console.print(f"{what}: {len(sch['faults'])} fault(s), {sch['duration']} s load",
+                               soft_wrap=True, highlight=False)
         elif kind == "error":
             self.console.print(f"[yellow]ERROR[/] {info['error']}", soft_wrap=True)
         left = info.get("left_s")
@@ -109,7 +115,8 @@ def explore(
 ) -> None:
     """Search fault schedules of SCENARIO with Hypothesis, one real run per example; shrink the
     first failing one (fewer faults, shorter load, simpler targets, earlier times) and replay
-    it K times. Writes the minimal schedule as a runnable scenario and explore.json under
+    it K times (when fewer than 2/3 of them fail, the schedules shrinking accepted before it
+    are replayed, smallest first, until one does). Writes the minimal schedule as a runnable scenario and explore.json under
     RESULTS/explore/<scenario>/<time>/; Hypothesis's database there keeps failures for later
     searches. Ctrl-C ends the search with the best schedule so far (still replayed; a second Ctrl-C ends the replays). Exit 1 when a failing schedule was found, 0 when
     none, 2 on bad input."""
@@ -158,7 +165,12 @@ def explore(
         n, load = size(res.minimal)[:2]
         out.print(f"found {', '.join(res.anomalies)} in {res.runs} runs; minimal: {n} fault(s), {load} s of load; "
                   f"replays invalid {res.replays['invalid']}/{res.replays['runs']} "
-                  f"({res.replays['original_kind']} with an original anomaly)", soft_wrap=True)
+                  f"({res.replays['original_kind']} with an original anomaly; "
+                  f"{'confirmed' if res.confirmed else 'NOT confirmed'}, at least {ex.bar} of {ex.k} needed)",
+                  soft_wrap=True)
+        for r in res.replayed[:-1] if res.confirmed else []:
+            out.print(f"  (smaller, not confirmed: {len(r['schedule']['faults'])} fault(s), "
+                      f"{r['original_kind']}/{r['runs']} replays)", soft_wrap=True)
         out.print(f"scenario: {res.minimal_path}", soft_wrap=True)
         out.print(f"replay:   {replay_command(res.minimal_path)}", soft_wrap=True)
     else:

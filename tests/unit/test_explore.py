@@ -250,3 +250,77 @@ def test_a_later_search_shrinks_a_failure_an_earlier_one_was_cut_short_on(tmp_pa
     assert out2.found and again.calls[0][0] == "eos-chaos explore (search)"
     # it went on shrinking from there (before: the kept failure replayed once, then replays)
     assert again.n > 1 + 1 and size(out2.minimal) < size(first.minimal)
+
+
+COORD0 = {"role": "coordinator", "transactional_id": "eosc-txn-0"}
+KILL0 = {"fault": "kill", "target": "coordinator", "transactional_id": "eosc-txn-0"}
+
+
+def test_entries_that_are_one_physical_fault_fold_into_one():
+    """The 2026-11-24 explore shrank to three equal kills of one coordinator at 5 s: one kill
+    (the other two found the broker "was not running"), yet counted as 3 faults."""
+    kill = {"at": 5, "duration": 3, "fault": KILL0, "value": COORD0}
+    assert normalized({"duration": 60, "faults": [kill] * 3})["faults"] == [kill]
+    # a kill or pause of the same target at the same time lasts until the first end starts it again
+    longer = dict(kill, duration=5)
+    assert normalized({"duration": 60, "faults": [longer, kill, longer]})["faults"] == [kill]
+    assert size({"duration": 60, "faults": [longer, kill, dict(kill, at=16)]})[0] == 2
+    # another start, another target or another fault spec is another fault
+    other = [dict(kill, at=6), dict(kill, value={"node": 1}), dict(kill, fault=dict(KILL0, transactional_id="eosc-txn-1"))]
+    assert len(normalized({"duration": 60, "faults": [kill, *other]})["faults"]) == 4
+    # two toxics of different lengths are two toxics (each is removed at its own end)
+    toxic = {"at": 5, "duration": 3, "fault": {"fault": "toxic", "type": "timeout"}, "value": {"node": 1}}
+    assert len(normalized({"duration": 60, "faults": [toxic, dict(toxic, duration=12), toxic]})["faults"]) == 2
+
+
+class ByFaults(FakeRunner):
+    """Invalid (lost-write) or valid by ``pattern[n]``, n the run's fault count: the i-th run
+    with n faults fails when ``pattern[n][i % len]`` is "x"."""
+
+    def __init__(self, pattern: dict[int, str]):
+        super().__init__()
+        self.pattern, self.seen = pattern, {}
+
+    def __call__(self, scn, results_root, *, source=None, stop=None, progress=None):
+        self.n += 1
+        n = len(scn.nemesis.schedule)
+        i = self.seen[n] = self.seen.get(n, -1) + 1
+        bad = self.pattern[n][i % len(self.pattern[n])] == "x"
+        self.calls.append((source, scn.duration, n, scn.seed))
+        failing = ["lost-write"] if bad else []
+        return SimpleNamespace(verdict={"valid": not failing, "failing": failing}, run_dir=Path(results_root) / f"run-{self.n}")
+
+
+def test_an_unconfirmed_minimal_falls_back_to_the_smallest_schedule_that_replays(tmp_path):
+    """The 2026-11-24 explore: a single kill failed 1 run in 3 and was accepted by a shrink
+    step (1 of k), then failed 0 of 3 replays; the 4-kill schedule accepted before it failed
+    3 of 3. The replays now go back up the accepted schedules until one fails in 2 of 3."""
+    kill = {"at": 5, "duration": 3, "fault": KILL0, "value": COORD0}
+    one = {"duration": 60, "faults": [kill]}
+    two = {"duration": 60, "faults": [kill, dict(kill, at=16)]}
+    four = {"duration": 60, "faults": [kill, dict(kill, at=16), dict(kill, at=25), dict(kill, at=35)]}
+    runner = ByFaults({1: "-", 2: "x-x", 4: "x"})
+    ex = Explorer(F1, tmp_path / "r", tmp_path / "o", runner=runner, k=3, budget_s=10_000)
+    ex.original = {"lost-write"}
+    ex.chain = [normalized(four), normalized(two), normalized(two), normalized(one)]
+    ex.best = normalized(one)
+    rep = ex.replay()
+    # one kill: 2 valid replays and 2 of 3 can no longer be reached; then two kills: 3 runs
+    assert [r["runs"] for r in ex.replayed] == [2, 3]
+    assert rep == {"runs": 3, "invalid": 2, "original_kind": 2} and ex.best == normalized(two)
+    assert [c[2] for c in runner.calls] == [1, 1, 2, 2, 2]   # the 4-kill schedule was not needed
+    # none confirmed: the smallest stays, with its own replays
+    ex2 = Explorer(F1, tmp_path / "r2", tmp_path / "o2", runner=ByFaults({1: "x--", 2: "-"}), k=3, budget_s=10_000)
+    ex2.original, ex2.chain, ex2.best = {"lost-write"}, [normalized(two), normalized(one)], normalized(one)
+    assert ex2.replay() == {"runs": 3, "invalid": 1, "original_kind": 1} and ex2.best == normalized(one)
+
+
+def test_explore_reports_the_confirmed_schedule_and_what_it_tried(tmp_path):
+    runner = FakeRunner(flaky=True)
+    out = Explorer(F1, tmp_path / "results", tmp_path / "out", runner=runner, k=3, budget_s=10_000, seed=3).explore()
+    doc = json.loads((tmp_path / "out" / "explore.json").read_text())
+    assert doc["confirmed"] is out.confirmed
+    assert doc["replayed"] and doc["replayed"][-1]["original_kind"] == doc["replays"]["original_kind"]
+    assert out.confirmed == (out.replays["original_kind"] >= 2)
+    head = out.minimal_path.read_text().splitlines()[3]
+    assert head.startswith("# Replays: invalid with an original anomaly in") and "of 3 needed" in head
