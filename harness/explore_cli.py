@@ -42,7 +42,7 @@ class ExploreProgress:
     def status_text(self):
         from rich.text import Text
 
-        from harness.explore import size
+        from harness.explore_strategy import size
 
         best = "none yet" if self.best is None else "{} fault(s), {} s load".format(*size(self.best)[:2])
         orig = ", ".join(sorted(self.original)) if self.original else "-"
@@ -121,15 +121,14 @@ def explore(
     searches. Ctrl-C ends the search with the best schedule so far (still replayed; a second Ctrl-C ends the replays). Exit 1 when a failing schedule was found, 0 when
     none, 2 on bad input."""
     from harness.cli import _require_root, console, out
-    from harness.explore import ExploreError, Explorer, replay_command, size
+    from harness.explore import Explorer, replay_command
+    from harness.explore_strategy import ExploreError, schedules, size
     from harness.scenario import ScenarioError, load_scenario
 
     try:
         scn = load_scenario(scenario)
         if duration is not None:
             scn = scn.model_copy(update={"duration": float(duration)})
-        from harness.explore import schedules
-
         schedules(scn, max_faults=max_faults)  # fails now on a scenario it cannot explore
     except (ScenarioError, ExploreError) as exc:
         console.print(f"[red]error:[/] {exc}")

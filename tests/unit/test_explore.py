@@ -10,8 +10,9 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import given, settings
 
-from harness.explore import (Explorer, ExploreError, bounds, draw_from_choices, fault_slots, normalized,
-                             scenario_yaml, schedule_choices, schedules, seeded_schedule, size, to_scenario)
+from harness.explore import Explorer
+from harness.explore_strategy import (ExploreError, bounds, draw_from_choices, fault_slots, normalized, scenario_yaml,
+                                      schedule_choices, schedules, seeded_schedule, size, to_scenario)
 from harness.scenario import Scenario, load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
