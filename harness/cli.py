@@ -246,7 +246,7 @@ def suite(
     """Run a matrix of scenarios x seeds x Kafka versions (x backends), resuming where an earlier call stopped;
     write index.html, junit.xml and summary.json. Exit 0 all valid, 1 any invalid, 2 otherwise."""
     from harness import suite as st
-    from harness.suite_outputs import RichSuiteProgress, run_with_heartbeat
+    from harness.suite_outputs import RichSuiteProgress, print_plan, run_with_heartbeat
 
     try:
         spec = st.load_suite(suite_file)
@@ -257,13 +257,7 @@ def suite(
         raise typer.Exit(2)
     suite_dir = suite_out or st.default_suite_dir(results, spec.suite)
     if dry_run:
-        records = {} if fresh else st.read_records(suite_dir / st.RECORDS)
-        todo = st.pending(cells, records, suite_dir)
-        ids = {c.id for c in todo}
-        for c in cells:
-            out.print(f"{'run ' if c.id in ids else 'done'}  {c.id}  {c.duration:g} s  ({c.source})", highlight=False)
-        out.print(f"{len(cells)} runs, {len(todo)} to run, ~{st.fmt_s(st.estimate_left(todo, st.overhead_s(records.values())))}"
-                  f"; suite folder {suite_dir}", highlight=False)
+        print_plan(out, cells, suite_dir, fresh=fresh, kind="suite", describe=lambda c: f"({c.source})")
         raise typer.Exit(0)
     _require_root()
     stop = threading.Event()

@@ -10,8 +10,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from harness.suite import (DEFAULT_OVERHEAD_S, ERROR, INTERRUPTED, INVALID, NOT_RUN, UNKNOWN, VALID, Cell,
-                           SuiteListener, describe_verdict, estimate_left, fmt_s)
+from harness.suite import (DEFAULT_OVERHEAD_S, ERROR, INTERRUPTED, INVALID, NOT_RUN, RECORDS, UNKNOWN, VALID, Cell,
+                           SuiteListener, describe_verdict, estimate_left, fmt_s, overhead_s, pending, read_records)
 
 
 def common_versions(runs: list[dict]) -> dict[str, str]:
@@ -199,6 +199,21 @@ class RichSuiteProgress(SuiteListener):
     def end(self, summary, paths):
         self.cell = None
         self.bar.stop()
+
+
+def print_plan(out, cells: list[Cell], folder: Path, *, fresh: bool, kind: str, describe) -> list[Cell]:
+    """``--dry-run`` of ``suite`` and ``zoo``: a line per cell (``run`` or ``done``, its id, load
+    seconds and ``describe(cell)``), then how many runs are left and a time estimate for them
+    (from the folder's finished runs); ``kind`` names the folder ("suite", "zoo"). Returns the
+    cells left to run. ``fresh``: as if the folder had no finished runs."""
+    records = {} if fresh else read_records(folder / RECORDS)
+    todo = pending(cells, records, folder)
+    ids = {c.id for c in todo}
+    for c in cells:
+        out.print(f"{'run ' if c.id in ids else 'done'}  {c.id}  {c.duration:g} s  {describe(c)}", highlight=False)
+    out.print(f"{len(cells)} runs, {len(todo)} to run, ~{fmt_s(estimate_left(todo, overhead_s(records.values())))}"
+              f"; {kind} folder {folder}", highlight=False)
+    return todo
 
 
 def run_with_heartbeat(work, ui) -> dict:

@@ -39,7 +39,7 @@ def zoo(
     from harness import suite as st
     from harness import zoo as zm
     from harness.cli import _require_root
-    from harness.suite_outputs import RichSuiteProgress, run_with_heartbeat
+    from harness.suite_outputs import RichSuiteProgress, print_plan, run_with_heartbeat
 
     console, out = _ui()
     try:
@@ -54,16 +54,13 @@ def zoo(
         except zm.ZooError as exc:
             console.print(f"[red]error:[/] {exc}")
             raise typer.Exit(2)
-        records = {} if fresh else st.read_records(d / st.RECORDS)
-        todo = st.pending(cells, records, d)
-        ids = {c.id for c in todo}
         kinds = {e.name: (e.kind, e.must_find) for e in entries}
-        for c in cells:
+
+        def describe(c):
             kind, must = kinds[c.name]
-            what = f"must find {', '.join(must)}" if must else "must be valid"
-            out.print(f"{'run ' if c.id in ids else 'done'}  {c.id}  {c.duration:g} s  {kind}: {what}", highlight=False)
-        out.print(f"{len(cells)} runs, {len(todo)} to run, ~{st.fmt_s(st.estimate_left(todo, st.overhead_s(records.values())))}"
-                  f"; zoo folder {d}", highlight=False)
+            return f"{kind}: " + (f"must find {', '.join(must)}" if must else "must be valid")
+
+        print_plan(out, cells, d, fresh=fresh, kind="zoo", describe=describe)
         raise typer.Exit(0)
     _require_root()
     stop = threading.Event()
