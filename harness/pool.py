@@ -194,6 +194,8 @@ class Pool:
         self._replace_seq = itertools.count(1)
         #: worker name -> time.monotonic() of its first ok op (``wait_first_ok``)
         self.first_ok: dict[str, float] = {}
+        #: worker name -> ok ops so far, all its incarnations (``wait_next_ok``)
+        self.ok_count: dict[str, int] = {}
         self._ok_seen = threading.Condition()
 
     def spawn(self, spec: WorkerSpec) -> WorkerHandle:
@@ -211,10 +213,24 @@ class Pool:
         return handle
 
     def _saw_ok(self, name: str) -> None:
-        if name not in self.first_ok:
-            with self._ok_seen:
-                self.first_ok.setdefault(name, time.monotonic())
-                self._ok_seen.notify_all()
+        with self._ok_seen:
+            self.first_ok.setdefault(name, time.monotonic())
+            self.ok_count[name] = self.ok_count.get(name, 0) + 1
+            self._ok_seen.notify_all()
+
+    def wait_next_ok(self, name: str, timeout: float) -> bool:
+        """Block until worker ``name`` (any incarnation: a restarted one counts) completes an
+        ok op after this call (in the history, or an ``op_ok`` control message: a Spark
+        driver's committed batch); False after ``timeout`` seconds without one."""
+        deadline = time.monotonic() + timeout
+        with self._ok_seen:
+            seen = self.ok_count.get(name, 0)
+            while self.ok_count.get(name, 0) == seen:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._ok_seen.wait(remaining)
+        return True
 
     def wait_first_ok(self, patterns: list[str], timeout: float, stop: threading.Event | None = None) -> list[str]:
         """Block until, for every glob in ``patterns`` (fnmatch, as nemesis client targets), a

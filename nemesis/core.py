@@ -41,6 +41,7 @@ class ClientControl(Protocol):
     def pause_client(self, name: str) -> str: ...
     def resume_client(self, name: str) -> str: ...
     def replace_client(self, name: str, fresh_id: bool = False) -> str: ...
+    def wait_next_ok(self, name: str, timeout: float) -> bool: ...
 
 
 class AdminView(Protocol):
@@ -83,6 +84,8 @@ class PairedFault:
     def __init__(self, ctx: NemesisContext):
         self.ctx = ctx
         self.active: dict[str, Any] = {}  # op value (as JSON, without params) -> target
+        #: the op's ``value.params`` (the fault spec's own parameters) while begin/end run
+        self.params: dict[str, Any] = {}
 
     def fs(self) -> set[str]:
         return {self.start_f, self.end_f}
@@ -104,6 +107,7 @@ class PairedFault:
 
     def invoke(self, op: Op) -> Op:
         key = json.dumps({k: v for k, v in op["value"].items() if k != "params"}, sort_keys=True)
+        self.params = dict(op["value"].get("params") or {})
         if op["f"] == self.start_f:
             target = self.resolve(op["value"])
             self.active[key] = target

@@ -65,6 +65,14 @@ def zombie_params(name: str, params: dict[str, Any]) -> None:
         raise ValueError(f"fresh_id must be true or false, got {params['fresh_id']!r}")
 
 
+def kill_client_params(name: str, params: dict[str, Any]) -> None:
+    """``after_ok_s``: seconds after the client's next ok op (nemesis.clients), 0 <= s < 60."""
+    only_params(name, params, frozenset({"after_ok_s"}))
+    v = params.get("after_ok_s", 0)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 60:
+        raise ValueError(f"after_ok_s must be a number of seconds from 0 to 60, got {v!r}")
+
+
 def toxic_params(name: str, params: dict[str, Any]) -> None:
     """The toxic's type and attributes, as nemesis.toxiproxy.toxic_plan reads them."""
     toxic_plan(params)
@@ -99,7 +107,8 @@ def register(kind: FaultKind) -> None:
 for _kind in (
     FaultKind("kill", "kill", "start", KillNemesis),
     FaultKind("pause", "pause", "resume", PauseNemesis),
-    FaultKind("kill-client", "kill-client", "restart-client", ClientKillNemesis, choose_client_target),
+    FaultKind("kill-client", "kill-client", "restart-client", ClientKillNemesis, choose_client_target,
+              check_params=kill_client_params),
     FaultKind("pause-client", "pause-client", "resume-client", ClientPauseNemesis, choose_client_target),
     # issue 4 part 8: pause a transactional client, start a replacement with its id (nemesis.zombie)
     FaultKind("zombie", "zombie", "resume-zombie", ZombieNemesis, choose_client_target,

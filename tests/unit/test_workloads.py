@@ -418,3 +418,80 @@ def test_an_op_ok_control_message_counts_as_a_first_ok_op(tmp_path):
         b'{"ctl": {"spark_started": true, "instance": 1}}\n{"ctl": {"op_ok": {"f": "poll", "batch_id": 1}}}\n'))
     w._read()
     assert seen == ["spark-consumer"] and len(w.control) == 2
+
+
+def test_pool_wait_next_ok_wants_an_ok_op_after_the_call():
+    """kill-client's after_ok_s (nemesis.clients) waits for the client's *next* ok op: one
+    seen before the call does not count, one after it does, none within the timeout is False."""
+    import threading
+    import time
+
+    from harness.pool import Pool
+
+    pool = Pool.__new__(Pool)
+    pool.first_ok, pool.ok_count, pool._ok_seen = {}, {}, threading.Condition()
+    pool._saw_ok("spark-consumer")                      # a batch committed before the wait
+    t0 = time.monotonic()
+    assert pool.wait_next_ok("spark-consumer", timeout=0.3) is False
+    assert time.monotonic() - t0 >= 0.3
+    threading.Timer(0.2, pool._saw_ok, args=("spark-consumer",)).start()
+    assert pool.wait_next_ok("spark-consumer", timeout=10) is True
+    assert pool.ok_count == {"spark-consumer": 2} and set(pool.first_ok) == {"spark-consumer"}
+
+
+class OkClients:
+    """A ClientControl whose client has an ok op ``ok_after`` s after each wait (None: never)."""
+
+    def __init__(self, ok_after):
+        self.ok_after, self.calls = ok_after, []
+
+    def wait_next_ok(self, name, timeout):
+        import time
+
+        self.calls.append(("wait", name, timeout))
+        if self.ok_after is None:
+            return False
+        time.sleep(self.ok_after)
+        return True
+
+    def kill_client(self, name):
+        import time
+
+        self.calls.append(("kill", name, time.monotonic()))
+        return "killed pid 7"
+
+    def restart_client(self, name):
+        self.calls.append(("restart", name))
+        return "restarted as pid 8"
+
+
+def test_kill_client_after_ok_s_kills_that_long_after_the_clients_next_ok_op():
+    import time
+
+    from nemesis.clients import OK_WAIT_S, ClientKillNemesis
+
+    c = OkClients(ok_after=0.1)
+    n = ClientKillNemesis(NemesisContext(cluster=None, clients=c))
+    t0 = time.monotonic()
+    done = n.invoke({"f": "kill-client", "value": {"client": "spark-consumer", "params": {"after_ok_s": 0.3}}})
+    assert c.calls[0] == ("wait", "spark-consumer", OK_WAIT_S) and c.calls[1][0] == "kill"
+    assert c.calls[1][2] - t0 >= 0.4   # the ok op (0.1 s), then after_ok_s (0.3 s)
+    assert done["value"]["result"].startswith("killed pid 7 0.3 s after an ok op")
+    n.invoke({"f": "restart-client", "value": {"client": "spark-consumer", "params": {"after_ok_s": 0.3}}})
+    assert c.calls[-1] == ("restart", "spark-consumer")
+    # no ok op in time: the kill still happens, and says so; without the parameter, no wait
+    c2 = OkClients(ok_after=None)
+    n2 = ClientKillNemesis(NemesisContext(cluster=None, clients=c2))
+    late = n2.invoke({"f": "kill-client", "value": {"client": "producer-0", "params": {"after_ok_s": 0.5}}})
+    assert "no ok op within" in late["value"]["result"] and c2.calls[-1][0] == "kill"
+    n2.invoke({"f": "kill-client", "value": {"client": "producer-1"}})
+    assert [k for k, *_ in c2.calls] == ["wait", "kill", "kill"]
+
+
+def test_after_ok_s_is_checked_when_the_scenario_loads():
+    FAULTS["kill-client"].validate({"fault": "kill-client", "clients": ["spark-*"], "after_ok_s": 0.6})
+    for bad in (-1, 60, "0.6", True):
+        with pytest.raises(ValueError, match="after_ok_s"):
+            FAULTS["kill-client"].validate({"fault": "kill-client", "after_ok_s": bad})
+    with pytest.raises(ValueError, match="takes only"):
+        FAULTS["kill-client"].validate({"fault": "kill-client", "after_s": 1})
