@@ -34,16 +34,25 @@ class ClientFault(PairedFault):
 class ClientKillNemesis(ClientFault):
     start_f, end_f = "kill-client", "restart-client"
 
+    def __init__(self, ctx: NemesisContext):
+        super().__init__(ctx)
+        self._ok_wait: dict[str, dict] = {}   # client -> how its after_ok_s kill waited (``describe``)
+
     def begin(self, name: str) -> str:
         after = self.params.get("after_ok_s")
-        if after is None:
-            return self.clients.kill_client(name)
-        t = time.monotonic()
-        if not self.clients.wait_next_ok(name, OK_WAIT_S):
-            return f"{self.clients.kill_client(name)} (no ok op within {OK_WAIT_S:.0f} s)"
-        waited = time.monotonic() - t
-        time.sleep(float(after))
-        return f"{self.clients.kill_client(name)} {float(after):g} s after an ok op (waited {waited:.1f} s for it)"
+        if after is not None:
+            t = time.monotonic()
+            saw = self.clients.wait_next_ok(name, OK_WAIT_S)
+            if saw:
+                time.sleep(float(after))
+            self._ok_wait[name] = {"after_ok_s": float(after), "waited_ok_s": round(time.monotonic() - t, 3),
+                                   "ok_seen": saw}
+        return self.clients.kill_client(name)   # "killed pid N": harness.workloads.spark reads the pid
+
+    def describe(self, name: str) -> dict:
+        """The start op's ``after_ok_s``, seconds waited in all (``waited_ok_s``) and whether
+        an ok op came (``ok_seen``: false when the kill went ahead after ``OK_WAIT_S``)."""
+        return self._ok_wait.pop(name, {})
 
     def end(self, name: str) -> str:
         return self.clients.restart_client(name)

@@ -32,6 +32,7 @@ can reach Maven Central.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 import threading
@@ -211,8 +212,9 @@ def _history_facts(path: Path) -> tuple[dict[tuple[str, int], int], int, dict[in
             elif p == "nemesis" and ev.get("f") == "kill-client":
                 v = ev.get("value") or {}
                 res = str(v.get("result", ""))
-                if v.get("client") == SPARK_WORKER and res.startswith("killed pid "):
-                    kills[int(res.split()[-1])] = ev["time"]
+                m = re.match(r"killed pid (\d+)", res)
+                if v.get("client") == SPARK_WORKER and m:
+                    kills[int(m.group(1))] = ev["time"]
             if ev.get("type") == "ok" and ev.get("f") in ("txn", "send"):
                 for mop in ev.get("value") or []:
                     if mop and mop[0] == "send" and isinstance(mop[2], list):

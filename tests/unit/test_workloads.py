@@ -476,15 +476,18 @@ def test_kill_client_after_ok_s_kills_that_long_after_the_clients_next_ok_op():
     done = n.invoke({"f": "kill-client", "value": {"client": "spark-consumer", "params": {"after_ok_s": 0.3}}})
     assert c.calls[0] == ("wait", "spark-consumer", OK_WAIT_S) and c.calls[1][0] == "kill"
     assert c.calls[1][2] - t0 >= 0.4   # the ok op (0.1 s), then after_ok_s (0.3 s)
-    assert done["value"]["result"].startswith("killed pid 7 0.3 s after an ok op")
+    assert done["value"]["result"] == "killed pid 7"    # as before: harness.workloads.spark reads the pid
+    assert done["value"]["after_ok_s"] == 0.3 and done["value"]["ok_seen"] is True
+    assert 0.4 <= done["value"]["waited_ok_s"] < 5
     n.invoke({"f": "restart-client", "value": {"client": "spark-consumer", "params": {"after_ok_s": 0.3}}})
     assert c.calls[-1] == ("restart", "spark-consumer")
     # no ok op in time: the kill still happens, and says so; without the parameter, no wait
     c2 = OkClients(ok_after=None)
     n2 = ClientKillNemesis(NemesisContext(cluster=None, clients=c2))
     late = n2.invoke({"f": "kill-client", "value": {"client": "producer-0", "params": {"after_ok_s": 0.5}}})
-    assert "no ok op within" in late["value"]["result"] and c2.calls[-1][0] == "kill"
-    n2.invoke({"f": "kill-client", "value": {"client": "producer-1"}})
+    assert late["value"]["ok_seen"] is False and c2.calls[-1][0] == "kill"
+    plain = n2.invoke({"f": "kill-client", "value": {"client": "producer-1"}})
+    assert "ok_seen" not in plain["value"]
     assert [k for k, *_ in c2.calls] == ["wait", "kill", "kill"]
 
 
@@ -495,3 +498,19 @@ def test_after_ok_s_is_checked_when_the_scenario_loads():
             FAULTS["kill-client"].validate({"fault": "kill-client", "after_ok_s": bad})
     with pytest.raises(ValueError, match="takes only"):
         FAULTS["kill-client"].validate({"fault": "kill-client", "after_s": 1})
+
+
+def test_spark_reads_the_killed_drivers_pid_from_a_kill_client_with_after_ok_s(tmp_path):
+    """The Spark summary pairs each driver kill with the driver's pid from the kill's result;
+    a kill-client with after_ok_s adds fields to the value, and the result stays parseable
+    (a first version put the wait in the result string and every such run ended in ERROR)."""
+    import json as _json
+
+    from harness.workloads.spark import SPARK_WORKER, _history_facts
+
+    p = tmp_path / "history.jsonl"
+    ev = {"index": 3, "time": 55_000, "process": "nemesis", "type": "info", "f": "kill-client",
+          "value": {"client": SPARK_WORKER, "after_ok_s": 0.6, "waited_ok_s": 1.2, "ok_seen": True,
+                    "result": "killed pid 4971"}}
+    p.write_text(_json.dumps(ev) + "\n")
+    assert _history_facts(p)[2] == {4971: 55_000}
