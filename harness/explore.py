@@ -203,8 +203,8 @@ class Explorer:
             valid, failing, res, wall = self.run_once(sched, "search")
             hit = valid is False and bool(failing)
             if hit:
-                self.original, self.best = set(failing), normalized(sched)
-                self.chain.append(self.best)
+                self.original = set(failing)
+                self._accept(sched)
             self._record("search", sched, valid, failing, res, wall, hit)
             return hit
         for _ in range(self.k):
@@ -214,10 +214,14 @@ class Explorer:
             hit = valid is False and bool(set(failing) & self.original)
             self._record("shrink", sched, valid, failing, res, wall, hit)
             if hit:
-                self.best = normalized(sched)
-                self.chain.append(self.best)
+                self._accept(sched)
                 return True
         return False
+
+    def _accept(self, sched: dict) -> None:
+        """``sched`` counted as failing: it is the best so far and joins ``chain``."""
+        self.best = normalized(sched)
+        self.chain.append(self.best)
 
     def database(self):
         from hypothesis.database import DirectoryBasedExampleDatabase
@@ -296,6 +300,10 @@ class Explorer:
         thirds, rounded up (2 of 3)."""
         return math.ceil(2 * self.k / 3)
 
+    def confirms(self, replays: dict) -> bool:
+        """Replays (``replay_one``'s dict) that confirm their schedule: ``bar`` with an original kind."""
+        return replays["original_kind"] >= self.bar
+
     def replay_one(self, sched: dict) -> dict:
         """Up to ``k`` fresh runs of ``sched``: ``{"runs", "invalid", "original_kind"}`` (invalid:
         any failing anomaly; original_kind: one of the original kinds). Stops early once
@@ -324,23 +332,19 @@ class Explorer:
         empty = {"runs": 0, "invalid": 0, "original_kind": 0}
         if self.best is None:
             return empty
-        seen, candidates = set(), []
-        for sched in reversed(self.chain or [self.best]):
-            key = json.dumps(sched, sort_keys=True)
-            if key not in seen:
-                seen.add(key)
-                candidates.append(sched)
+        # smallest first, each schedule once (equal schedules run once while searching, too)
+        candidates = list({json.dumps(s, sort_keys=True): s for s in reversed(self.chain or [self.best])}.values())
         self.replayed = []
         for sched in candidates:
             if self.replay_stop.is_set():
                 break
             self.on_event("replay", schedule=sched, tried=len(self.replayed))
             self.replayed.append({"schedule": sched, **self.replay_one(sched)})
-            if self.replayed[-1]["original_kind"] >= self.bar:
+            if self.confirms(self.replayed[-1]):
                 break
         if not self.replayed:
             return empty
-        chosen = next((r for r in self.replayed if r["original_kind"] >= self.bar), self.replayed[0])
+        chosen = next((r for r in self.replayed if self.confirms(r)), self.replayed[0])
         self.best = chosen["schedule"]
         return {k: chosen[k] for k in empty}
 
@@ -357,7 +361,7 @@ class Explorer:
                   f"Replay: {replay_command(p)}")
         if replays is not None:
             header += (f"\nReplays: invalid with an original anomaly in {replays['original_kind']} of "
-                       f"{replays['runs']} ({'confirmed' if replays['original_kind'] >= self.bar else 'not confirmed'}: "
+                       f"{replays['runs']} ({'confirmed' if self.confirms(replays) else 'not confirmed'}: "
                        f"at least {self.bar} of {self.k} needed)")
         p.write_text(scenario_yaml(scn, header))
         return p
@@ -373,7 +377,7 @@ class Explorer:
             path = self.write_minimal(replays)
         out = Outcome(self.best is not None, self._runs, sorted(self.original or []), self.best, path,
                       replays, self.attempts, self.stopped,
-                      confirmed=self.best is not None and replays["original_kind"] >= self.bar,
+                      confirmed=self.best is not None and self.confirms(replays),
                       replayed=list(self.replayed))
         self.out_dir.mkdir(parents=True, exist_ok=True)
         doc = dict(out.as_json(), attempts=[a.__dict__ for a in self.attempts])
