@@ -25,7 +25,7 @@ from nemesis.registry import FAULTS, SPEC_KEYS, choose_client_target, choose_nod
 MIN_LOAD_S = 10
 #: version of the schedule encoding (``schedules``); part of the example database's key, so a
 #: database written by another version is not read as this one's
-STRATEGY_VERSION = 2
+STRATEGY_VERSION = 3
 
 
 class ExploreError(ValueError):
@@ -63,7 +63,8 @@ def bounds(scn: Scenario, max_faults: int | None = None, min_load_s: int = MIN_L
     """The integer ranges ``schedules`` draws from (all in seconds): ``load`` (min_load_s ..
     duration), ``at`` (the scenario's first_fault_s .. load - 1: a fault in the first seconds
     hits workers and a ``__transaction_state`` that do not exist yet), ``length`` (the
-    scenario's fault_duration_s, rounded out) and ``long`` (its high end + 1 .. duration / 2, or
+    scenario's fault_duration_s, rounded out; a fault with its own ``duration_s`` has its own,
+    ``fault_lengths``) and ``long`` (its high end + 1 .. duration / 2, or
     None when that is empty: outages longer than the seeded draw's, which timeout-driven bugs
     need, e.g. F1 needs a link held longer than the producers' flush timeout; a fault is long
     or not by a drawn coin that shrinks to "not"), and ``faults`` (1..max_faults; default as
@@ -76,10 +77,21 @@ def bounds(scn: Scenario, max_faults: int | None = None, min_load_s: int = MIN_L
     n = scn.nemesis
     if max_faults is None:
         max_faults = max(1, min(8, math.ceil((top - n.first_fault_s) / max(1.0, n.interval_s[0]))))
-    lo, hi = max(1, math.floor(n.fault_duration_s[0])), max(1, math.ceil(n.fault_duration_s[1]))
+    length, long = _length_ranges(n.fault_duration_s, top)
     return {"load": (min(min_load_s, top), top), "at": (min(math.floor(n.first_fault_s), top - 1), top - 1),
-            "length": (lo, hi), "long": (hi + 1, top // 2) if hi + 1 <= top // 2 else None,
-            "faults": (1, max_faults)}
+            "length": length, "long": long, "faults": (1, max_faults)}
+
+
+def _length_ranges(lengths, top: int) -> tuple[tuple[int, int], tuple[int, int] | None]:
+    lo, hi = max(1, math.floor(lengths[0])), max(1, math.ceil(lengths[1]))
+    return (lo, hi), ((hi + 1, top // 2) if hi + 1 <= top // 2 else None)
+
+
+def fault_lengths(b: dict, spec: dict) -> tuple[tuple[int, int], tuple[int, int] | None]:
+    """(length, long) ranges in seconds a fault of ``spec`` is drawn from: ``b``'s, or the
+    spec's own ``duration_s`` rounded out with its long range above it (harness.scenario.FaultSpec)."""
+    own = spec.get("duration_s")
+    return (b["length"], b["long"]) if own is None else _length_ranges(own, b["load"][1])
 
 
 def at_range(b: dict, load: int) -> tuple[int, int]:
@@ -118,8 +130,9 @@ def schedules(scn: Scenario, *, max_faults: int | None = None, min_load_s: int =
         spec = faults[slots[draw(st.integers(0, len(slots) - 1))]]
         kind = FAULTS[spec["fault"]]
         at = draw(st.integers(*at_range(b, load)))
-        long = b["long"] is not None and draw(st.booleans())
-        length = draw(st.integers(*(b["long"] if long else b["length"])))
+        length_r, long_r = fault_lengths(b, spec)
+        long = long_r is not None and draw(st.booleans())
+        length = draw(st.integers(*(long_r if long else length_r)))
         if _node_choice(kind, spec, nodes, clients):
             value = {"node": draw(st.sampled_from(nodes))}
         elif kind.choose is choose_client_target:
@@ -193,11 +206,14 @@ def schedule_choices(scn: Scenario, sched: dict, *, max_faults: int | None = Non
     out: list = [sched["duration"]]
     for f in sched["faults"]:
         i = faults.index(f["fault"]) if f["fault"] in faults else -1
-        long = b["long"] is not None and within(f["duration"], b["long"])
-        if i < 0 or not within(f["at"], at_range(b, sched["duration"])) or not (long or within(f["duration"], b["length"])):
+        if i < 0:
+            return None
+        length_r, long_r = fault_lengths(b, f["fault"])
+        long = long_r is not None and within(f["duration"], long_r)
+        if not within(f["at"], at_range(b, sched["duration"])) or not (long or within(f["duration"], length_r)):
             return None
         kind, v = FAULTS[f["fault"]["fault"]], f.get("value")
-        out += [True, slots.index(i), f["at"]] + ([long] if b["long"] is not None else []) + [f["duration"]]
+        out += [True, slots.index(i), f["at"]] + ([long] if long_r is not None else []) + [f["duration"]]
         if _node_choice(kind, f["fault"], nodes, clients):
             if not v or v.get("node") not in nodes:
                 return None

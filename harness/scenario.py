@@ -136,7 +136,12 @@ class FaultSpec(BaseModel):
     ``target`` picks the node of a node fault: ``random`` (at schedule time) or a role resolved
     through the admin API when the fault begins: ``coordinator`` (of ``transactional_id``),
     ``leader`` (of ``key``, "topic/partition"), ``controller``. ``clients`` are glob patterns of
-    client worker names for client faults. Other fields are the fault's own parameters.
+    client worker names for client faults. ``weight`` is how often the seeded draw picks it
+    relative to the others; ``duration_s`` ([low, high] seconds), when given, is this fault's own
+    length range in place of ``nemesis.fault_duration_s``: a fault that threatens a guarantee
+    only when it outlasts a client timeout (a toxiproxy ``timeout`` held longer than a
+    producer's flush timeout, finding F1) can then be long while kills stay short. Other fields
+    are the fault's own parameters.
     """
 
     model_config = ConfigDict(extra="allow")
@@ -147,9 +152,12 @@ class FaultSpec(BaseModel):
     transactional_id: str | None = None
     key: str | None = None
     weight: float = Field(1.0, gt=0)
+    duration_s: tuple[float, float] | None = None
 
     @model_validator(mode="after")
     def _known(self) -> "FaultSpec":
+        if self.duration_s is not None and not 0 < self.duration_s[0] <= self.duration_s[1]:
+            raise ValueError(f"duration_s: expected [low, high] with 0 < low <= high, got {list(self.duration_s)}")
         if self.fault not in FAULTS:
             raise ValueError(f"unknown fault {self.fault!r}; known: {sorted(FAULTS)}")
         if self.target == "coordinator" and not self.transactional_id:
@@ -160,7 +168,8 @@ class FaultSpec(BaseModel):
         return self
 
     def as_dict(self) -> dict:
-        return self.model_dump(exclude_none=True)
+        """The spec as plain data, in JSON form (``duration_s`` a list), as YAML reads it back."""
+        return self.model_dump(mode="json", exclude_none=True)
 
 
 class ScheduledFault(Strict):

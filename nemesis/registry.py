@@ -22,7 +22,9 @@ from nemesis.toxiproxy import ToxicNemesis, choose_toxic_target, toxic_plan
 #: (rng, fault spec as a dict, node ids, client names) -> the op value naming the target
 Chooser = Callable[[random.Random, dict[str, Any], list[int], list[str]], dict[str, Any]]
 
-SPEC_KEYS = {"fault", "target", "clients", "transactional_id", "key", "weight"}
+#: keys of a fault spec that say which fault, where, how often and how long; every other key
+#: is the fault kind's own parameter (``value.params``)
+SPEC_KEYS = {"fault", "target", "clients", "transactional_id", "key", "weight", "duration_s"}
 
 
 def choose_node_target(rng: random.Random, spec: dict, nodes: list[int], clients: list[str]) -> dict:

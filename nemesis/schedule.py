@@ -29,8 +29,10 @@ def fault_schedule(seed: int, faults: list[dict[str, Any]], nodes: list[int], cl
     """One fault at a time: a fault (chosen by ``weight`` among ``faults``, each a dict with
     ``fault`` naming a registered FaultKind plus its own parameters) starts every
     ``interval_s`` seconds (uniform), lasts ``fault_duration_s`` (uniform, s), and is followed
-    by at least ``quiet_s`` seconds without a fault so the cluster can recover. No fault starts
-    that could not last its minimum before ``duration``. Targets are chosen here (roles are
+    by at least ``quiet_s`` seconds without a fault so the cluster can recover. A fault whose
+    spec has its own ``duration_s`` range lasts a length drawn from that instead, and the next
+    fault starts only after it (and ``quiet_s``) are over. No fault starts that could not last
+    its minimum before ``duration``. Targets are chosen here (roles are
     resolved when applied). Parameters other than the targeting keys go into the op's
     ``value.params``.
 
@@ -51,8 +53,15 @@ def fault_schedule(seed: int, faults: list[dict[str, Any]], nodes: list[int], cl
         params = {k: v for k, v in spec.items() if k not in SPEC_KEYS}
         if params:
             value["params"] = params
-        gap = max(rng.uniform(*interval_s), fault_duration_s[0] + quiet_s)
-        length = min(rng.uniform(*fault_duration_s), gap - quiet_s, duration - t)
+        own = spec.get("duration_s")
+        if own is not None and t + own[0] > duration:
+            break
+        lengths = own or fault_duration_s
+        gap = max(rng.uniform(*interval_s), lengths[0] + quiet_s)
+        want = rng.uniform(*lengths)
+        if own is not None:   # one fault at a time: the next waits for this long one
+            gap = max(gap, want + quiet_s)
+        length = min(want, gap - quiet_s, duration - t)
         steps.append(Step(round(t, 3), kind.start_f, value))
         steps.append(Step(round(t + length, 3), kind.end_f, dict(value)))
         t += gap

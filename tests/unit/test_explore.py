@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 
 from harness.explore import Explorer
-from harness.explore_strategy import (ExploreError, bounds, draw_from_choices, fault_slots, normalized, scenario_yaml,
-                                      schedule_choices, schedules, seeded_schedule, size, to_scenario)
+from harness.explore_strategy import (ExploreError, bounds, draw_from_choices, fault_choices, fault_lengths,
+                                      fault_slots, normalized, scenario_yaml, schedule_choices, schedules,
+                                      seeded_schedule, size, to_scenario)
 from harness.scenario import Scenario, load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,14 +56,17 @@ def test_a_drawn_schedule_round_trips_through_a_scenario_file(sched, tmp_path_fa
 
 def test_bounds_start_at_first_fault_s_and_allow_faults_longer_than_the_seeded_draw():
     b = bounds(F1)
-    assert b["load"] == (10, 60) and b["at"] == (5, 59)
+    assert b["load"] == (10, 60) and b["at"] == (8, 59)
     # fault_duration_s is [3, 6]; F1 needs a link held longer than the 10 s flush timeout
     assert b["length"] == (3, 6) and b["long"] == (7, 30) and b["faults"] == (1, 7)
+    # the toxic has its own duration_s, [13, 18], and its own long range above it
+    toxic, kill = fault_choices(F1)[0], fault_choices(F1)[1]
+    assert fault_lengths(b, toxic) == ((13, 18), (19, 30)) and fault_lengths(b, kill) == ((3, 6), (7, 30))
     assert bounds(MIXED)["long"] == (6, 20)
     assert bounds(Scenario.model_validate({"name": "x", "duration": 12,
                                            "nemesis": {"fault_duration_s": [5, 10]}}))["long"] is None
-    # the pause (weight 2) is drawn twice as often as each kill (weight 1)
-    assert fault_slots(F1) == [0, 1, 2, 3, 4, 5, 6, 6, 7, 7, 7]   # and the toxic (weight 3) three times
+    # the toxic (weight 3) is drawn three times as often as each kill (weight 1), the pause twice
+    assert fault_slots(F1) == [0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 7]
 
 
 @pytest.mark.parametrize("scn", [F1, MIXED], ids=["f1", "mixed"])
@@ -84,11 +88,13 @@ def test_the_scenarios_own_seeded_draw_is_an_example_of_the_strategy(scn, seed):
 
 
 def test_a_long_toxic_is_an_example_and_out_of_bounds_schedules_are_not():
-    toxic = {"fault": "toxic", "target": "random", "type": "timeout", "timeout_ms": 0, "stream": "downstream"}
-    sched = {"duration": 30, "faults": [{"at": 6, "duration": 14, "fault": toxic, "value": {"node": 2}}]}
+    toxic = fault_choices(F1)[0]
+    sched = {"duration": 30, "faults": [{"at": 8, "duration": 14, "fault": toxic, "value": {"node": 2}}]}
     choices = schedule_choices(F1, sched)
-    # load, one more, slot of the toxic (index 8), start, long, length, node index, no more
-    assert choices == (30, True, 8, 6, True, 14, 1, False)
+    # load, one more, slot of the toxic (index 0), start, long (no: within its own 13-18 s),
+    # length, node index, no more
+    assert choices == (30, True, 0, 8, False, 14, 1, False)
+    assert schedule_choices(F1, {"duration": 30, "faults": [dict(sched["faults"][0], duration=12)]}) is None
     assert normalized(draw_from_choices(schedules(F1), choices)) == normalized(sched)
     assert schedule_choices(F1, dict(sched, duration=61)) is None              # load past the scenario's
     assert schedule_choices(F1, {"duration": 30, "faults": [dict(sched["faults"][0], at=2)]}) is None
@@ -106,19 +112,23 @@ def test_a_scenario_without_faults_cannot_be_explored():
 
 class FakeRunner:
     """Invalid (lost-write) when the run's explicit schedule kills the coordinator of
-    eosc-txn-1 for at least 4 s within a load of at least 20 s; ``flaky`` drops every other
-    such failure (a real cluster does not fail every time). Records what it ran."""
+    eosc-txn-1 for at least 4 s within a load of at least 20 s (``toxic``: holds a link for at
+    least 13 s, F1's own trigger); ``flaky`` drops every other such failure (a real cluster
+    does not fail every time). Records what it ran."""
 
-    def __init__(self, flaky: bool = False, other: bool = False):
-        self.flaky, self.other, self.calls, self.n = flaky, other, [], 0
+    def __init__(self, flaky: bool = False, other: bool = False, toxic: bool = False):
+        self.flaky, self.other, self.toxic, self.calls, self.n = flaky, other, toxic, [], 0
+
+    def guilty(self, f: dict) -> bool:
+        if self.toxic:
+            return f["fault"]["fault"] == "toxic" and f["duration"] >= 13
+        return f["fault"].get("transactional_id") == "eosc-txn-1" and f["fault"]["fault"] == "kill" and f["duration"] >= 4
 
     def __call__(self, scn, results_root, *, source=None, stop=None, progress=None):
         self.n += 1
         sched = [s.model_dump(exclude_none=True) | {"fault": s.fault.as_dict()} for s in scn.nemesis.schedule]
         self.calls.append((source, scn.duration, sched, scn.seed))
-        bad = scn.duration >= 20 and any(
-            f["fault"].get("transactional_id") == "eosc-txn-1" and f["fault"]["fault"] == "kill" and f["duration"] >= 4
-            for f in sched)
+        bad = scn.duration >= 20 and any(self.guilty(f) for f in sched)
         if bad and self.flaky and self.n % 2 == 0:
             bad = False
         failing = ["lost-write", "unseen"] if bad else (["duplicate"] if self.other and len(sched) >= 3 else [])
@@ -127,38 +137,53 @@ class FakeRunner:
 
 
 def test_search_finds_shrinks_to_the_single_guilty_fault_and_replays(tmp_path):
-    runner = FakeRunner()
+    runner = FakeRunner(toxic=True)
     ex = Explorer(F1, tmp_path / "results", tmp_path / "out", runner=runner, k=3, budget_s=10_000, seed=3)
     out = ex.explore()
     assert out.found and out.anomalies == ["lost-write", "unseen"]
-    # the search began with the scenario's own seeded draw (seed 1 kills eosc-txn-1's coordinator for 5 s)
+    # the search began with the scenario's own seeded draw (seed 1 holds node 1's link from 8 s for 15 s)
     assert runner.calls[0][0] == "eos-chaos explore (search)" and runner.calls[0][1] == 60
     assert [dict(f, fault={k: v for k, v in f["fault"].items() if k != "weight"}) for f in runner.calls[0][2]] == \
         normalized(seeded_schedule(F1, 1))["faults"]
     m = out.minimal
-    # the smallest failing schedule: one fault, the guilty kill, as short and early as it can be
-    assert m["duration"] == 20 and len(m["faults"]) == 1
+    # the smallest failing schedule: one fault, the guilty toxic, as short and early as it can be
+    # (its own duration_s is 13-18 s, first_fault_s 8 s), in the shortest load that holds it
+    assert m["duration"] == 21 and len(m["faults"]) == 1
     f = m["faults"][0]
-    assert f["fault"]["fault"] == "kill" and f["fault"]["transactional_id"] == "eosc-txn-1"
-    assert (f["at"], f["duration"]) == (5, 4)   # first_fault_s is the earliest start
+    assert f["fault"]["fault"] == "toxic" and (f["at"], f["duration"]) == (8, 13) and f["value"] == {"node": 1}
     assert out.replays == {"runs": 3, "invalid": 3, "original_kind": 3}
     # the minimal schedule is a runnable scenario file; explore.json holds the outcome and every run
     scn = load_scenario(out.minimal_path)
-    assert scn.duration == 20 and scn.nemesis.schedule[0].fault.transactional_id == "eosc-txn-1"
+    assert scn.duration == 21 and scn.nemesis.schedule[0].fault.fault == "toxic"
     assert "eos-chaos run" in out.minimal_path.read_text().splitlines()[2]
     doc = json.loads((tmp_path / "out" / "explore.json").read_text())
-    assert doc["found"] and doc["minimal"]["duration"] == 20 and doc["replays"]["invalid"] == 3
+    assert doc["found"] and doc["minimal"]["duration"] == 21 and doc["replays"]["invalid"] == 3
     assert doc["runs"] == runner.n == len(doc["attempts"])
     assert [a["phase"] for a in doc["attempts"]][-3:] == ["replay"] * 3
     # every run had its own seed
     assert len({c[3] for c in runner.calls}) == runner.n
 
     # Hypothesis's example database keeps the failure: the next search starts from it
-    again = FakeRunner()
+    again = FakeRunner(toxic=True)
     out2 = Explorer(F1, tmp_path / "results", tmp_path / "out2", runner=again, k=1, budget_s=10_000, seed=9,
                     db_dir=tmp_path / "out" / "hypothesis-db").explore()
     assert out2.found and again.calls[0][0] == "eos-chaos explore (search)"
-    assert again.calls[0][1] == 20 and len(again.calls[0][2]) == 1
+    assert again.calls[0][1] == 21 and len(again.calls[0][2]) == 1
+
+
+def test_a_kill_shrinks_into_the_first_listed_toxic_with_the_toxics_own_length():
+    """The shrinker lowers a fault's index toward the first-listed fault; the length drawn
+    next is then out of the new fault's own duration_s and becomes its shortest (Hypothesis
+    replaces a choice that no longer fits by the simplest one): a 3 s kill becomes a 13 s
+    toxic, long enough to make F1, not a 3 s one."""
+    kill = next(f for f in fault_choices(F1) if f["fault"] == "kill")
+    sched = {"duration": 30, "faults": [{"at": 8, "duration": 3, "fault": kill,
+                                         "value": {"role": "coordinator", "transactional_id": "eosc-txn-0"}}]}
+    choices = schedule_choices(F1, sched)
+    assert choices == (30, True, fault_slots(F1).index(1), 8, False, 3, 0, False)
+    lowered = (30, True, 0) + choices[3:]
+    f = draw_from_choices(schedules(F1), lowered)["faults"][0]
+    assert f["fault"]["fault"] == "toxic" and f["duration"] == 13 and f["at"] == 8
 
 
 def test_a_shrink_step_fails_when_any_of_k_runs_fails_with_an_original_kind(tmp_path):

@@ -39,6 +39,8 @@ nemesis:
     - {fault: toxic, type: timeout, timeout_ms: 0}
     - {fault: zombie, fresh_id: yes-please}
     - {fault: zombie, fresh_id: true}
+    - {fault: toxic, type: timeout, timeout_ms: 0, duration_s: [18, 13]}
+    - {fault: toxic, type: timeout, timeout_ms: 0, duration_s: [13, 18]}
 """)
     with pytest.raises(ScenarioError) as e:
         load_scenario(p)
@@ -50,6 +52,8 @@ nemesis:
     assert "nemesis.faults.4" not in msg
     assert "nemesis.faults.5" in msg and "fresh_id must be true or false" in msg
     assert "nemesis.faults.6" not in msg
+    assert "nemesis.faults.7" in msg and "duration_s: expected [low, high]" in msg
+    assert "nemesis.faults.8" not in msg
 
 
 def test_missing_and_non_yaml_files(tmp_path):

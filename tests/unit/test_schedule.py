@@ -53,3 +53,19 @@ def test_client_faults_pick_matching_clients_and_params_travel_in_the_op():
 def test_role_targets_are_left_for_the_moment_of_the_fault():
     steps = sched(1, faults=[{"fault": "kill", "target": "coordinator", "transactional_id": "eosc-txn-0"}])
     assert steps[0].value == {"role": "coordinator", "transactional_id": "eosc-txn-0"}
+
+
+def test_a_fault_with_its_own_duration_lasts_that_long_and_the_next_waits_for_it():
+    toxic = {"fault": "toxic", "type": "timeout", "timeout_ms": 0, "duration_s": [13, 18], "weight": 3}
+    faults = [toxic, {"fault": "kill"}]
+    steps = fault_schedule(3, faults, [1, 2, 3], [], 120.0, (8, 11), (3, 6), first_fault_s=8)
+    pairs = list(zip(steps[::2], steps[1::2]))
+    assert {b.f for b, _ in pairs} == {"toxic", "kill"}
+    for begin, end in pairs:
+        low, high = (13, 18) if begin.f == "toxic" else (3, 6)
+        assert low - 1e-6 <= end.at - begin.at <= high + 1e-6 or end.at == 120.0
+        assert "duration_s" not in begin.value.get("params", {})   # a spec key, not the toxic's parameter
+    for (_, end), (nxt, _) in zip(pairs, pairs[1:]):
+        assert nxt.at >= end.at - 1e-6                               # still one fault at a time
+    # faults without their own range draw exactly as before (same rng calls): seed 3 of kill/pause
+    assert [(s.at, s.f) for s in sched(3)][:4] == [(5.0, "kill"), (14.58, "start"), (15.652, "kill"), (20.718, "start")]
