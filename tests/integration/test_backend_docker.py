@@ -25,6 +25,7 @@ from harness.runner import run_scenario
 from harness.scenario import with_backend
 from tests.integration.test_smoke_run import SMOKE, _scenario
 from tests.integration.test_workloads_support import explain
+from tests.integration.known_bugs import xfail_if_kafka_20734
 
 pytestmark = pytest.mark.integration
 
@@ -69,6 +70,7 @@ def docker_run(results_root):
 
 def test_docker_run_is_valid_under_kills_pauses_and_a_partition(docker_run):
     res = docker_run
+    xfail_if_kafka_20734(res.run_dir, res.verdict)
     assert res.verdict["valid"] is True, explain(res.verdict)
     meta = json.loads((res.run_dir / "meta.json").read_text())
     assert meta["backend"] == "docker" and meta["image"].startswith("kafka-eos-chaos/kafka:")

@@ -14,6 +14,7 @@ from harness import net
 from harness.runner import run_scenario
 from harness.scenario import Scenario
 from nemesis.schedule import fault_schedule
+from tests.integration.known_bugs import xfail_if_kafka_20734
 
 pytestmark = pytest.mark.integration
 
@@ -99,6 +100,7 @@ def test_faults_were_applied_and_undone(run):
 
 def test_run_is_valid_and_clients_went_through_the_proxies(run):
     res, _ = run
+    xfail_if_kafka_20734(res.run_dir, res.verdict)
     assert res.verdict["valid"] is True, json.dumps(res.verdict.get("anomalies"), indent=1)[:3000]
     meta = json.loads((res.run_dir / "meta.json").read_text())
     assert meta["teardown_problems"] == [], meta["teardown_problems"]

@@ -9,6 +9,7 @@ from harness.runner import run_scenario
 from harness.scenario import load_scenario
 from harness.segments import read_partition
 from nemesis.schedule import fault_schedule
+from tests.integration.known_bugs import xfail_if_kafka_20734
 
 pytestmark = pytest.mark.integration
 
@@ -39,6 +40,7 @@ def smoke_run(results_root):
 
 def test_smoke_run_is_valid_under_kills_and_pauses(smoke_run):
     res = smoke_run
+    xfail_if_kafka_20734(res.run_dir, res.verdict)
     assert res.verdict["valid"] is True, json.dumps(res.verdict.get("anomalies"), indent=1)[:3000]
     events = _events(res.run_dir)
     outcomes = Counter((e["f"], e["type"]) for e in events)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.known_bugs import xfail_if_kafka_20734
+
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,8 +27,11 @@ def _suite(results: Path) -> subprocess.CompletedProcess:
 def test_ci_suite_runs_writes_its_outputs_and_resumes_without_rerunning(tmp_path):
     results = tmp_path / "results"
     first = _suite(results)
-    assert first.returncode == 0, first.stdout + first.stderr[-4000:]
     suite_dir = results / "suites" / "ci"
+    if first.returncode == 1 and (suite_dir / "summary.json").exists():   # 1: a run was INVALID
+        row = json.loads((suite_dir / "summary.json").read_text())["runs"][0]
+        xfail_if_kafka_20734(suite_dir / row["run_dir"])
+    assert first.returncode == 0, first.stdout + first.stderr[-4000:]
 
     summary = json.loads((suite_dir / "summary.json").read_text())
     assert summary["totals"] == {"runs": 1, "valid": 1, "invalid": 0, "unknown": 0, "error": 0,

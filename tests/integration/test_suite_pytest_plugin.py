@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.known_bugs import xfail_if_kafka_20734
+
 pytestmark = pytest.mark.integration
 pytest_plugins = ["pytester"]
 
@@ -17,6 +19,12 @@ def test_pytest_runs_a_scenario_file_as_a_real_item(pytester, tmp_path):
     res = pytester.runpytest_subprocess(
         str(SMOKE), "--eos-duration", "20", "--eos-seed", "2", "--eos-results", str(tmp_path / "results"),
         f"--junitxml={junit}", "-p", "no:cacheprovider", "-v", timeout=3900)  # runs queue on the cluster lock (3600 s)
+    if res.ret == 1 and junit.exists():   # the item failed: an INVALID run, maybe Kafka's known bug
+        case = ET.parse(junit).getroot().find(".//testcase")
+        props = {p.get("name"): p.get("value") for p in case.find("properties")} if case is not None \
+            and case.find("properties") is not None else {}
+        if props.get("run_dir"):
+            xfail_if_kafka_20734(props["run_dir"])
     assert res.ret == 0, res.stdout.str()[-4000:]
     res.assert_outcomes(passed=1)
     res.stdout.fnmatch_lines(["*scenarios/smoke.yaml::smoke PASSED*", "*eos-chaos runs*",

@@ -18,6 +18,7 @@ from harness.runner import run_scenario
 from tests.integration.test_workloads_support import SCENARIOS, fault_steps, require_pipeline_decoding
 from tests.integration.test_workloads_support import explain as _explain
 from tests.integration.test_workloads_support import variant
+from tests.integration.known_bugs import xfail_if_kafka_20734
 
 pytestmark = pytest.mark.integration
 
@@ -36,6 +37,7 @@ def idempotent_run(results_root):
 
 def test_idempotent_producers_neither_duplicate_nor_reorder(idempotent_run):
     v = idempotent_run.verdict
+    xfail_if_kafka_20734(idempotent_run.run_dir, v)
     assert v["valid"] is True, _explain(v)
     for name in ("duplicate", "int-nonmonotonic-send", "nonmonotonic-send", "lost-write", "unseen"):
         assert name not in v["anomaly_counts"], name
@@ -68,6 +70,7 @@ def zombie_run(results_root):
 
 def test_zombies_are_fenced_and_the_pipeline_stays_exactly_once(zombie_run):
     v = zombie_run.verdict
+    xfail_if_kafka_20734(zombie_run.run_dir, v)
     assert v["valid"] is True, _explain(v)
     for name in ("zombie-write", "eos-duplicate", "eos-loss", "offsets-ahead", "offsets-behind"):
         assert name not in v["anomaly_counts"], name

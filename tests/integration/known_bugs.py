@@ -1,0 +1,52 @@
+"""Known Kafka bugs a correct client's run can meet on this cluster, for the integration tests
+that expect a VALID verdict.
+
+KAFKA-20734 (open upstream; docs/findings/F2.md): after successive broker kills leave a
+partition without a leader, the transaction coordinator takes it for a deleted partition and
+skips its COMMIT/ABORT markers. The partition keeps a hanging transaction, its last stable
+offset stops there, and read_committed readers never see committed writes behind it: the
+verdict is rightly INVALID (torn-transaction, unseen). Seen once in about ten CI runs of
+plain smoke. Such a run is neither a pass nor a defect of this project; ``xfail_if_kafka_20734``
+makes it an expected failure that names the bug, and only when the brokers logged the
+skipped markers and the failing anomalies are all ones a hanging transaction makes.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+#: what a hanging transaction does to a read_committed history (ANOMALIES.md): writes of
+#: committed transactions never seen (unseen, torn-transaction, lost-write), readers stopped
+#: at the stalled last stable offset or moved past a hidden range (stalled-lso, poll-skip)
+HANGING_TXN_KINDS = frozenset({"torn-transaction", "unseen", "lost-write", "stalled-lso", "poll-skip",
+                               "int-poll-skip"})
+
+
+def kafka_20734_hit(verdict: dict, meta: dict) -> str | None:
+    """The reason to give when ``verdict`` (verdict.json) is INVALID only with
+    HANGING_TXN_KINDS and ``meta`` (meta.json) has the brokers' ``skipped-txn-markers``
+    event (harness.broker_events); None otherwise."""
+    ev = (meta.get("broker_events") or {}).get("skipped-txn-markers")
+    failing = set(verdict.get("failing") or [])
+    if verdict.get("valid") is not False or not ev or not failing or not failing <= HANGING_TXN_KINDS:
+        return None
+    return (f"KAFKA-20734 (docs/findings/F2.md): the coordinator skipped the markers of "
+            f"{', '.join(ev.get('transactional_ids') or [])} on leaderless {', '.join(ev.get('partitions') or [])}; "
+            f"verdict INVALID with {', '.join(sorted(failing))}")
+
+
+def xfail_if_kafka_20734(run_dir: str | Path, verdict: dict | None = None) -> None:
+    """Call before asserting that the run in ``run_dir`` is VALID: pytest.xfail when
+    ``kafka_20734_hit`` says the run met KAFKA-20734, else nothing (the test's own assertions
+    then judge the run). ``verdict`` defaults to the run's verdict.json."""
+    run_dir = Path(run_dir)
+    try:
+        meta = json.loads((run_dir / "meta.json").read_text())
+        verdict = verdict if verdict is not None else json.loads((run_dir / "verdict.json").read_text())
+    except (OSError, ValueError):
+        return
+    reason = kafka_20734_hit(verdict, meta)
+    if reason:
+        pytest.xfail(reason)
