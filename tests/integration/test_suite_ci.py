@@ -38,7 +38,7 @@ def test_ci_suite_runs_writes_its_outputs_and_resumes_without_rerunning(tmp_path
                                  "interrupted": 0, "not-run": 0}
     assert summary["exit_code"] == 0 and summary["complete"] is True
     row = summary["runs"][0]
-    assert (row["scenario"], row["seed"], row["kafka_version"], row["duration_s"]) == ("smoke", 1, "4.3.1", 40.0)
+    assert (row["scenario"], row["seed"], row["kafka_version"], row["duration_s"]) == ("smoke", 3, "4.3.1", 40.0)
     assert 25 < row["wall_s"] < 300
     run_dir = suite_dir / row["run_dir"]
     assert json.loads((run_dir / "verdict.json").read_text())["valid"] is True
@@ -53,7 +53,7 @@ def test_ci_suite_runs_writes_its_outputs_and_resumes_without_rerunning(tmp_path
     assert report.resolve() == (run_dir / "report.html").resolve() and "VALID" in report.read_text()
 
     case = ET.parse(suite_dir / "junit.xml").getroot().find("testsuite/testcase")
-    assert case.get("name") == "smoke[seed=1,kafka=4.3.1]"
+    assert case.get("name") == "smoke[seed=3,kafka=4.3.1]"
     assert case.find("failure") is None and case.find("error") is None and case.find("skipped") is None
     props = {p.get("name"): p.get("value") for p in case.find("properties")}
     assert (suite_dir / props["report"]).resolve() == report.resolve()

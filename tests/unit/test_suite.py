@@ -46,7 +46,7 @@ def write_suite(d: Path, text: str, name: str = "s.yaml") -> Path:
 def test_shipped_suites_load_and_expand():
     ci = st.load_suite(ROOT / "scenarios" / "ci.yaml")
     cells = st.expand(ci, ROOT / "scenarios")
-    assert [c.id for c in cells] == ["smoke/s1/kafka-4.3.1"]
+    assert [c.id for c in cells] == ["smoke/s3/kafka-4.3.1"]
     assert cells[0].duration <= 45, "the CI suite must stay short"
     nightly = st.load_suite(ROOT / "scenarios" / "nightly.yaml")
     cells = st.expand(nightly, ROOT / "scenarios")
