@@ -5,8 +5,8 @@ KAFKA-20734 (open upstream; docs/findings/F2.md): after successive broker kills 
 partition without a leader, the transaction coordinator takes it for a deleted partition and
 skips its COMMIT/ABORT markers. The partition keeps a hanging transaction, its last stable
 offset stops there, and read_committed readers never see committed writes behind it: the
-verdict is rightly INVALID (torn-transaction, unseen). Seen once in about ten CI runs of
-plain smoke. Such a run is neither a pass nor a defect of this project; ``xfail_if_kafka_20734``
+verdict is rightly INVALID (torn-transaction, unseen). Seen in 2 of 3 CI rehearsals on
+2026-11-24, in plain smoke seed 1 (three nodes killed in turn). Such a run is neither a pass nor a defect of this project; ``xfail_if_kafka_20734``
 makes it an expected failure that names the bug, and only when the brokers logged the
 skipped markers and the failing anomalies are all ones a hanging transaction makes.
 """

@@ -23,9 +23,9 @@ from harness import net
 from harness.lock import cluster_lock
 from harness.runner import run_scenario
 from harness.scenario import with_backend
+from tests.integration.known_bugs import xfail_if_kafka_20734
 from tests.integration.test_smoke_run import SMOKE, _scenario
 from tests.integration.test_workloads_support import explain
-from tests.integration.known_bugs import xfail_if_kafka_20734
 
 pytestmark = pytest.mark.integration
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from harness.runner import run_scenario
+from tests.integration.known_bugs import xfail_if_kafka_20734
 from tests.integration.test_workloads_support import SCENARIOS, require_pipeline_decoding
 from tests.integration.test_workloads_support import explain as _explain
 from tests.integration.test_workloads_support import fault_steps, variant
-from tests.integration.known_bugs import xfail_if_kafka_20734
 
 pytestmark = pytest.mark.integration
 
