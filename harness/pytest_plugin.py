@@ -26,11 +26,11 @@ Options::
                             default: the scenario's (eos_cluster: netns)
 
 Fixtures: ``eos_results`` (Path of the results root), ``eos_run`` (run a scenario, get a
-harness.runner.RunResult), ``eos_check`` (check a history, get a verdict dict), ``eos_cluster``
+harness.run.runner.RunResult), ``eos_check`` (check a history, get a verdict dict), ``eos_cluster``
 (a session-scoped real 3-node KRaft cluster, a SessionCluster). ``assert_valid`` raises an
 AssertionError listing the anomalies. See docs/pytest.md.
 
-``eos_cluster`` holds the machine's cluster lock (harness.lock) from its first use until the
+``eos_cluster`` holds the machine's cluster lock (harness.cluster.lock) from its first use until the
 session ends, and a scenario run takes the same lock to make its own cluster: the two cannot
 overlap. Tests that use ``eos_cluster`` are therefore moved to the end of the session, and a
 scenario run attempted while the session cluster is up fails at once instead of waiting.
@@ -55,12 +55,12 @@ class SessionClusterActive(RuntimeError):
 
 
 def run_scenario(scn, results_root, **kwargs):
-    """Indirection to harness.runner.run_scenario (imported when first used, so that loading
+    """Indirection to harness.run.runner.run_scenario (imported when first used, so that loading
     the plugin in every pytest session stays cheap). Raises pytest.fail when not root."""
     if os.geteuid() != 0:
         pytest.fail("eos-chaos scenarios need root (network namespaces, iptables): run pytest with sudo",
                     pytrace=False)
-    from harness.runner import run_scenario as real
+    from harness.run.runner import run_scenario as real
 
     return real(scn, results_root, **kwargs)
 
@@ -107,7 +107,7 @@ def _looks_like_scenario(path: Path) -> bool:
 
 
 def _is_suite(path: Path) -> bool:
-    from harness.suite import is_suite_file
+    from harness.detect.suite import is_suite_file
 
     return is_suite_file(path)
 
@@ -159,7 +159,7 @@ def merge_options(scn, *, seed: int | None = None, duration: float | None = None
     if kafka_version is not None:
         cluster["kafka_version"] = kafka_version
     if backend is not None:
-        from harness.scenario import with_backend
+        from harness.run.scenario import with_backend
 
         scn = with_backend(scn, backend)
     if cluster:
@@ -171,7 +171,7 @@ class ScenarioFile(pytest.File):
     """A scenario YAML file: one ScenarioItem per (seed, Kafka version) of the options."""
 
     def collect(self):
-        from harness.scenario import ScenarioError, load_scenario
+        from harness.run.scenario import ScenarioError, load_scenario
 
         try:
             scn = load_scenario(self.path)
@@ -199,7 +199,7 @@ class SuiteFile(pytest.File):
     suite index here: that is ``eos-chaos suite``."""
 
     def collect(self):
-        from harness.suite import SuiteError, expand, load_suite
+        from harness.detect.suite import SuiteError, expand, load_suite
 
         opt = self.config.getoption
         try:
@@ -232,7 +232,7 @@ def _record_run(node: pytest.Item, config: pytest.Config, res, title: str) -> No
 def assert_valid(verdict_or_result: Any, title: str = "verdict") -> None:
     """Raise VerdictFailure (an AssertionError) unless the verdict is valid. Accepts a verdict
     dict (checkers.check) or a RunResult (its report path goes into the message)."""
-    from harness.suite import describe_verdict
+    from harness.detect.suite import describe_verdict
 
     res = verdict_or_result
     verdict = res if isinstance(res, dict) else res.verdict
@@ -319,9 +319,9 @@ def eos_run(request: pytest.FixtureRequest, eos_results: Path) -> Callable[..., 
     fresh real cluster (root) under --eos-results; records report, run_dir and verdict as
     JUnit properties of the test. Does not judge: use ``assert_valid(result)``. Raises
     SessionClusterActive when eos_cluster is up in this session, ScenarioError for a bad
-    scenario, and what harness.runner.run_scenario raises.
+    scenario, and what harness.run.runner.run_scenario raises.
     """
-    from harness.scenario import Scenario, load_scenario
+    from harness.run.scenario import Scenario, load_scenario
 
     config = request.config
 
@@ -375,8 +375,8 @@ def eos_check() -> Callable[..., dict]:
 class SessionCluster:
     """The session's real cluster: ``service`` (harness.cluster.service.ClusterService: its
     lifecycle, ``node(i)`` control, ``nemesis_context``), ``network`` (the backend's test
-    network, harness.net.TestNetwork on netns; None on external), ``cluster`` (the netns
-    backend's harness.cluster.Cluster; else the backend), ``agent`` (harness.agent.Agent: admin
+    network, harness.cluster.namespaces.TestNetwork on netns; None on external), ``cluster`` (the netns
+    backend's harness.cluster.Cluster; else the backend), ``agent`` (harness.cluster.agent.Agent: admin
     requests such as ``describe`` and ``create_topics``), ``workdir`` (node data and logs)."""
 
     service: Any
@@ -399,7 +399,7 @@ class SessionCluster:
     @property
     def bootstrap(self) -> str:
         """host:port,... of the brokers; reachable from the client host only (run clients with
-        ``service.client_host.exec_prefix()`` or through harness.pool)."""
+        ``service.client_host.exec_prefix()`` or through harness.run.pool)."""
         return self.service.bootstrap
 
 
@@ -417,11 +417,11 @@ def eos_cluster(pytestconfig: pytest.Config, tmp_path_factory) -> Iterator[Sessi
     """
     if os.geteuid() != 0:
         pytest.skip("eos_cluster needs root (network namespaces)")
-    from harness.artifacts import DEFAULT_KAFKA_VERSION
+    from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
     from harness.cluster.backends import make_backend
     from harness.cluster.service import ClusterService
-    from harness.lock import cluster_lock
-    from harness.scenario import ClusterSpec
+    from harness.cluster.lock import cluster_lock
+    from harness.run.scenario import ClusterSpec
 
     version = (pytestconfig.getoption("eos_kafka_version") or [DEFAULT_KAFKA_VERSION])[0]
     backend = pytestconfig.getoption("eos_backend") or "netns"

@@ -2,7 +2,7 @@
 
 A nemesis never imports the harness: it gets a NemesisContext whose members follow the
 protocols below (every cluster backend of harness.cluster.service is a NodeControl: netns,
-docker and external alike; harness.pool.Pool is a ClientControl, harness.agent.Agent an
+docker and external alike; harness.run.pool.Pool is a ClientControl, harness.cluster.agent.Agent an
 AdminView). ``extra["network"]`` is the backend's test network for grudges (None on a backend
 that cannot cut links) and ``extra["toxiproxy"]`` the proxies (None when the run has none).
 """
@@ -33,7 +33,7 @@ class NodeControl(Protocol):
 
 
 class ClientControl(Protocol):
-    """Client worker processes by name (harness.pool.Pool)."""
+    """Client worker processes by name (harness.run.pool.Pool)."""
 
     def client_names(self) -> list[str]: ...
     def kill_client(self, name: str) -> str: ...
@@ -45,7 +45,7 @@ class ClientControl(Protocol):
 
 
 class AdminView(Protocol):
-    """Kafka's admin API as the harness's agent offers it (harness.agent.Agent)."""
+    """Kafka's admin API as the harness's agent offers it (harness.cluster.agent.Agent)."""
 
     def request(self, cmd: str, timeout: float = 10.0, **args) -> Any: ...
 

@@ -33,7 +33,7 @@ CHAIN = "EOSC"
 
 
 class HostView(Protocol):
-    """One host of the test network (harness.net.Host)."""
+    """One host of the test network (harness.cluster.namespaces.Host)."""
 
     name: str
     address: str
@@ -42,7 +42,7 @@ class HostView(Protocol):
 
 
 class NetworkView(Protocol):
-    """The test network (harness.net.TestNetwork): host name -> host, and the client host."""
+    """The test network (harness.cluster.namespaces.TestNetwork): host name -> host, and the client host."""
 
     hosts: dict[str, HostView]
 

@@ -10,7 +10,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from nemesis.clients import ClientKillNemesis, ClientPauseNemesis
+from nemesis.client_faults import ClientKillNemesis, ClientPauseNemesis
 from nemesis.core import Composite, NemesisContext
 from nemesis.partition import PartitionNemesis, choose_partition
 from nemesis.process import KillNemesis, PauseNemesis
@@ -68,7 +68,7 @@ def zombie_params(name: str, params: dict[str, Any]) -> None:
 
 
 def kill_client_params(name: str, params: dict[str, Any]) -> None:
-    """``after_ok_s``: seconds after the client's next ok op (nemesis.clients), 0 <= s < 60."""
+    """``after_ok_s``: seconds after the client's next ok op (nemesis.client_faults), 0 <= s < 60."""
     only_params(name, params, frozenset({"after_ok_s"}))
     v = params.get("after_ok_s", 0)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 60:
@@ -88,7 +88,7 @@ class FaultKind:
     make: Callable[[NemesisContext], Any]  # the nemesis class (or factory); one instance per run
     choose: Chooser = choose_node_target
     #: what the runner must put in NemesisContext.extra for this kind: "network" (the
-    #: TestNetwork), "toxiproxy" (client links through toxiproxy, harness.toxiproxy)
+    #: TestNetwork), "toxiproxy" (client links through toxiproxy, harness.cluster.toxiproxy_server)
     needs: tuple[str, ...] = ()
     #: (kind name, the spec's own parameters: every key but SPEC_KEYS) -> None; raises
     #: ValueError saying what is wrong, so that a scenario fails when it is loaded

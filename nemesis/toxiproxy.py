@@ -1,7 +1,7 @@
 """Client-link faults: toxics on the toxiproxy proxies between the clients and the brokers.
 
 The harness runs one toxiproxy proxy per broker and makes every client connection go through
-it (harness.toxiproxy, docs/toxiproxy.md). A ``toxic`` op puts one toxic on the proxy of one
+it (harness.cluster.toxiproxy_server, docs/toxiproxy.md). A ``toxic`` op puts one toxic on the proxy of one
 broker (or of every broker), ``untoxic`` takes it off. The nemesis reaches the proxies only
 through ``ctx.extra["toxiproxy"]`` (a LinkControl).
 
@@ -124,7 +124,7 @@ def choose_toxic_target(rng: random.Random, spec: dict, nodes: list[int], client
 
 
 class LinkControl(Protocol):
-    """The proxies as the harness offers them (harness.toxiproxy.ClientProxies)."""
+    """The proxies as the harness offers them (harness.cluster.toxiproxy_server.ClientProxies)."""
 
     node_ids: list[int]
 

@@ -2,7 +2,7 @@
 
 The claim measured: transactions committed every 100 ms with 1 KB records cost about 3% of a
 non-transactional producer's throughput (KIP-98's performance section; Confluent's
-"Transactions in Apache Kafka", 2017). On one 3-node cluster (harness.bench.cluster), five
+"Transactions in Apache Kafka", 2017). On one 3-node cluster (harness.bench.perf_test), five
 producer modes (cells): plain (acks=all, no idempotence), idempotent, and transactional with
 commit intervals 10, 100 and 1000 ms, each measured with the harness's producer
 (harness.bench.producer, confluent-kafka) and with Kafka's kafka-producer-perf-test as the
@@ -59,7 +59,7 @@ def measure_harness(bc, mode: str, interval: int | None, record_bytes: int, seco
 def measure_perf_test(bc, mode: str, interval: int | None, record_bytes: int, seconds: float,
                       warmup_s: float, tid: str, rate_guess: float) -> dict:
     """perf-test has no time limit: it sends a record count, sized from ``rate_guess`` (records/s)."""
-    from harness.bench.cluster import run_perf_test
+    from harness.bench.perf_test import run_perf_test
 
     warm = max(1000, int(rate_guess * warmup_s))
     n = warm + max(2000, int(rate_guess * seconds))
@@ -88,8 +88,8 @@ def run_eos_cost(record_bytes: int = 1024, seconds: float = 10.0, rounds: int = 
     plus "samples" (every measurement), "seconds", "record_bytes", "rounds", "kafka_version".
     Takes the machine's cluster lock, unless ``cluster`` (a BenchCluster already up) is given.
     Raises what bench_cluster and the measurements raise."""
-    from harness.artifacts import DEFAULT_KAFKA_VERSION
-    from harness.bench.cluster import bench_cluster
+    from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
+    from harness.bench.perf_test import bench_cluster
 
     version = kafka_version or DEFAULT_KAFKA_VERSION
     samples: list[Sample] = []

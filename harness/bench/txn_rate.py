@@ -1,6 +1,6 @@
 """``eos-chaos bench txn-rate``: transactions/s of the harness's busy workload against kafka-producer-perf-test.
 
-On one 3-node cluster (harness.bench.cluster), rounds alternate (A B, A B, ...):
+On one 3-node cluster (harness.bench.perf_test), rounds alternate (A B, A B, ...):
 
 A. kafka-producer-perf-test, transactional, ``--transaction-duration-ms 1`` (a commit as soon
    as a millisecond has passed since the transaction began: the most transactions one Java
@@ -35,7 +35,7 @@ RECORD_BYTES = 16
 
 
 def perf_test_round(bc, partitions: int, records: int, tid: str) -> dict:
-    from harness.bench.cluster import run_perf_test
+    from harness.bench.perf_test import run_perf_test
 
     before = sum(bc.end_offsets(PERF_TOPIC, partitions))
     res = run_perf_test(bc, PERF_TOPIC, records, RECORD_BYTES,
@@ -51,8 +51,8 @@ def perf_test_round(bc, partitions: int, records: int, tid: str) -> dict:
 
 def harness_round(bc, spec, seed: int, seconds: float, warmup_s: float) -> dict:
     """Run the busy workload's writers for warmup + seconds; count ok txns in the window."""
-    from harness.history import HistoryWriter
-    from harness.pool import Pool
+    from harness.run.history_writer import HistoryWriter
+    from harness.run.pool import Pool
     from harness.workloads.txn_queue import TxnQueue
 
     workload = TxnQueue(spec, bc.bootstrap, seed)
@@ -112,8 +112,8 @@ def run_txn_rate(producers: int = 32, producers_per_worker: int = 16, partitions
     Returns {"perf_test": [round dicts], "harness": [round dicts], "best": {"perf_test": txn/s,
     "harness": txn/s}, "ratio" (harness / perf-test, best rounds), "spread_pct": {tool: %},
     "producers", "producers_per_worker", "partitions", "seconds", "kafka_version"}."""
-    from harness.artifacts import DEFAULT_KAFKA_VERSION
-    from harness.bench.cluster import bench_cluster
+    from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
+    from harness.bench.perf_test import bench_cluster
     from harness.workloads.txn_queue import TxnQueueSpec
 
     version = kafka_version or DEFAULT_KAFKA_VERSION

@@ -1,4 +1,4 @@
-"""The backend a scenario's ``cluster:`` section names (harness.scenario.ClusterSpec)."""
+"""The backend a scenario's ``cluster:`` section names (harness.run.scenario.ClusterSpec)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,15 +11,15 @@ def make_backend(spec, workdir: Path, logdir: Path, run_id: str = "adhoc") -> Ba
     ``logdir`` node logs; ``run_id`` labels what a docker run makes. Raises ArtifactError when
     the Kafka jars (netns) are not cached, and what the docker backend raises."""
     if spec.backend == "external":
-        from harness.cluster.external import ExternalBackend
+        from harness.cluster.external_backend import ExternalBackend
 
         return ExternalBackend(spec.external, logdir, nodes=spec.nodes)
     if spec.backend == "docker":
-        from harness.cluster.docker import DockerBackend
+        from harness.cluster.docker_backend import DockerBackend
 
         return DockerBackend(spec, workdir, logdir, run_id=run_id)
-    from harness.artifacts import kafka_dist
-    from harness.cluster.netns import NetnsBackend
+    from harness.cluster.artifacts import kafka_dist
+    from harness.cluster.netns_backend import NetnsBackend
 
     return NetnsBackend(kafka_dist(spec.kafka_version), workdir, logdir, nodes=spec.nodes,
                         heap_mb=spec.heap_mb, overrides=spec.broker)
@@ -29,11 +29,10 @@ def clean_everything() -> list[str]:
     """What ``eos-chaos cleanup`` does: every backend's leftovers, from any run (the netns
     namespaces; the docker backend's labelled containers, networks and volumes when a Docker
     engine answers). Returns what could not be removed."""
-    from harness import net
-
+    from harness.cluster import namespaces as net
     problems = net.cleanup()
     try:
-        from harness.cluster.docker import clean_docker_leftovers
+        from harness.cluster.docker_backend import clean_docker_leftovers
     except ImportError:  # the docker backend is not there (or its SDK is missing)
         return problems
     return problems + clean_docker_leftovers()

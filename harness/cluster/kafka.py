@@ -7,7 +7,7 @@ data topics RF 3 with ``min.insync.replicas=2``, no unclean leader election.
 
 Process control per node: ``kill`` (SIGKILL), ``stop`` (SIGTERM, controlled shutdown),
 ``start``, ``pause`` (SIGSTOP), ``resume`` (SIGCONT). Logs go to ``<run>/logs/n<id>.log``.
-Readiness is judged through the admin API (see harness.agent), never by sleeping.
+Readiness is judged through the admin API (see harness.cluster.agent), never by sleeping.
 """
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.artifacts import KafkaDist
-from harness.net import Host, TestNetwork
+from harness.cluster.artifacts import KafkaDist
+from harness.cluster.namespaces import Host, TestNetwork
 
 BROKER_PORT = 9092
 CONTROLLER_PORT = 9093
-#: the CLIENT listener (only when a run proxies client links, see harness.toxiproxy): clients
+#: the CLIENT listener (only when a run proxies client links, see harness.cluster.toxiproxy_server): clients
 #: connect through a proxy, and the broker advertises that proxy's address on this listener
 CLIENT_PORT = 9094
 

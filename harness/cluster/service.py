@@ -12,8 +12,8 @@ and down only through ClusterService::
     service.heal()              # every node resumed and running again
     problems = service.teardown()                # stop() then clean(): what could not be undone
 
-The service owns the admin agent (harness.agent), the toxiproxy server in front of the
-brokers (harness.toxiproxy.ClientProxies) and readiness (``cluster_ready``, judged through the
+The service owns the admin agent (harness.cluster.agent), the toxiproxy server in front of the
+brokers (harness.cluster.toxiproxy_server.ClientProxies) and readiness (``cluster_ready``, judged through the
 admin API, never by sleeping). Everything a backend differs in is behind ``Backend``: how
 nodes start, die, freeze and thaw (node control), the hosts a grudge is applied on (network
 faults), where clients run and which addresses they use. Ducktape's Service has the same
@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Protocol, runtime_checkable
 
-from harness.agent import Agent
-from harness.toxiproxy import ClientProxies
+from harness.cluster.agent import Agent
+from harness.cluster.toxiproxy_server import ClientProxies
 from harness.util import wait_until
 from nemesis.core import NemesisContext, NodeProcess
 
@@ -37,7 +37,7 @@ class ServiceError(RuntimeError):
 
 
 class ClientHost(Protocol):
-    """Where the admin agent, the client workers and toxiproxy run (harness.net.Host)."""
+    """Where the admin agent, the client workers and toxiproxy run (harness.cluster.namespaces.Host)."""
 
     name: str
     address: str
@@ -50,7 +50,7 @@ class Backend(Protocol):
     """What a cluster backend implements (netns, docker, external).
 
     ``network`` is the test network for grudges and proxies, shaped like
-    harness.net.TestNetwork: ``hosts`` (host name "n<i>" / "c" -> object with ``address`` and
+    harness.cluster.namespaces.TestNetwork: ``hosts`` (host name "n<i>" / "c" -> object with ``address`` and
     ``run(*argv, check, timeout)`` that runs a command, iptables in practice, in that host's
     network namespace), ``client`` (the client host) and ``node(i)``. None when the backend
     cannot cut links (external): partition and toxic faults are then refused at load.
@@ -147,11 +147,11 @@ class ClusterService:
     """The cluster of one run (or one pytest session) on ``backend``; see the module docstring.
 
     ``proxies``: put a toxiproxy proxy in front of every broker and make clients bootstrap
-    through them (link faults, harness.toxiproxy). ``logdir``: agent.log, toxiproxy.log and
+    through them (link faults, harness.cluster.toxiproxy_server). ``logdir``: agent.log, toxiproxy.log and
     the backend's node logs. ``delete_topics``: delete the topics this service created when
     it stops (the external backend: a cluster that is not ours keeps nothing of the run).
     ``group_prefix``: also delete, when it stops, every consumer group whose id starts with it
-    (the run's, harness.cluster.clients.RunNames; "" deletes none).
+    (the run's, harness.cluster.client_access.RunNames; "" deletes none).
     """
 
     def __init__(self, backend: Backend, logdir: Path, *, proxies: bool = False, seed: int = 0,

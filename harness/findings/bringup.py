@@ -1,11 +1,11 @@
 """A cluster for the findings' reproducers: the harness's own KRaft nodes in network namespaces
-(harness.cluster.netns through harness.cluster.service.ClusterService), optionally with
+(harness.cluster.netns_backend through harness.cluster.service.ClusterService), optionally with
 toxiproxy in front of every broker; no workload and no nemesis schedule.
 
-``findings_cluster(run_dir, ...)`` holds the machine's cluster lock (harness.lock), starts the
+``findings_cluster(run_dir, ...)`` holds the machine's cluster lock (harness.cluster.lock), starts the
 service, yields a ``FindingsCluster`` and tears everything down on exit, also after an error.
 The brokers' log dirs (``run_dir/nodes/n*/data``) are kept for DumpLogSegments
-(harness.segments). What teardown could not undo is in ``FindingsCluster.problems``.
+(harness.cluster.segments). What teardown could not undo is in ``FindingsCluster.problems``.
 """
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ from typing import Iterator
 
 import yaml
 
-from harness.artifacts import kafka_dist
-from harness.cluster.netns import NetnsBackend
+from harness.cluster.artifacts import kafka_dist
+from harness.cluster.netns_backend import NetnsBackend
 from harness.cluster.service import ClusterService
-from harness.lock import cluster_lock
-from harness.toxiproxy import API_HOST, API_PORT
+from harness.cluster.lock import cluster_lock
+from harness.cluster.toxiproxy_server import API_HOST, API_PORT
 
 
 @dataclass
@@ -55,11 +55,11 @@ def findings_cluster(run_dir: Path, *, kafka_version: str, nodes: int = 3, proxi
                      broker: dict[str, str] | None = None, heap_mb: int = 512) -> Iterator[FindingsCluster]:
     """Bring up ``nodes`` KRaft nodes (broker settings ``broker`` on top of the harness's
     defaults) with toxiproxy in front when ``proxies``; logs in ``run_dir/logs``. Raises
-    ArtifactError / NetError / ClusterError / WaitTimeout as harness.runner does."""
+    ArtifactError / NetError / ClusterError / WaitTimeout as harness.run.runner does."""
     run_dir = Path(run_dir)
     logs = run_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    # harness.segments.kafka_version_of reads the version from here
+    # harness.cluster.segments.kafka_version_of reads the version from here
     (run_dir / "scenario.yaml").write_text(yaml.safe_dump({"name": run_dir.parent.name,
                                                           "kafka_version": kafka_version}))
     backend = NetnsBackend(kafka_dist(kafka_version), run_dir / "nodes", logs, nodes=nodes,

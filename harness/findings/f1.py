@@ -1,6 +1,6 @@
 """``eos-chaos repro f1``: finding F1's standalone reproducer (harness/findings/f1_repro.py) on
 the harness's own cluster, with the brokers' segments kept and read back with Kafka's
-DumpLogSegments (harness.segments), so that one command shows both what the client saw and
+DumpLogSegments (harness.cluster.segments), so that one command shows both what the client saw and
 what the log holds. docs/findings/F1.md is the bug report.
 
 Layout of a run, ``<results>/f1-repro/<run-id>/``: ``tries.jsonl`` (one object per try, as the
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness.artifacts import DEFAULT_KAFKA_VERSION, dump_log_command
+from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, dump_log_command
 
 REPRO = Path(__file__).with_name("f1_repro.py")
 

@@ -22,7 +22,7 @@ Steps (each recorded with its time in ``steps.jsonl``):
  7. reads: read_committed and read_uncommitted of both partitions with their watermarks (the
     read_committed high watermark is the last stable offset); ``kafka-transactions.sh
     find-hanging`` (harness.findings.hanging) into ``logs/find-hanging.txt``;
- 8. after teardown: broker events (harness.broker_events) and DumpLogSegments of f2-0.
+ 8. after teardown: broker events (harness.cluster.broker_events) and DumpLogSegments of f2-0.
 
 Result (``f2.json``): ``committed`` (T's commit returned), ``v1_visible`` / ``v2_visible`` /
 ``v3_visible`` (read_committed), ``lso`` / ``high_watermark`` of f2-0, ``hanging`` (the
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness.artifacts import DEFAULT_KAFKA_VERSION
+from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
 
 CLIENT = Path(__file__).with_name("f2_client.py")
 TOPIC = "f2"
@@ -100,7 +100,7 @@ class Recorder:
     1 = U, 2 = the final read_committed drain; the cut, kill and heal as nemesis events."""
 
     def __init__(self, path: Path):
-        from harness.history import HistoryWriter
+        from harness.run.history_writer import HistoryWriter
 
         self.h = HistoryWriter(path)
 
@@ -160,7 +160,7 @@ def _judge(run_dir: Path, meta: dict) -> dict:
 def run_f2(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION) -> F2Result:
     """Drive the steps of the module docstring once; return what they showed. Raises F2Error
     naming the step that failed, and what harness.findings.bringup raises."""
-    from harness.broker_events import scan_broker_logs
+    from harness.cluster.broker_events import scan_broker_logs
     from harness.findings.bringup import findings_cluster
     from harness.findings.f1 import replica_lines
     from harness.findings.hanging import find_hanging

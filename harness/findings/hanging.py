@@ -14,7 +14,7 @@ default 15 minutes.
 ``start_offset``, ``last_timestamp``, ``duration_min``, and ``broker_id``: the broker asked; a
 partition appears once per replica that holds the open transaction), the raw text and the
 exit codes.
-Kafka 4.x only here (the tool comes from the kafka-tools jar harness.artifacts fetches for
+Kafka 4.x only here (the tool comes from the kafka-tools jar harness.cluster.artifacts fetches for
 DumpLogSegments); raises ArtifactError otherwise.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.artifacts import ArtifactError, dump_log_command
+from harness.cluster.artifacts import ArtifactError, dump_log_command
 
 COLUMNS = ("topic", "partition", "producer_id", "producer_epoch", "coordinator_epoch", "start_offset",
            "last_timestamp", "duration_min")
@@ -61,7 +61,7 @@ def parse_rows(text: str) -> list[dict]:
 
 def find_hanging(host, bootstrap: str, kafka_version: str, broker_ids: list[int], out: Path | None = None,
                  timeout: float = 120.0) -> FindHanging:
-    """Run find-hanging once per broker in ``broker_ids`` from ``host`` (a harness.net.Host:
+    """Run find-hanging once per broker in ``broker_ids`` from ``host`` (a harness.cluster.namespaces.Host:
     the client namespace, where ``bootstrap`` is reachable); append each call's command line
     and output to ``out`` when given. A call that fails or times out is recorded, not raised."""
     base = transactions_command(kafka_version)

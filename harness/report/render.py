@@ -114,8 +114,8 @@ def render_report_html(history: "History | Path | list[dict]", verdict: dict, sc
 
 
 def _broker_events(meta: dict) -> list[dict]:
-    """meta["broker_events"] (harness.broker_events) as rows, with each event's description."""
-    from harness.broker_events import DESCRIPTIONS
+    """meta["broker_events"] (harness.cluster.broker_events) as rows, with each event's description."""
+    from harness.cluster.broker_events import DESCRIPTIONS
 
     evs = meta.get("broker_events")
     if not isinstance(evs, dict):
@@ -337,7 +337,7 @@ def _summary(v: Any) -> Any:
 
 
 def _versions(scenario: dict, meta: dict, verdict: dict | None = None) -> list[tuple[str, str]]:
-    """What exactly was tested: meta.json's / verdict.json's ``versions`` (harness.versions),
+    """What exactly was tested: meta.json's / verdict.json's ``versions`` (harness.run.versions),
     in their order, then the scenario's Kafka version and other ``*_version`` keys."""
     found: dict[str, str] = {}
     for src in (meta.get("versions"), (verdict or {}).get("versions")):

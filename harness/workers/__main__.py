@@ -18,14 +18,14 @@ ROLES = {"txn-producer": RetirableTxnProducer, "consumer": ConsumerWorker, "drai
 
 # Spark (harness.workloads.spark): the worker process is the Spark driver; its drain also waits
 # for Spark to reach the end of the input
-from harness.workers.spark_consumer import SparkConsumerWorker  # noqa: E402
+from harness.workers.spark_driver import SparkConsumerWorker  # noqa: E402
 from harness.workers.spark_drain import SparkDrainWorker  # noqa: E402
 
 ROLES.update({"spark-consumer": SparkConsumerWorker, "spark-drain": SparkDrainWorker})
 
 if __name__ == "__main__":
     # a worker that does not answer `stop` is asked where it is stuck before it is killed
-    # (harness.pool.WorkerHandle.dump_stacks): every thread's traceback goes to its log
+    # (harness.run.pool.WorkerHandle.dump_stacks): every thread's traceback goes to its log
     faulthandler.register(signal.SIGQUIT, all_threads=True)
-    role, cfg = sys.argv[1], config_from(sys.argv, 2)  # harness.pool passes it in the environment
+    role, cfg = sys.argv[1], config_from(sys.argv, 2)  # harness.run.pool passes it in the environment
     ROLES[role](cfg).run()

@@ -27,7 +27,7 @@ class Worker:
 
     def kafka_conf(self, conf: dict[str, Any]) -> dict[str, Any]:
         """``conf`` with the cluster's client security settings on top (``cfg["security"]``:
-        an external cluster's security.protocol / sasl.* / ssl.*, harness.cluster.clients).
+        an external cluster's security.protocol / sasl.* / ssl.*, harness.cluster.client_access).
         Every Kafka client a worker makes takes its settings through here."""
         return {**conf, **(self.cfg.get("security") or {})}
 

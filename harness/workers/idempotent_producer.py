@@ -11,7 +11,7 @@ record is produced asynchronously and ``flush()`` waits for all delivery reports
 completion lists ``["send", key, [offset, value]]`` in send order (offset ``null`` for a
 record whose delivery failed). Outcome: ``ok`` when every record was acknowledged; ``info``
 when any delivery failed (a non-transactional record that timed out or hit an error may or
-may not be in the log: librdkafka's ``PossiblyPersisted``), using harness.errors' ``produce``
+may not be in the log: librdkafka's ``PossiblyPersisted``), using harness.workers.outcomes' ``produce``
 rows; a fatal error (e.g. an idempotence sequence error) replaces the producer instance, which
 is a new logical process with a new producer id.
 
@@ -30,7 +30,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 
-from harness.errors import classify, error_pair
+from harness.workers.outcomes import classify, error_pair
 from harness.workers.base import Worker
 
 

@@ -18,7 +18,7 @@ import time
 
 from confluent_kafka import Consumer, KafkaException
 
-from harness.errors import error_pair
+from harness.workers.outcomes import error_pair
 from harness.workers.consumer import DrainWorker, _tp
 
 

@@ -49,7 +49,7 @@ Negative-control switches (misconfigured pipelines the checkers must catch):
   ``sendOffsetsToTransaction(offsets, groupId)``: the coordinator cannot fence a zombie by
   generation, only by transactional.id epoch.
 
-Error handling follows harness.errors (phases ``send``, ``offsets``, ``commit``, ``abort``).
+Error handling follows harness.workers.outcomes (phases ``send``, ``offsets``, ``commit``, ``abort``).
 A retired processor (harness.workers.retire) exits when its instance is lost.
 """
 from __future__ import annotations
@@ -59,7 +59,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from harness.errors import Action, classify, error_pair
+from harness.workers.outcomes import Action, classify, error_pair
 from harness.workers.retire import RetirableTxnProducer
 from harness.workers.txn_producer import TxnOutcome
 

@@ -2,7 +2,7 @@
 
 A zombie fault (nemesis.zombie) pauses a transactional client and starts a replacement with
 the same transactional.id. Before pausing it, the controller writes ``retire`` on the old
-worker's stdin (harness.pool ``Pool.replace_client``); the worker acknowledges with a
+worker's stdin (harness.run.pool ``Pool.replace_client``); the worker acknowledges with a
 ``{"ctl": {"retired": true}}`` line. A retired worker behaves like an application that
 received ``ProducerFencedException`` (KIP-98; librdkafka ``_FENCED``): when its current
 client instance becomes unusable it *exits* instead of registering a new instance, which

@@ -29,7 +29,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 
-from harness.errors import Action, classify, error_pair
+from harness.workers.outcomes import Action, classify, error_pair
 from harness.workers.base import Worker
 
 

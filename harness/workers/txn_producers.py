@@ -8,7 +8,7 @@ harness.workers.retire.RetirableTxnProducer with its own ``transactional.id``, i
 ``confluent_kafka.Producer`` and one transaction at a time, as Kafka requires. Members write
 the txn-producer's history format unchanged (``init`` and ``txn`` ops); each member instance
 is its own logical process: the worker protocol's ``proc`` field is a local instance number,
-and this process hands out 0, 1, 2, ... across all members (harness.pool maps every
+and this process hands out 0, 1, 2, ... across all members (harness.run.pool maps every
 (worker spawn, local number) pair to a history process never reused).
 
 Config keys: those of harness.workers.txn_producer, except ``transactional_ids`` (one per

@@ -8,7 +8,7 @@ from typing import Annotated, Union
 
 from pydantic import Field
 
-from harness.workloads.clients import with_client
+from harness.workloads.client_choice import with_client
 from harness.workloads.eos_pipeline import EosPipeline, EosPipelineSpec
 from harness.workloads.idempotent import Idempotent, IdempotentSpec
 from harness.workloads.spark import Spark, SparkSpec

@@ -1,4 +1,4 @@
-"""What a workload gives the run loop (harness.runner).
+"""What a workload gives the run loop (harness.run.runner).
 
 A workload names its topics and keys, the client workers to start (readers first, stopped
 after the final drain; writers second, stopped before it), the final drain, the run metadata
@@ -26,11 +26,11 @@ class Strict(BaseModel):
 class ClientSpec(Strict):
     """The client under test, for workloads whose workers exist in both clients
     (txn-queue, idempotent, eos-pipeline): ``librdkafka`` (confluent-kafka, the Python workers)
-    or ``java`` (kafka-clients, harness.java; docs/java-client.md). With ``java``, the
+    or ``java`` (kafka-clients, harness.workers.java; docs/java-client.md). With ``java``, the
     workload's ``producer`` / ``consumer`` settings are Java client settings."""
 
     client: Literal["librdkafka", "java"] = "librdkafka"
-    #: kafka-clients version of the Java workers (Maven Central); default: harness.java's
+    #: kafka-clients version of the Java workers (Maven Central); default: harness.workers.java's
     #: DEFAULT_JAVA_CLIENT_VERSION
     java_client_version: str | None = Field(None, pattern=r"^[0-9][0-9A-Za-z.+-]*$")
 
@@ -45,10 +45,10 @@ class ClientSpec(Strict):
 
     def client_cfg(self) -> dict[str, Any]:
         """What every worker config of this workload gains: nothing for librdkafka,
-        ``client`` and ``java_client_version`` for java (read by harness.pool)."""
+        ``client`` and ``java_client_version`` for java (read by harness.run.pool)."""
         if self.client != "java":
             return {}
-        from harness.java import DEFAULT_JAVA_CLIENT_VERSION
+        from harness.workers.java import DEFAULT_JAVA_CLIENT_VERSION
 
         return {"client": "java", "java_client_version": self.java_client_version or DEFAULT_JAVA_CLIENT_VERSION}
 

@@ -2,7 +2,7 @@
 
 Writers are the txn-queue workload's transactional producers (composed: ``TxnQueue`` makes
 them, its topics ``t0..``, keys and respawn). The reader is one Spark driver
-(harness.workers.spark_consumer, worker ``spark-consumer``) subscribed to every topic with
+(harness.workers.spark_driver, worker ``spark-consumer``) subscribed to every topic with
 ``kafka.isolation.level`` = ``isolation_level``, ``startingOffsets=earliest``,
 ``failOnDataLoss=true``, writing every record either to Spark's exactly-once parquet file
 sink (``sink: parquet``) or to Spark's Kafka sink (``sink: kafka``; topic ``<topic>-out``),
@@ -13,7 +13,7 @@ The final drain (harness.workers.spark_drain) reads the input to its end as the 
 drain does (read_committed: it is the reference, Spark is under test), then waits for Spark
 to commit a batch reaching that end, then (Kafka sink) reads the output topics.
 
-``finish`` turns the committed micro-batches into history ops (harness.spark.batches): one
+``finish`` turns the committed micro-batches into history ops (harness.workloads.spark_batches): one
 ``poll`` invoke/ok pair per committed batch with records, on process
 ``process_base + instance``, where ``process_base`` is the largest process number in the
 history at finish plus 1000 and ``instance`` counts driver starts (1, 2, ... after each
@@ -26,7 +26,7 @@ value], ...], "keys": [input keys]}``, docs/checkers.md) and ``meta["spark"]`` w
 summary, and copies the query's files into ``<run_dir>/spark/`` (see docs/spark.md).
 
 The driver needs the connector jars (``eos-chaos setup --spark``); the workload fetches them
-(``harness.artifacts.spark_connector_jars``) when it is built, from the controller, which
+(``harness.cluster.artifacts.spark_connector_jars``) when it is built, from the controller, which
 can reach Maven Central.
 """
 from __future__ import annotations
@@ -87,7 +87,7 @@ class SparkSpec(Strict):
 
 class Spark:
     def __init__(self, spec: SparkSpec, bootstrap: str, seed: int, run_dir: Path | None = None):
-        from harness.artifacts import spark_connector_jars
+        from harness.cluster.artifacts import spark_connector_jars
 
         self.spec, self.bootstrap, self.seed = spec, bootstrap, seed
         self.queue = TxnQueue(TxnQueueSpec(
@@ -163,8 +163,7 @@ class Spark:
     def finish(self, run_dir: Path, history) -> dict:
         """Append the committed batches as poll ops to ``history``, copy the query's files to
         ``run_dir/spark``; returns meta["sink"] and meta["spark"]. See the module docstring."""
-        from harness.spark import batches as sb
-
+        from harness.workloads import spark_batches as sb
         out = Path(run_dir) / "spark"
         out.mkdir(parents=True, exist_ok=True)
         events = sb.read_events(self.work)

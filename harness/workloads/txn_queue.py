@@ -70,7 +70,7 @@ class TxnQueueSpec(ClientSpec):
 
 class TxnQueue:
     def __init__(self, spec: TxnQueueSpec, bootstrap: str, seed: int, names=None):
-        from harness.cluster.clients import RunNames
+        from harness.cluster.client_access import RunNames
 
         self.spec, self.bootstrap, self.seed = spec, bootstrap, seed
         # the run's topics, group ids and transactional.ids (prefixed on an external cluster)

@@ -27,7 +27,7 @@ HANGING_TXN_KINDS = frozenset({"torn-transaction", "unseen", "lost-write", "stal
 def kafka_20734_hit(verdict: dict, meta: dict) -> str | None:
     """The reason to give when ``verdict`` (verdict.json) is INVALID only with
     HANGING_TXN_KINDS and ``meta`` (meta.json) has the brokers' ``skipped-txn-markers``
-    event (harness.broker_events); None otherwise."""
+    event (harness.cluster.broker_events); None otherwise."""
     ev = (meta.get("broker_events") or {}).get("skipped-txn-markers")
     failing = set(verdict.get("failing") or [])
     if verdict.get("valid") is not False or not ev or not failing or not failing <= HANGING_TXN_KINDS:

@@ -2,7 +2,7 @@
 killed, paused and partitioned through the docker SDK and nsenter; nothing left afterwards,
 also after a SIGKILL of the controller followed by ``eos-chaos cleanup``.
 
-The engine is started by the backend itself when no daemon answers (harness.docker.
+The engine is started by the backend itself when no daemon answers (harness.cluster.docker.
 ensure_engine), so ``make test`` needs no dockerd running. About 4.5 min: one run with kills,
 pauses and a partition (~1.5 min), the read_uncommitted negative control (~1.5 min), the
 controller SIGKILL (~1 min).
@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import net
-from harness.lock import cluster_lock
-from harness.runner import run_scenario
-from harness.scenario import with_backend
+from harness.cluster import namespaces as net
+from harness.cluster.lock import cluster_lock
+from harness.run.runner import run_scenario
+from harness.run.scenario import with_backend
 from tests.integration.known_bugs import xfail_if_kafka_20734
 from tests.integration.test_smoke_run import SMOKE, _scenario
 from tests.integration.test_workloads_support import explain
@@ -33,13 +33,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _docker():
-    from harness.docker import engine_client, ensure_engine
+    from harness.cluster.docker import engine_client, ensure_engine
 
     return engine_client() or ensure_engine()
 
 
 def _leftovers(run_id=None) -> dict:
-    from harness.docker import leftovers
+    from harness.cluster.docker import leftovers
 
     return {k: v for k, v in leftovers(run_id, client=_docker()).items() if v}
 
@@ -111,7 +111,7 @@ def test_cleanup_after_the_controller_is_killed(tmp_path):
     scn.update(name="docker-sigkill-it", duration=120)
     scn["cluster"]["backend"] = "docker"
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(scn))
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(tmp_path / "s.yaml"),
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli.main", "run", str(tmp_path / "s.yaml"),
                              "--results", str(tmp_path / "results")], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     runs = tmp_path / "results" / "docker-sigkill-it"
@@ -130,7 +130,7 @@ def test_cleanup_after_the_controller_is_killed(tmp_path):
         proc.wait()
     assert _leftovers(run_id), "the killed controller left nothing to clean: nothing was tested"
     with cluster_lock():  # `eos-chaos cleanup` removes every run's leftovers: not while one runs
-        out = subprocess.run([sys.executable, "-m", "harness.cli", "cleanup"], cwd=ROOT,
+        out = subprocess.run([sys.executable, "-m", "harness.cli.main", "cleanup"], cwd=ROOT,
                              capture_output=True, text=True)
         assert out.returncode == 0, out.stdout + out.stderr
         assert _leftovers() == {}

@@ -20,12 +20,12 @@ import time
 
 import pytest
 
-from harness import net
+from harness.cluster import namespaces as net
 from harness.cluster.backends import make_backend
 from harness.cluster.service import ClusterService
-from harness.lock import cluster_lock
-from harness.runner import run_scenario
-from harness.scenario import ClusterSpec, Scenario
+from harness.cluster.lock import cluster_lock
+from harness.run.runner import run_scenario
+from harness.run.scenario import ClusterSpec, Scenario
 from tests.integration.known_bugs import xfail_if_kafka_20734
 
 pytestmark = pytest.mark.integration

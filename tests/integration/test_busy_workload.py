@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from harness.runner import run_scenario
+from harness.run.runner import run_scenario
 from nemesis.schedule import fault_schedule
 from tests.integration.known_bugs import xfail_if_kafka_20734
 from tests.integration.test_workloads_support import SCENARIOS, explain, variant

@@ -2,12 +2,12 @@
 through the cluster service like every other cluster (harness.cluster.service)."""
 import pytest
 
-from harness import net
-from harness.artifacts import SECOND_KAFKA_VERSION
+from harness.cluster import namespaces as net
+from harness.cluster.artifacts import SECOND_KAFKA_VERSION
 from harness.cluster.backends import make_backend
 from harness.cluster.service import ClusterService
-from harness.lock import cluster_lock
-from harness.scenario import ClusterSpec
+from harness.cluster.lock import cluster_lock
+from harness.run.scenario import ClusterSpec
 from harness.util import wait_until
 
 pytestmark = pytest.mark.integration

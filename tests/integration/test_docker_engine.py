@@ -12,12 +12,12 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.artifacts import DEFAULT_KAFKA_VERSION
+from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
 from harness.cluster.kafka import random_cluster_id
-from harness.docker import (DATA_DIR, BrokerContainer, build_kafka_image, cleanup, create_network, ensure_engine,
+from harness.cluster.docker import (DATA_DIR, BrokerContainer, build_kafka_image, cleanup, create_network, ensure_engine,
                             leftovers, nsenter_prefix)
-from harness.docker.image import LOG4J2
-from harness.lock import cluster_lock
+from harness.cluster.docker.image import LOG4J2
+from harness.cluster.lock import cluster_lock
 from harness.util import wait_until
 
 pytestmark = pytest.mark.integration
@@ -148,7 +148,7 @@ def test_one_broker_container_produce_consume_kill_pause_cleanup(tmp_path):
 CRASHING_CONTROLLER = """
 import os, signal, sys
 from pathlib import Path
-from harness.docker import BrokerContainer, create_network, ensure_engine
+from harness.cluster.docker import BrokerContainer, create_network, ensure_engine
 run_id, image, conf = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 client = ensure_engine()
 net = create_network(client, run_id)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.runner import run_scenario
+from harness.run.runner import run_scenario
 from tests.integration.known_bugs import xfail_if_kafka_20734
 from tests.integration.test_workloads_support import SCENARIOS, require_pipeline_decoding
 from tests.integration.test_workloads_support import explain as _explain

@@ -16,7 +16,7 @@ from collections import Counter
 
 import pytest
 
-from harness.runner import run_scenario
+from harness.run.runner import run_scenario
 from tests.integration.test_workloads_support import explain as _explain
 from tests.integration.test_workloads_support import fault_steps, require_pipeline_decoding, variant
 

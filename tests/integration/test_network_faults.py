@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import net
-from harness.runner import run_scenario
-from harness.scenario import Scenario
+from harness.cluster import namespaces as net
+from harness.run.runner import run_scenario
+from harness.run.scenario import Scenario
 from nemesis.schedule import fault_schedule
 from tests.integration.known_bugs import xfail_if_kafka_20734
 

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.runner import run_scenario
-from harness.scenario import load_scenario
-from harness.segments import read_partition
+from harness.run.runner import run_scenario
+from harness.run.scenario import load_scenario
+from harness.cluster.segments import read_partition
 from nemesis.schedule import fault_schedule
 from tests.integration.known_bugs import xfail_if_kafka_20734
 

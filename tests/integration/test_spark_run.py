@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.runner import run_scenario
-from harness.scenario import FaultSpec, load_scenario
+from harness.run.runner import run_scenario
+from harness.run.scenario import FaultSpec, load_scenario
 
 pytestmark = pytest.mark.integration
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.scenario import FaultSpec, Scenario, load_scenario
+from harness.run.scenario import FaultSpec, Scenario, load_scenario
 from nemesis.schedule import fault_schedule
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"

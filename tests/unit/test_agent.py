@@ -1,7 +1,7 @@
-"""Which admin errors the agent retries (harness.agent.transient_admin_error)."""
+"""Which admin errors the agent retries (harness.cluster.agent.transient_admin_error)."""
 from confluent_kafka import KafkaError, KafkaException
 
-from harness.agent import transient_admin_error
+from harness.cluster.agent import transient_admin_error
 
 
 def test_broker_handle_destroyed_and_transport_errors_are_retried():

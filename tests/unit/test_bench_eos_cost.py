@@ -1,7 +1,7 @@
 """harness.bench: the pure parts of the eos-cost and txn-rate benchmarks (no cluster)."""
 import pytest
 
-from harness.bench.cluster import parse_perf_test
+from harness.bench.perf_test import parse_perf_test
 from harness.bench.eos_cost import CELLS, TOOLS, Sample, perf_rate_guess, summarize
 from harness.bench.producer import conf
 

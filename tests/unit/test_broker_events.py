@@ -1,8 +1,8 @@
-"""harness.broker_events on broker log lines as Kafka 4.3.1 printed them in a cascading-kills
+"""harness.cluster.broker_events on broker log lines as Kafka 4.3.1 printed them in a cascading-kills
 run, and the report's box that shows them."""
 import json
 
-from harness.broker_events import scan_broker_logs
+from harness.cluster.broker_events import scan_broker_logs
 from harness.report import render_report_html
 
 UNCLEAN = ("[2026-11-21 12:16:24,717] INFO [QuorumController id=1] UNCLEAN partition change for t1-0 "

@@ -238,7 +238,7 @@ def _late_read() -> HistoryBuilder:
 
 
 def test_scenario_liveness_section_reaches_the_checkers_and_fail_on_fires(tmp_path):
-    from harness.scenario import load_scenario
+    from harness.run.scenario import load_scenario
     from checkers.run import RunMeta
     p = tmp_path / "s.yaml"
     p.write_text("name: s\nfail_on: [realtime-lag]\nliveness: {realtime_lag_bound_s: 2}\n")
@@ -256,7 +256,7 @@ def test_scenario_liveness_section_reaches_the_checkers_and_fail_on_fires(tmp_pa
     ("fail_on: [G0]\n", "fail_on takes liveness names"),
 ])
 def test_liveness_section_is_validated_at_load(tmp_path, text, says):
-    from harness.scenario import ScenarioError, load_scenario
+    from harness.run.scenario import ScenarioError, load_scenario
     p = tmp_path / "s.yaml"
     p.write_text("name: s\n" + text)
     with pytest.raises(ScenarioError) as e:

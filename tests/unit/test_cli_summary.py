@@ -1,5 +1,5 @@
-"""The terminal's verdict line (harness.cli._summary) keeps failing, expected and liveness apart."""
-from harness.cli import _summary
+"""The terminal's verdict line (harness.cli.main._summary) keeps failing, expected and liveness apart."""
+from harness.cli.main import _summary
 
 
 def test_valid_run_lists_expected_and_liveness_apart():

@@ -1,4 +1,4 @@
-"""What a run's clients are given on a cluster (harness.cluster.clients): the run prefix of
+"""What a run's clients are given on a cluster (harness.cluster.client_access): the run prefix of
 an external run's topics, group ids and transactional.ids, and the security settings that
 must reach every Kafka client a run makes. Pure code: no cluster, no client connects."""
 import ast
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster.clients import (RunNames, SecureWorkload, cluster_workload, java_security, renamed_targets,
+from harness.cluster.client_access import (RunNames, SecureWorkload, cluster_workload, java_security, renamed_targets,
                                      run_names)
 from harness.cluster.service import ClusterService
-from harness.scenario import Scenario
+from harness.run.scenario import Scenario
 from harness.workers.base import Worker
 from harness.workloads.base import WorkerSpec
 from harness.workloads import WORKLOADS, EosPipelineSpec, IdempotentSpec, TxnQueueSpec
@@ -155,7 +155,7 @@ def test_every_python_worker_client_takes_the_security_settings():
 
 
 def test_every_java_worker_client_takes_the_security_settings():
-    src = ROOT / "harness/java/src/eosc"
+    src = ROOT / "harness/workers/java/src/eosc"
     bodies = []
     for f in sorted(src.glob("*.java")):
         text = f.read_text()

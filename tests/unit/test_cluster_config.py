@@ -1,8 +1,8 @@
 from pathlib import Path
 
-from harness.artifacts import KafkaDist, _pom
+from harness.cluster.artifacts import KafkaDist, _pom
 from harness.cluster import Cluster, random_cluster_id
-from harness.net import TestNetwork
+from harness.cluster.namespaces import TestNetwork
 
 
 def props(path: Path) -> dict[str, str]:

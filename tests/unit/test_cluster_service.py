@@ -2,10 +2,10 @@
 the service's teardown contract; no cluster."""
 import pytest
 
-from harness.cluster.external import ExternalBackend, NodeCommandError
-from harness.cluster.netns import NetnsBackend
+from harness.cluster.external_backend import ExternalBackend, NodeCommandError
+from harness.cluster.netns_backend import NetnsBackend
 from harness.cluster.service import Backend, ClusterService, ServiceError
-from harness.scenario import ExternalSpec, Scenario, ScenarioError, with_backend
+from harness.run.scenario import ExternalSpec, Scenario, ScenarioError, with_backend
 
 EXT = {"bootstrap": "k1:9092,k2:9092,k3:9092"}
 NODES = [{"id": i, "host": f"k{i}", "name": f"kafka-{i}"} for i in (1, 2, 3)]
@@ -96,7 +96,7 @@ def test_toxiproxy_needs_a_test_network(tmp_path):
 
 
 def test_netns_backend_knows_its_addresses_before_it_starts(tmp_path):
-    from harness.artifacts import KafkaDist
+    from harness.cluster.artifacts import KafkaDist
 
     b = NetnsBackend(KafkaDist("4.3.1", tmp_path), tmp_path / "w", tmp_path / "l")
     assert isinstance(b, Backend)
@@ -107,7 +107,7 @@ def test_netns_backend_knows_its_addresses_before_it_starts(tmp_path):
 
 
 def test_suite_backends_axis(tmp_path):
-    from harness.suite import SuiteError, expand, load_suite
+    from harness.detect.suite import SuiteError, expand, load_suite
 
     (tmp_path / "a.yaml").write_text("name: a\nnemesis: {faults: [kill]}\n")
     (tmp_path / "s.yaml").write_text("suite: s\nscenarios: [a.yaml]\nseeds: 1\nkafka_versions: [4.3.1]\n"
@@ -120,8 +120,8 @@ def test_suite_backends_axis(tmp_path):
 
 
 def test_docker_backend_is_a_backend_before_it_has_a_network(tmp_path):
-    from harness.cluster.docker import DockerBackend
-    from harness.scenario import ClusterSpec
+    from harness.cluster.docker_backend import DockerBackend
+    from harness.run.scenario import ClusterSpec
 
     b = DockerBackend(ClusterSpec(backend="docker"), tmp_path / "w", tmp_path / "l", run_id="r1")
     assert isinstance(b, Backend)
@@ -142,7 +142,7 @@ class _Freezer:
 
 
 def test_docker_pause_retries_while_the_freezer_is_busy():
-    from harness.cluster.docker import DockerNode
+    from harness.cluster.docker_backend import DockerNode
 
     c = _Freezer(busy=2)
     assert DockerNode(1, c).pause(wait_s=0) is True and c.calls == 3

@@ -1,4 +1,4 @@
-"""Pure parts of harness.docker: dockerd flags, labels, names, subnets, the Dockerfile, the
+"""Pure parts of harness.cluster.docker: dockerd flags, labels, names, subnets, the Dockerfile, the
 build context and the container's start script (no engine needed)."""
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.docker import DockerError
-from harness.docker.engine import DOCKERD_FLAGS, dockerd_argv
-from harness.docker.image import (BASE_TAG, IMAGE_LABEL, _DPKG_FILTERS, dockerfile, image_tag, mmdebstrap_argv,
+from harness.cluster.docker import DockerError
+from harness.cluster.docker.engine import DOCKERD_FLAGS, dockerd_argv
+from harness.cluster.docker.image import (BASE_TAG, IMAGE_LABEL, _DPKG_FILTERS, dockerfile, image_tag, mmdebstrap_argv,
                                   write_context)
-from harness.docker.nodes import (CONFIG_DIR, DATA_DIR, LABEL_HARNESS, LABEL_RUN, DockerNet, free_subnet, labels,
+from harness.cluster.docker.nodes import (CONFIG_DIR, DATA_DIR, LABEL_HARNESS, LABEL_RUN, DockerNet, free_subnet, labels,
                                   log4j_opts, nsenter_prefix, resource_name, start_script)
 
 TEST_RANGE = ipaddress.ip_network("198.18.0.0/15")

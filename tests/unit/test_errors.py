@@ -1,6 +1,6 @@
 import pytest
 
-from harness.errors import Action, ErrorFacts, classify
+from harness.workers.outcomes import Action, ErrorFacts, classify
 
 
 def E(**kw):

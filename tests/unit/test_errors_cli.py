@@ -5,9 +5,9 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from harness import cli
-from harness.net import NetError
-from harness.scenario import ScenarioError, load_scenario
+import harness.cli.main as cli
+from harness.cluster.namespaces import NetError
+from harness.run.scenario import ScenarioError, load_scenario
 
 runner = CliRunner()
 
@@ -21,11 +21,11 @@ def _one_line(text: str) -> str:
 
 def _no_run(monkeypatch):
     """Guard: a test that got past the checks must not start a cluster."""
-    import harness.runner
+    import harness.run.runner
 
     def refuse(*a, **k):
         raise AssertionError("run_scenario must not be reached")
-    monkeypatch.setattr(harness.runner, "run_scenario", refuse)
+    monkeypatch.setattr(harness.run.runner, "run_scenario", refuse)
 
 
 def test_scenario_not_utf8_names_the_file_and_line(tmp_path):

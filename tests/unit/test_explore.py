@@ -1,5 +1,5 @@
 """eos-chaos explore without a cluster: drawn schedules as runnable scenario files, and the
-search/shrink/replay logic of harness.explore.Explorer with a fake runner (instant verdicts
+search/shrink/replay logic of harness.detect.explore.Explorer with a fake runner (instant verdicts
 chosen from the schedule), Hypothesis's real engine and example database."""
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import given, settings
 
-from harness.explore import Explorer
-from harness.explore_strategy import (ExploreError, bounds, draw_from_choices, fault_choices, fault_lengths,
+from harness.detect.explore import Explorer
+from harness.detect.explore_strategy import (ExploreError, bounds, draw_from_choices, fault_choices, fault_lengths,
                                       fault_slots, normalized, scenario_yaml, schedule_choices, schedules,
                                       seeded_schedule, size, to_scenario)
-from harness.scenario import Scenario, load_scenario
+from harness.run.scenario import Scenario, load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 F1 = load_scenario(ROOT / "scenarios" / "coordinator-inflight-abort.yaml")

@@ -1,7 +1,7 @@
 """nemesis.schedule: an explicit schedule (a scenario's nemesis.schedule) as run steps."""
 import pytest
 
-from harness.scenario import Scenario, ScenarioError  # noqa: F401
+from harness.run.scenario import Scenario, ScenarioError  # noqa: F401
 from nemesis.schedule import explicit_schedule
 
 

@@ -1,8 +1,8 @@
 import json
 import threading
 
-from harness.history import HistoryWriter
-from harness.pool import ProcessNumbers
+from harness.run.history_writer import HistoryWriter
+from harness.run.pool import ProcessNumbers
 
 
 def test_indices_are_gapless_in_file_order_under_concurrency(tmp_path):

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import yaml
 
-from harness import suite as st
-from harness.artifacts import DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION
-from harness.scenario import load_scenario
+from harness.detect import suite as st
+from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION
+from harness.run.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 JAVA = ROOT / "scenarios" / "java"

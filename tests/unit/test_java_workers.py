@@ -1,6 +1,6 @@
-"""Unit tests of the Java client's Python side (harness.java, harness.workloads.clients,
+"""Unit tests of the Java client's Python side (harness.workers.java, harness.workloads.client_choice,
 ClientSpec) and, when the Java workers are built (``eos-chaos setup``), of their error
-classification against harness.errors' table."""
+classification against harness.workers.outcomes' table."""
 import itertools
 import json
 import subprocess
@@ -8,12 +8,12 @@ import subprocess
 import pytest
 from pydantic import ValidationError
 
-from harness import java
-from harness.artifacts import ArtifactError
-from harness.errors import TABLE, Action, ErrorFacts, classify
-from harness.scenario import Scenario
+from harness.workers import java
+from harness.cluster.artifacts import ArtifactError
+from harness.workers.outcomes import TABLE, Action, ErrorFacts, classify
+from harness.run.scenario import Scenario
 from harness.workloads import WORKLOADS, EosPipelineSpec, IdempotentSpec, TxnQueueSpec
-from harness.workloads.clients import client_meta, history_client_facts
+from harness.workloads.client_choice import client_meta, history_client_facts
 
 BOOT = "198.18.0.11:9092"
 
@@ -179,8 +179,8 @@ def test_java_refuses_the_busy_txn_queue_variant():
 def test_versions_name_the_java_client_from_the_runs_meta():
     """meta.json's ``client`` is {"name", "version"} (client_meta): the runs before this test
     had no java-client (nor jdk on docker) in their versions."""
-    from harness.scenario import load_scenario
-    from harness.versions import collect_versions
+    from harness.run.scenario import load_scenario
+    from harness.run.versions import collect_versions
 
     v = collect_versions(load_scenario("scenarios/java/smoke.yaml"),
                          {"client": {"name": "java", "version": "4.1.1"}, "backend": "docker"})

@@ -1,11 +1,11 @@
-"""harness.lock: a run cancelled while it waits for the cluster lock ends at once."""
+"""harness.cluster.lock: a run cancelled while it waits for the cluster lock ends at once."""
 
 import threading
 import time
 
 import pytest
 
-from harness.lock import LockWaitStopped, cluster_lock
+from harness.cluster.lock import LockWaitStopped, cluster_lock
 
 
 def test_waiting_run_stops_when_asked(tmp_path, monkeypatch):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import harness.pytest_plugin as plugin
-from harness.runner import RunResult
+from harness.run.runner import RunResult
 
 pytest_plugins = ["pytester"]
 
@@ -24,7 +24,7 @@ INVALID = {"valid": False, "anomaly_counts": {"G1a": 2, "G0": 1}, "failing": ["G
 
 
 class StandInRun:
-    """Stands in for harness.runner.run_scenario: records the scenario, writes a run folder."""
+    """Stands in for harness.run.runner.run_scenario: records the scenario, writes a run folder."""
 
     def __init__(self, verdict=None):
         self.verdict = verdict or {"valid": True, "anomalies": {}, "anomaly_counts": {}}

@@ -10,7 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from checkers.history import load_history
-from harness import cli
+import harness.cli.main as cli
 from harness.report import ops, render_report
 from harness.report.analysis import fault_windows
 from harness.report.cycle_graph import cycle_svg

@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.scenario import ScenarioError, load_scenario
-from harness.suite import is_suite_file
+from harness.run.scenario import ScenarioError, load_scenario
+from harness.detect.suite import is_suite_file
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,8 +76,8 @@ def test_start_after_ok_holds_the_faults_for_named_clients_only(tmp_path):
     import json
     import threading
 
-    from harness.history import HistoryWriter
-    from harness.runner import _await_first_ok
+    from harness.run.history_writer import HistoryWriter
+    from harness.run.runner import _await_first_ok
 
     spark = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / "spark.yaml")
     assert spark.nemesis.start_after_ok == ["spark-*"]

@@ -1,7 +1,7 @@
-"""harness.segments.parse_dump on DumpLogSegments --print-data-log output (Kafka 4.3.1 format,
+"""harness.cluster.segments.parse_dump on DumpLogSegments --print-data-log output (Kafka 4.3.1 format,
 lines as printed for a run's t0-1; the ABORT batch and the two-record batch follow the same
 format)."""
-from harness.segments import Record, parse_dump
+from harness.cluster.segments import Record, parse_dump
 
 DUMP = """Dumping results/x/nodes/n1/data/t0-1/00000000000000000000.log
 Log starting offset: 0
@@ -34,7 +34,7 @@ def test_lines_outside_a_batch_and_other_text_are_ignored():
 
 
 def test_aligned_marks_offsets_where_replicas_disagree():
-    from harness.segments import Replica, aligned
+    from harness.cluster.segments import Replica, aligned
 
     a = Replica("n1", [], parse_dump(DUMP))
     b = Replica("n2", [], parse_dump(DUMP)[:2])  # a replica that is behind
@@ -45,7 +45,7 @@ def test_aligned_marks_offsets_where_replicas_disagree():
 
 
 def test_node_data_is_kept_only_when_it_is_worth_reading(tmp_path):
-    from harness.runner import settle_node_data
+    from harness.run.runner import settle_node_data
 
     def run(name, valid, events=None, keep=False):
         d = tmp_path / name

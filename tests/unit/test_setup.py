@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import artifacts
-
+from harness.cluster import artifacts
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from harness.artifacts import _artifact_name
-from harness.spark import batches as sb
-from harness.workers.spark_consumer import source_options, spark_conf
+from harness.cluster.artifacts import _artifact_name
+from harness.workloads import spark_batches as sb
+from harness.workers.spark_driver import source_options, spark_conf
 from harness.workers.spark_drain import spark_end_offsets
 
 SEC = 1_000_000_000
@@ -213,10 +213,10 @@ def test_artifact_names_drop_the_version(jar, name):
 # -- the workload ---------------------------------------------------------------------------------
 @pytest.fixture
 def workload(monkeypatch, tmp_path):
-    import harness.artifacts
+    import harness.cluster.artifacts
     from harness.workloads.spark import Spark, SparkSpec
 
-    monkeypatch.setattr(harness.artifacts, "spark_connector_jars", lambda version: [Path("/jars/c.jar")])
+    monkeypatch.setattr(harness.cluster.artifacts, "spark_connector_jars", lambda version: [Path("/jars/c.jar")])
 
     def make(**kw):
         return Spark(SparkSpec(work_dir=str(tmp_path / "w"), **kw), "198.18.0.11:9092", 5)
@@ -254,7 +254,7 @@ def test_read_uncommitted_applies_to_spark_only(workload):
 
 
 def test_scenario_files_validate():
-    from harness.scenario import load_scenario
+    from harness.run.scenario import load_scenario
 
     root = Path(__file__).resolve().parents[2] / "scenarios"
     for name in ("spark.yaml", "spark-kafka-sink.yaml"):

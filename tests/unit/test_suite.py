@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness import suite as st
-from harness.artifacts import DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION
-from harness.cli import app
-from harness.runner import RunResult
+from harness.detect import suite as st
+from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION
+from harness.cli.main import app
+from harness.run.runner import RunResult
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -133,7 +133,7 @@ def test_a_field_added_to_the_scenario_model_later_keeps_finished_runs_current(t
     """A suite or zoo resumed after the model grew a field (nemesis.start_after_ok did) must not
     run every finished cell again: the field at its default leaves the fingerprint as it was;
     set to another value, it changes it."""
-    from harness.scenario import Scenario
+    from harness.run.scenario import Scenario
 
     d = scenarios_dir(tmp_path, ["alpha"])
     base = st.expand(st.load_suite(write_suite(d, "suite: n\nscenarios: [alpha.yaml]\n")), d)[0]
@@ -243,7 +243,7 @@ RUN_IDS = itertools.count(1)
 
 
 class StandInRunner:
-    """Writes a run folder with verdict.json like harness.runner does, without a cluster."""
+    """Writes a run folder with verdict.json like harness.run.runner does, without a cluster."""
 
     def __init__(self, verdicts: dict[int, dict], fail_on_seed: int | None = None,
                  stop_on_seed: int | None = None, stop: threading.Event | None = None):
@@ -252,7 +252,7 @@ class StandInRunner:
 
     def __call__(self, scn, results_root, *, source=None, progress=None, stop=None):
         self.calls.append((scn.name, scn.seed, scn.cluster.kafka_version, scn.duration, source))
-        if scn.seed == self.fail_on_seed:  # as harness.runner does: the run folder exists, then it fails
+        if scn.seed == self.fail_on_seed:  # as harness.run.runner does: the run folder exists, then it fails
             (Path(results_root) / scn.name / f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-s{scn.seed}").mkdir(parents=True)
             raise RuntimeError("3 brokers registered: timed out after 180 s")
         if scn.seed == self.stop_on_seed:
@@ -324,7 +324,7 @@ def test_run_time_excludes_waiting_for_the_cluster_lock(tmp_path):
     cell = _cells(tmp_path, seeds=1)[0]
 
     def queued_runner(scn, results_root, *, source=None, progress=None, stop=None):
-        progress.phase = "waiting"  # as harness.runner does before taking the machine's lock
+        progress.phase = "waiting"  # as harness.run.runner does before taking the machine's lock
         time.sleep(1.0)
         progress.phase = "cleanup"
         time.sleep(0.1)

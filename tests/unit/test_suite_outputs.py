@@ -5,9 +5,9 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from harness import suite as st
-from harness.scenario import Scenario
-from harness.suite_outputs import index_html, junit_xml, write_outputs
+from harness.detect import suite as st
+from harness.run.scenario import Scenario
+from harness.detect.suite_outputs import index_html, junit_xml, write_outputs
 
 
 def cell(name: str, seed: int, version: str = "4.3.1", duration: float = 30) -> st.Cell:

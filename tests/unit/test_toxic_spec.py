@@ -3,8 +3,8 @@ import random
 
 import pytest
 
-from harness.net import TestNetwork
-from harness.toxiproxy import ClientProxies, proxy_addresses
+from harness.cluster.namespaces import TestNetwork
+from harness.cluster.toxiproxy_server import ClientProxies, proxy_addresses
 from nemesis.registry import FAULTS, needs
 from nemesis.schedule import fault_schedule
 from nemesis.toxiproxy import TOXICS, choose_toxic_target, toxic_plan

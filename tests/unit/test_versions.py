@@ -1,12 +1,12 @@
-"""harness.versions: what exactly a run tested."""
+"""harness.run.versions: what exactly a run tested."""
 import platform
 import shutil
 
 import confluent_kafka
 import pytest
 
-from harness.scenario import load_scenario
-from harness.versions import ORDER, collect_versions, harness_version, jdk_version, ordered
+from harness.run.scenario import load_scenario
+from harness.run.versions import ORDER, collect_versions, harness_version, jdk_version, ordered
 
 
 def test_this_machine():
@@ -50,9 +50,9 @@ def test_ordered():
 def test_suite_index_and_junit_name_the_versions(tmp_path):
     import xml.etree.ElementTree as ET
 
-    from harness import suite as st
-    from harness.scenario import Scenario
-    from harness.suite_outputs import index_html, junit_xml
+    from harness.detect import suite as st
+    from harness.run.scenario import Scenario
+    from harness.detect.suite_outputs import index_html, junit_xml
 
     common = {"harness": "0.1.0 (git abc1234)", "librdkafka": "2.16.0", "linux": "6.1.0"}
     cells, records = [], {}

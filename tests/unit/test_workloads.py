@@ -3,7 +3,7 @@ the zombie nemesis (on a fake ClientControl) and the pool's replacement bookkeep
 import pytest
 from pydantic import ValidationError
 
-from harness.scenario import Scenario
+from harness.run.scenario import Scenario
 from harness.workers.processor import OUTPUT_FACTOR, output_value
 from harness.workloads import WORKLOADS, EosPipelineSpec, IdempotentSpec
 from harness.workloads.base import WorkerSpec
@@ -104,7 +104,7 @@ def test_output_values_decode_to_their_input_and_differ_per_attempt():
 
 # -- zombie nemesis --------------------------------------------------------------------------
 class FakeClients:
-    """Records calls; replace_client names replacements like harness.pool does."""
+    """Records calls; replace_client names replacements like harness.run.pool does."""
 
     def __init__(self):
         self.calls, self.n = [], 0
@@ -146,7 +146,7 @@ def test_zombie_is_registered_with_a_client_target():
 
 # -- pool bookkeeping ------------------------------------------------------------------------
 def test_pool_stop_also_stops_replacements_and_never_restarts_a_retired_worker(tmp_path):
-    from harness.pool import Pool
+    from harness.run.pool import Pool
 
     class Handle:
         def __init__(self):
@@ -243,7 +243,7 @@ def test_a_fatal_error_pending_in_flush_fails_the_txn_and_replaces_the_instance(
 
 
 def test_pool_asks_a_stuck_worker_for_its_stacks_before_killing_it(tmp_path):
-    from harness.pool import Pool
+    from harness.run.pool import Pool
 
     class Stuck:
         def __init__(self):
@@ -303,9 +303,9 @@ def test_a_workers_config_is_not_on_its_command_line(tmp_path):
     (harness.util.CONFIG_ENV), never its argv: /proc/<pid>/cmdline is world-readable."""
     import time
 
-    from harness.history import HistoryWriter
-    from harness.net import LOCAL
-    from harness.pool import ProcessNumbers, WorkerHandle
+    from harness.run.history_writer import HistoryWriter
+    from harness.cluster.namespaces import LOCAL
+    from harness.run.pool import ProcessNumbers, WorkerHandle
 
     hist = HistoryWriter(tmp_path / "history.jsonl")
     cfg = {"bootstrap": _closed_port(), "keys": ["t0/0"], "seed": 1, "start_ns": time.monotonic_ns(),
@@ -335,10 +335,10 @@ def test_a_stuck_java_workers_thread_dump_lands_in_its_log(tmp_path):
     prints its thread dump on stdout; the pool keeps it in the worker's log."""
     import time
 
-    from harness import java
-    from harness.history import HistoryWriter
-    from harness.net import LOCAL
-    from harness.pool import ProcessNumbers, WorkerHandle
+    from harness.workers import java
+    from harness.run.history_writer import HistoryWriter
+    from harness.cluster.namespaces import LOCAL
+    from harness.run.pool import ProcessNumbers, WorkerHandle
 
     try:
         java.build(java.DEFAULT_JAVA_CLIENT_VERSION, fetch=False)
@@ -371,15 +371,15 @@ def _closed_port() -> str:
 
 
 def test_pool_waits_for_a_clients_first_ok_op(tmp_path):
-    """nemesis.start_after_ok's wait (harness.runner): a real consumer worker (no broker at its
+    """nemesis.start_after_ok's wait (harness.run.runner): a real consumer worker (no broker at its
     bootstrap) completes its assign op; a glob matching it is satisfied, one matching nobody
     waits out its timeout, and a set stop ends the wait at once."""
     import threading
     import time
 
-    from harness.history import HistoryWriter
-    from harness.net import LOCAL
-    from harness.pool import Pool
+    from harness.run.history_writer import HistoryWriter
+    from harness.cluster.namespaces import LOCAL
+    from harness.run.pool import Pool
 
     hist = HistoryWriter(tmp_path / "history.jsonl")
     pool = Pool(LOCAL, hist, tmp_path)
@@ -409,7 +409,7 @@ def test_an_op_ok_control_message_counts_as_a_first_ok_op(tmp_path):
     import io
     import types
 
-    from harness.pool import WorkerHandle
+    from harness.run.pool import WorkerHandle
 
     seen = []
     w = WorkerHandle.__new__(WorkerHandle)
@@ -421,12 +421,12 @@ def test_an_op_ok_control_message_counts_as_a_first_ok_op(tmp_path):
 
 
 def test_pool_wait_next_ok_wants_an_ok_op_after_the_call():
-    """kill-client's after_ok_s (nemesis.clients) waits for the client's *next* ok op: one
+    """kill-client's after_ok_s (nemesis.client_faults) waits for the client's *next* ok op: one
     seen before the call does not count, one after it does, none within the timeout is False."""
     import threading
     import time
 
-    from harness.pool import Pool
+    from harness.run.pool import Pool
 
     pool = Pool.__new__(Pool)
     pool.first_ok, pool.ok_count, pool._ok_seen = {}, {}, threading.Condition()
@@ -468,7 +468,7 @@ class OkClients:
 def test_kill_client_after_ok_s_kills_that_long_after_the_clients_next_ok_op():
     import time
 
-    from nemesis.clients import OK_WAIT_S, ClientKillNemesis
+    from nemesis.client_faults import OK_WAIT_S, ClientKillNemesis
 
     c = OkClients(ok_after=0.1)
     n = ClientKillNemesis(NemesisContext(cluster=None, clients=c))

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness import zoo
-from harness.cli import app
-from harness.runner import RunResult
-from harness.suite import load_suite
+from harness.detect import zoo
+from harness.cli.main import app
+from harness.run.runner import RunResult
+from harness.detect.suite import load_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 ZOO = ROOT / "scenarios" / "zoo"
@@ -146,7 +146,7 @@ def test_time_to_detect_is_when_the_earliest_example_was_complete_from_the_load_
 
 
 class StandIn:
-    """A runner that writes verdict.json and history.jsonl as harness.runner would, without a cluster."""
+    """A runner that writes verdict.json and history.jsonl as harness.run.runner would, without a cluster."""
 
     def __init__(self, outcome):
         self.outcome, self.calls = outcome, []
@@ -197,7 +197,7 @@ def test_run_zoo_counts_detections_and_false_positives_and_resumes(tmp_path):
     assert "ru" in html and "50 %" in html and "index.html" in html
     assert (d / "index.html").is_file() and (d / "scenarios" / "ru.yaml").is_file()
     # the merged scenario is a runnable scenario file (the replay commands name it)
-    from harness.scenario import load_scenario
+    from harness.run.scenario import load_scenario
     assert load_scenario(d / "scenarios" / "ru.yaml").workload.isolation_level == "read_uncommitted"
     pub = zoo.public_json(summary)
     assert list(pub["mutants"][0])[:7] == ["name", "runs", "detected", "rate", "ci95", "median_time_to_detect_s", "anomalies"]

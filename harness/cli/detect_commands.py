@@ -1,0 +1,100 @@
+"""The ``eos-chaos zoo`` and ``eos-chaos explore`` commands (registered by harness.cli.main)."""
+from __future__ import annotations
+
+import json
+import shlex
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+ZOO_DIR = Path("scenarios/zoo")
+
+
+def _ui():
+    from harness.cli.main import console, out
+
+    return console, out
+
+
+def zoo(
+    runs: int = typer.Option(10, "--runs", help="runs per mutant and per control, seeds first-seed, first-seed+1, ..."),
+    duration: Optional[float] = typer.Option(None, help="seconds of load for every run (default: each file's own)"),
+    only: list[str] = typer.Option(None, "--only", help="zoo entries to run, by name (repeatable)"),
+    as_json: bool = typer.Option(False, "--json", help="print the detection figures as JSON"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="list the runs and what is left; run nothing"),
+    zoo_dir: Path = typer.Option(ZOO_DIR, "--zoo", help="folder of zoo files"),
+    first_seed: int = typer.Option(1, help="seed of each entry's first run"),
+    results: Path = typer.Option(Path("results"), help="results root folder"),
+    zoo_out: Optional[Path] = typer.Option(None, "--out", help="zoo folder (default RESULTS/suites/zoo)"),
+    fresh: bool = typer.Option(False, "--fresh", help="forget earlier zoo runs and run every cell"),
+) -> None:
+    """Run the bug zoo (scenarios/zoo/*.yaml): each mutant must be caught, each control must come
+    out valid. Writes zoo.json and zoo.html (detection rate with a 95 % Wilson interval, median
+    time to detect, false positives) beside the suite outputs; resumes like `suite`.
+    Exit 0 every mutant run caught and no control invalid, 1 otherwise, 2 runs missing or bad input."""
+    from harness.detect import suite as st
+    from harness.detect import zoo as zm
+    from harness.cli.main import _require_root
+    from harness.detect.suite_outputs import RichSuiteProgress, print_plan, run_with_heartbeat
+
+    console, out = _ui()
+    try:
+        entries = zm.load_zoo(zoo_dir, only or None)
+    except zm.ZooError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
+    d = zoo_out or st.default_suite_dir(results, "zoo")
+    if dry_run:
+        try:
+            cells = zm.cells(entries, d, runs=runs, duration=duration, first_seed=first_seed, write=False)
+        except zm.ZooError as exc:
+            console.print(f"[red]error:[/] {exc}")
+            raise typer.Exit(2)
+        kinds = {e.name: (e.kind, e.must_find) for e in entries}
+
+        def describe(c):
+            kind, must = kinds[c.name]
+            return f"{kind}: " + (f"must find {', '.join(must)}" if must else "must be valid")
+
+        print_plan(out, cells, d, fresh=fresh, kind="zoo", describe=describe)
+        raise typer.Exit(0)
+    _require_root()
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    ui = RichSuiteProgress(console)
+    command = "eos-chaos " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    box = run_with_heartbeat(lambda: zm.run_zoo(entries, results, d, runs=runs, duration=duration,
+                                            first_seed=first_seed, stop=stop, listener=ui, fresh=fresh,
+                                            command=command), ui)
+    if "error" in box:
+        console.print(f"[red]error:[/] {type(box['error']).__name__}: {box['error']}")
+        raise typer.Exit(2)
+    summary, paths = box["result"]
+    if as_json:
+        out.print_json(json.dumps(zm.public_json(summary), default=str))
+    else:
+        for m in summary["mutants"]:
+            ci = m["ci95"]
+            out.print(f"mutant  {m['name']:<24} detected {m['detected']}/{m['runs']}"
+                      + (f" ({100 * m['rate']:.0f} %, 95 % CI {100 * ci[0]:.0f}-{100 * ci[1]:.0f} %)" if ci else "")
+                      + (f", median {m['median_time_to_detect_s']:.1f} s to detect" if m["median_time_to_detect_s"] is not None else "")
+                      + (f"  {m['anomalies']}" if m["anomalies"] else ""), highlight=False, soft_wrap=True)
+        for c in summary["controls"]:
+            out.print(f"control {c['name']:<24} invalid {c['invalid']}/{c['runs']}"
+                      + (f"  {c['anomalies']}" if c["anomalies"] else ""), highlight=False, soft_wrap=True)
+        for name, p in paths.items():
+            out.print(f"{name + ':':<9} {p}", soft_wrap=True)
+    raise typer.Exit(zm.exit_code(summary))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``zoo`` and ``explore`` to the eos-chaos app."""
+    app.command("zoo")(zoo)
+    from harness.cli.explore_commands import explore
+
+    app.command("explore")(explore)

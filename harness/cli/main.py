@@ -1,0 +1,555 @@
+"""``eos-chaos``: run scenarios, re-check histories, set up and clean up.
+
+Exit codes: 0 valid, 1 invalid, 2 unknown or error (a bad scenario, an unreachable cluster,
+a missing prerequisite): the message says what to fix.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Jepsen-style fault injection and checking for Kafka's exactly-once guarantees.")
+# errors and notes stay one line each however narrow the terminal (logs, CI, grep)
+console = Console(stderr=True, soft_wrap=True)
+out = Console()
+
+EXIT = {True: 0, False: 1, "unknown": 2}
+
+
+def _plain_help() -> None:
+    """typer 0.29 prints each parameter's Python type in --help (``<bool>`` beside a flag,
+    ``<path>``, ``{scenario}``); name a value as click does instead: by its metavar or its type
+    in capitals (INTEGER, PATH), nothing beside a flag, arguments in capitals."""
+    from typer import core
+
+    def option_type(self, ctx):
+        if self.is_flag or self.count:
+            return None
+        if self.metavar:
+            return self.metavar
+        # "int", "path", "list[str]" (a repeatable option: its help says so, as click's does)
+        label = (self.display_type(ctx) or "").strip("<>").removeprefix("list[").removesuffix("]")
+        return {"int": "INTEGER", "float": "FLOAT", "str": "TEXT"}.get(label, label.upper())
+
+    def argument_name(self) -> str:
+        return self.display_name_raw + ("..." if self.nargs != 1 else "")
+
+    core.TyperOption.display_type_rich = option_type
+    core.TyperArgument.display_type_rich = lambda self, ctx: None
+    core.TyperArgument.display_name_raw = property(lambda self: self.metavar or self.name.upper())
+    core.TyperArgument._usage_display_name = lambda self: (
+        argument_name(self) if self.required else f"[{argument_name(self)}]")
+
+
+_plain_help()
+
+
+def _print_versions(value: bool) -> None:
+    if not value:
+        return
+    from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
+    from harness.run.versions import collect_versions
+
+    versions = collect_versions()
+    out.print(f"eos-chaos {versions.pop('harness')}", highlight=False)
+    out.print(f"kafka {DEFAULT_KAFKA_VERSION} (default; --kafka-version picks another)", highlight=False)
+    for name, v in versions.items():
+        out.print(f"{name} {v}", highlight=False)
+    raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_versions,
+                                      help="print the versions of the harness and of what it runs on, then exit"),
+          ) -> None:
+    """Jepsen-style fault injection and checking for Kafka's exactly-once guarantees."""
+
+
+def _require_tools(scn) -> None:
+    """One line and exit 2 when a tool the scenario needs is not on PATH (before any cluster)."""
+    import shutil
+
+    from nemesis.registry import needs
+
+    if getattr(scn.cluster, "backend", "netns") == "netns" and shutil.which("ip") is None:
+        console.print("[red]error:[/] `ip` (iproute2) is not on PATH: the netns backend makes its network "
+                      "namespaces with it. Install it (Debian: apt-get install -y iproute2).")
+        raise typer.Exit(2)
+    if "network" in needs([f.fault for f in scn.nemesis.all_faults()]) and shutil.which("iptables") is None:
+        console.print("[red]error:[/] iptables is not on PATH: the partition fault drops packets with it inside "
+                      "the brokers' namespaces. Install it (Debian: apt-get install -y iptables) or remove "
+                      "partition from nemesis.faults.")
+        raise typer.Exit(2)
+
+
+def error_line(exc: BaseException) -> str:
+    """The line ``eos-chaos run`` prints for an error that ended a run: for a namespace or link
+    name, or a port, that something else holds, what it is and what to do; else the error."""
+    import re
+
+    text = str(exc)
+    m = re.search(r"`ip (netns|link) add ([^\s`]+)", text)
+    if m and "File exists" in text:
+        kind, name = ("namespace", m.group(2)) if m.group(1) == "netns" else ("network link", m.group(2))
+        return (f"{kind} {name} exists and could not be removed (another program made it or still uses it: "
+                f"`ip netns pids {name}` / `ip link show {name}`); remove it, or run `sudo eos-chaos cleanup`, "
+                "then run again")
+    if "Address already in use" in text:
+        # Kafka: "Socket server failed to bind to 198.18.0.11:9092: Address already in use"
+        port = re.search(r"bind to \S*?:(\d+)|\bport (\d+)", text)
+        which = f"port {port.group(1) or port.group(2)}" if port else "a port the run needs"
+        return (f"{which} is taken by another program (Address already in use): `ss -ltnp` shows which; "
+                "stop it, then run again")
+    return f"{type(exc).__name__}: {text}"
+
+
+def _require_root() -> None:
+    if os.geteuid() != 0:
+        console.print("[red]eos-chaos needs root[/]: it creates network namespaces and iptables rules. "
+                      "Run it with sudo.")
+        raise typer.Exit(2)
+
+
+def _summary(verdict: dict) -> str:
+    """One line (plus notes) for the terminal: the verdict, then the anomalies that make it
+    invalid, those the scenario expects, and liveness reports, each as ``name: count``."""
+    from checkers import LIVENESS
+    valid = verdict.get("valid")
+    label = {True: "[green]VALID[/]", False: "[red]INVALID[/]"}.get(valid, "[yellow]UNKNOWN[/]")
+    counts = verdict.get("anomaly_counts") or {k: len(v) for k, v in verdict.get("anomalies", {}).items()}
+    # a valid run may still list anomalies: say which ones the scenario expects and which are
+    # liveness reports, so "VALID  anomalies: G0" does not read like a contradiction
+    allowed, failing = set(verdict.get("allowed") or []), set(verdict.get("failing") or [])
+    impossible = set(verdict.get("impossible") or [])
+    groups: dict[str, list[str]] = {"anomalies": [], "expected": [], "liveness": []}
+    for name, n in sorted(counts.items()):
+        # failing covers a liveness name listed in fail_on; older verdicts have no "failing"
+        group = ("anomalies" if name in failing else "expected" if name in allowed
+                 else "liveness" if name in LIVENESS or name in (verdict.get("liveness_reports") or [])
+                 else "anomalies")
+        # an expected name that fails on a cycle Kafka cannot produce (checkers/event_order.py)
+        tag = " (impossible in Kafka)" if name in impossible else ""
+        groups[group].append(f"{name}: {n}{tag}")
+    text = f"verdict: {label}" + "".join(f"  {g}: {', '.join(p)}" for g, p in groups.items() if p)
+    for reason in verdict.get("unknown_reasons") or []:
+        text += f"\n  unknown: {reason}"
+    stats = verdict.get("stats") or {}
+    # what the checker could not read or judge: a truncated history, no final drain, ...
+    for note in [*(stats.get("problems") or [])[:5], *(stats.get("notes") or [])]:
+        text += f"\n  note: {note}"
+    return text
+
+
+def _progress_text(p) -> Text:
+    ops = p.ops()
+    return Text(f"phase {p.phase:<9} elapsed {p.elapsed:6.1f} s   ops ok {ops['ok']} fail {ops['fail']} "
+                f"info {ops['info']}   faults {p.faults}")
+
+
+@app.command()
+def run(
+    scenario: Path = typer.Argument(..., help="scenario YAML file"),
+    seed: Optional[int] = typer.Option(None, metavar="N", help="seed of the workload and the fault schedule"),
+    duration: Optional[float] = typer.Option(None, metavar="SECONDS", help="seconds of load and faults"),
+    kafka_version: Optional[str] = typer.Option(None, metavar="VERSION",
+                                                help="Apache Kafka version, e.g. 4.3.1 or 3.9.1"),
+    results: Path = typer.Option(Path("results"), metavar="DIR", help="results root folder"),
+    keep_data: bool = typer.Option(False, "--keep-data", help="keep the brokers' log dirs (nodes/n*/data) even "
+                                   "when the run is valid (they are always kept when it is not)"),
+    backend: Optional[str] = typer.Option(None, help="cluster backend: netns, docker or external "
+                                          "(default: the scenario's cluster.backend, else netns)"),
+) -> None:
+    """Run SCENARIO on a fresh cluster; print the verdict and the report's path."""
+    from harness.run.runner import Progress, run_scenario
+    from harness.run.scenario import BACKENDS, ScenarioError, load_scenario, with_backend
+
+    try:
+        if backend is not None and backend not in BACKENDS:
+            raise ScenarioError(f"--backend {backend}: choose one of {', '.join(BACKENDS)}")
+        scn = with_backend(load_scenario(scenario), backend)
+    except ScenarioError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
+    _require_root()
+    _require_tools(scn)
+    update: dict = {}
+    if seed is not None:
+        update["seed"] = seed
+    if duration is not None:
+        update["duration"] = duration
+    if kafka_version is not None:
+        update["cluster"] = scn.cluster.model_copy(update={"kafka_version": kafka_version})
+    scn = scn.model_copy(update=update)
+
+    stop = threading.Event()
+    # Ctrl-C or SIGTERM ends the load early; heal, drain, check and teardown still run
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    progress = Progress()
+    result_box: dict = {}
+
+    def work() -> None:
+        try:
+            result_box["result"] = run_scenario(scn, results, source=str(scenario), progress=progress, stop=stop,
+                                                keep_data=keep_data)
+        except BaseException as exc:  # shown below, with the exit code for errors
+            result_box["error"] = exc
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    if console.is_terminal:
+        with Live(_progress_text(progress), console=console, refresh_per_second=4) as live:
+            while worker.is_alive():
+                worker.join(0.25)
+                live.update(_progress_text(progress))
+    else:
+        while worker.is_alive():
+            worker.join(10)
+            console.print(_progress_text(progress))
+    if "error" in result_box:
+        exc = result_box["error"]
+        console.print(f"[red]error:[/] {error_line(exc)}")
+        raise typer.Exit(2)
+    res = result_box["result"]
+    for problem in res.problems:
+        console.print(f"[yellow]note:[/] {problem}")
+    out.print(_summary(res.verdict))
+    out.print(f"history: {res.run_dir / 'history.jsonl'}")
+    out.print(f"report:  {res.report if res.report else '(none: see notes above)'}")
+    raise typer.Exit(EXIT.get(res.verdict.get("valid"), 2))
+
+
+@app.command()
+def suite(
+    suite_file: Path = typer.Argument(..., help="suite YAML file (top-level `suite:` key), e.g. scenarios/nightly.yaml"),
+    seed: list[int] = typer.Option(None, "--seed", help="seeds instead of the suite's (repeatable)"),
+    kafka_version: list[str] = typer.Option(None, "--kafka-version", help="Kafka versions instead of the suite's (repeatable)"),
+    duration: Optional[float] = typer.Option(None, help="seconds of load for every run"),
+    results: Path = typer.Option(Path("results"), help="results root folder"),
+    suite_out: Optional[Path] = typer.Option(None, "--out", help="suite folder (default RESULTS/suites/SUITE)"),
+    fresh: bool = typer.Option(False, "--fresh", help="forget earlier runs of this suite and run every cell"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="list the runs and what is left; run nothing"),
+    backend: list[str] = typer.Option(None, "--backend", help="cluster backends instead of the suite's "
+                                      "(netns, docker, external; repeatable)"),
+) -> None:
+    """Run a matrix of scenarios x seeds x Kafka versions (x backends), resuming where an earlier call stopped;
+    write index.html, junit.xml and summary.json. Exit 0 all valid, 1 any invalid, 2 otherwise."""
+    from harness.detect import suite as st
+    from harness.detect.suite_outputs import RichSuiteProgress, print_plan, run_with_heartbeat
+
+    try:
+        spec = st.load_suite(suite_file)
+        cells = st.expand(spec, suite_file.parent, seeds=seed or None, kafka_versions=kafka_version or None,
+                          duration=duration, backends=backend or None)
+    except st.SuiteError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
+    suite_dir = suite_out or st.default_suite_dir(results, spec.suite)
+    if dry_run:
+        print_plan(out, cells, suite_dir, fresh=fresh, kind="suite", describe=lambda c: f"({c.source})")
+        raise typer.Exit(0)
+    _require_root()
+    stop = threading.Event()
+    # Ctrl-C or SIGTERM: the run under way heals, drains and checks, is recorded as interrupted;
+    # no further run starts. The same command later resumes.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    ui = RichSuiteProgress(console)
+    box = run_with_heartbeat(lambda: st.run_suite(cells, results, suite_dir, name=spec.suite, source=str(suite_file),
+                                                  stop=stop, listener=ui, fresh=fresh), ui)
+    if "error" in box:
+        console.print(f"[red]error:[/] {type(box['error']).__name__}: {box['error']}")
+        raise typer.Exit(2)
+    res = box["result"]
+    t = res.summary["totals"]
+    out.print(f"suite {spec.suite}: {t['runs']} runs: valid {t['valid']}, invalid {t['invalid']}, "
+              f"unknown {t['unknown']}, error {t['error']}, interrupted {t['interrupted']}, not run {t['not-run']} "
+              f"({len(res.ran)} run now, {len(res.skipped)} finished earlier)", soft_wrap=True)
+    for name, p in res.paths.items():
+        out.print(f"{name + ':':<8} {p}", soft_wrap=True)
+    raise typer.Exit(res.exit_code)
+
+
+@app.command()
+def check(
+    history: Path = typer.Argument(..., help="history.jsonl of a run"),
+    as_json: bool = typer.Option(False, "--json", help="print the verdict as JSON"),
+    max_examples: int = typer.Option(10, help="examples kept per anomaly"),
+) -> None:
+    """Re-check a history (meta.json and scenario.yaml beside it are used when present)."""
+    from checkers.run import RunDir, check_run
+
+    if not history.is_file():
+        console.print(f"[red]error:[/] {history} does not exist")
+        raise typer.Exit(2)
+    if history.name != RunDir.HISTORY:  # a lone file: no run folder around it
+        import checkers
+        verdict = checkers.check(history, max_examples=max_examples)
+    else:
+        verdict = check_run(history.parent, max_examples=max_examples)
+    if as_json:
+        out.print_json(json.dumps(verdict, default=str))
+    else:
+        out.print(_summary(verdict))
+        for name, examples in verdict.get("anomalies", {}).items():
+            for ex in examples[:3]:
+                out.print(f"  {name}: {ex.get('explanation', ex)}")
+    raise typer.Exit(EXIT.get(verdict.get("valid"), 2))
+
+
+@app.command()
+def report(run_dir: Path = typer.Argument(..., metavar="RUN_DIR", help="a run folder (results/<scenario>/<run-id>)"),
+           max_examples: int = typer.Option(10, "--max-examples", metavar="N", help="examples kept per anomaly"),
+           ) -> None:
+    """Re-check RUN_DIR's history and re-render its report.html: any run folder, also one whose
+    controller was killed (a history prefix and no verdict.json). Writes verdict.json and
+    report.html there; exit code as for `run`."""
+    from harness.report.render import check_and_render
+
+    if not (run_dir / "history.jsonl").is_file():
+        console.print(f"[red]error:[/] {run_dir} has no history.jsonl: give a run folder "
+                      "(results/<scenario>/<run-id>)")
+        raise typer.Exit(2)
+    verdict, path = check_and_render(run_dir, max_examples)
+    out.print(_summary(verdict))
+    out.print(f"report:  {path}", soft_wrap=True)
+    raise typer.Exit(EXIT.get(verdict.get("valid"), 2))
+
+
+@app.command("dump-log")
+def dump_log(
+    run_dir: Path = typer.Argument(..., help="a run folder (results/<scenario>/<run-id>)"),
+    key: str = typer.Argument(..., help="partition as topic/partition, e.g. t0/1"),
+    raw: bool = typer.Option(False, help="print Kafka's DumpLogSegments output as is"),
+) -> None:
+    """Show every kept replica of a partition: offset, producer id/epoch, value or COMMIT/ABORT
+    marker, read from the brokers' log segments with Kafka's DumpLogSegments. Offsets where the
+    replicas disagree are marked. Needs a run that kept its log dirs (not valid, brokers that
+    logged an unclean election or skipped markers, or --keep-data)."""
+    from rich.table import Table
+
+    from harness.cluster.artifacts import ArtifactError
+    from harness.cluster.segments import SegmentError, aligned, read_partition
+
+    try:
+        replicas = read_partition(run_dir, key)
+    except (SegmentError, ArtifactError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
+    if raw:
+        for r in replicas:  # as Kafka printed it: no wrapping
+            sys.stdout.write(f"# {r.node}\n{r.raw}")
+        return
+    table = Table("offset", *[f"{r.node} (log end {r.log_end_offset})" for r in replicas], "",
+                  title=f"{key} in {run_dir}", caption="value or marker, then producer id.epoch")
+
+    def cell(x) -> str:
+        if x is None:
+            return "-"
+        what = x.marker if x.marker else x.value
+        return f"{what} [dim]{x.producer_id}.{x.producer_epoch}[/]"
+
+    for o, row, differs in aligned(replicas):
+        table.add_row(str(o), *[cell(x) for x in row], "[red]differs[/]" if differs else "")
+    out.print(table)
+
+
+@app.command()
+def setup(kafka_version: list[str] = typer.Option(None, "--kafka-version", metavar="VERSION",
+                                                  help="Kafka version to fetch (repeatable; default: 4.3.1)"),
+          spark: bool = typer.Option(False, "--spark", help="also install pyspark and fetch Spark's Kafka "
+                                     "connector jars (spark workload)"),
+          java_client: list[str] = typer.Option(None, "--java-client", metavar="VERSION",
+                                                help="kafka-clients version to build the Java workers on (repeatable; "
+                                                "default: 4.3.1 when javac is on PATH)"),
+          minimal: bool = typer.Option(False, "--minimal", help="only Kafka's broker jars: what a run "
+                                       "without link faults needs (make demo); no toxiproxy, no kafka-tools"),
+          docker: bool = typer.Option(False, "--docker", help="docker backend: install Debian's docker.io when "
+                                      "missing, start dockerd (docs/docker.md), build kafka-eos-chaos/kafka:VERSION"),
+          ) -> None:
+    """Fetch and cache Kafka jars and the toxiproxy server (and Spark's Kafka connector); check system tools."""
+    from harness.cluster.artifacts import (DEFAULT_KAFKA_VERSION, ArtifactError, dump_log_command, ensure_system_tools,
+                                   kafka_dist, toxiproxy_server)
+
+    try:
+        for v in kafka_version or [DEFAULT_KAFKA_VERSION]:
+            dist = kafka_dist(v)
+            out.print(f"kafka {v}: {dist.libs}" + ("" if minimal else f" (dump-log: {dump_log_command(v)[-1]})"))
+        if not minimal:
+            out.print(f"toxiproxy: {toxiproxy_server()}")
+        if spark:
+            from harness.cluster.artifacts import install_extra, spark_connector_jars
+
+            install_extra("spark", "pyspark")
+            out.print(f"spark kafka connector: {', '.join(p.name for p in spark_connector_jars())}")
+        if java_client or not minimal:
+            _setup_java_client(java_client)
+        if docker:
+            from harness.cluster.docker import DockerError
+            from harness.cluster.docker.setup import setup_docker
+
+            try:
+                setup_docker(kafka_version or [DEFAULT_KAFKA_VERSION], say=out.print)
+            except DockerError as exc:
+                raise ArtifactError(str(exc)) from exc
+    except ArtifactError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
+    missing = ensure_system_tools()
+    if missing:
+        console.print(f"[red]error:[/] missing system tools: {', '.join(missing)} "
+                      "(Debian: apt-get install -y iproute2 iptables openjdk-17-jre-headless)")
+        raise typer.Exit(2)
+
+
+def _setup_java_client(versions: list[str] | None) -> None:
+    """Build the Java workers (harness.workers.java) on each kafka-clients version; without versions,
+    on the default one when javac is on PATH (docs/java-client.md)."""
+    import shutil
+
+    from harness.workers.java import DEFAULT_JAVA_CLIENT_VERSION, build
+
+    if not versions and shutil.which("javac") is None:
+        out.print("java client workers: skipped (no javac; Debian: apt-get install -y openjdk-17-jdk-headless)")
+        return
+    for v in versions or [DEFAULT_JAVA_CLIENT_VERSION]:
+        out.print(f"java client workers on kafka-clients {v}: {build(v).split(':')[0]}")
+
+
+@app.command()
+def cleanup() -> None:
+    """Remove everything the harness ever makes: processes in its namespaces, namespaces, links,
+    and (when a Docker engine runs) every container, network and volume labelled by the harness."""
+    from harness.cluster.backends import clean_everything
+
+    _require_root()
+    problems = clean_everything()
+    for p in problems:
+        console.print(f"[red]could not undo:[/] {p}")
+    out.print("cleanup: nothing left" if not problems else f"cleanup: {len(problems)} problems")
+    raise typer.Exit(2 if problems else 0)
+
+
+bench_app = typer.Typer(help="Benchmarks (not tests): speed and memory of the checker.")
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.command("checker")
+def bench_checker(ops: int = typer.Option(100_000, help="ops in the synthetic history"),
+                  seed: int = typer.Option(0), as_json: bool = typer.Option(False, "--json")) -> None:
+    """Check a synthetic history of N ops from a simulated correct Kafka; print ops/s and peak RSS."""
+    from checkers.bench import run_bench
+
+    res = run_bench(ops, seed=seed)
+    if as_json:
+        out.print_json(json.dumps(res))
+    else:
+        for k, v in res.items():
+            out.print(f"{k}: {v}")
+
+
+@bench_app.command("cluster-ready")
+def bench_cluster_ready(backend: list[str] = typer.Option(None, "--backend", help="backends, in turn (default: netns docker)"),
+                        runs: int = typer.Option(3, min=1, help="counted rounds (one warm-up round first)"),
+                        kafka_version: Optional[str] = typer.Option(None, help="Kafka version (default 4.3.1)"),
+                        as_json: bool = typer.Option(False, "--json")) -> None:
+    """Seconds until a 3-node cluster is ready, and to tear it down, per backend, interleaved (root)."""
+    from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
+    from harness.bench.cluster_ready import run_cluster_ready
+
+    _require_root()
+    try:
+        res = run_cluster_ready(backend or ["netns", "docker"], runs, kafka_version or DEFAULT_KAFKA_VERSION,
+                                log=lambda s: console.print(s, highlight=False))
+    except Exception as exc:  # a cluster that did not come up: one line
+        console.print(f"[red]error:[/] {type(exc).__name__}: {exc}")
+        raise typer.Exit(2)
+    if as_json:
+        out.print_json(json.dumps(res))
+    else:
+        for b, m in res["median"].items():
+            out.print(f"{b}: ready {m['ready_s']} s, teardown {m['teardown_s']} s (median of {runs})")
+        for b, r in res["ratio_ready"].items():
+            out.print(f"ready {b} / {(backend or ['netns'])[0]}: {r} (median of per-round ratios)")
+
+
+from harness.cli.detect_commands import register as _register_zoo  # noqa: E402 (eos-chaos zoo, explore)
+
+_register_zoo(app)
+
+from harness.cli.repro_commands import repro_app  # noqa: E402 (eos-chaos repro f1|f2, docs/findings)
+
+app.add_typer(repro_app, name="repro")
+
+
+@bench_app.command("eos-cost")
+def bench_eos_cost(record_bytes: int = typer.Option(1024, help="record value size, bytes"),
+                   seconds: float = typer.Option(10.0, help="measured seconds per cell (after a warm-up)"),
+                   rounds: int = typer.Option(3, min=1, help="rounds; a cell's figure is its best round"),
+                   warmup: float = typer.Option(2.0, help="warm-up seconds per cell, not counted"),
+                   kafka_version: Optional[str] = typer.Option(None, help="Kafka 4.x version (default 4.3.1)"),
+                   as_json: bool = typer.Option(False, "--json")) -> None:
+    """Producer throughput and latency: plain, idempotent, transactional (commit every 10/100/1000 ms),
+    the harness's producer and kafka-producer-perf-test, interleaved on one real cluster (root)."""
+    from harness.bench.eos_cost import run_eos_cost, table
+
+    _require_root()
+    try:
+        res = run_eos_cost(record_bytes, seconds, rounds, warmup, kafka_version,
+                           log=lambda s: console.print(s, highlight=False))
+    except Exception as exc:  # a cluster that did not come up, a failed client: one line
+        console.print(f"[red]error:[/] {type(exc).__name__}: {exc}")
+        raise typer.Exit(2)
+    if as_json:
+        out.print_json(json.dumps({k: res[k] for k in ("rows", "overhead_pct_100ms")}))
+    else:
+        out.print(table(res))
+        out.print(f"overhead of txn @ 100 ms against plain: {res['overhead_pct_100ms']} %")
+
+
+@bench_app.command("txn-rate")
+def bench_txn_rate(producers: int = typer.Option(32, min=1, max=64, help="transactional producers of the harness"),
+                   producers_per_worker: int = typer.Option(16, min=1, max=64, help="producers per worker process"),
+                   partitions: int = typer.Option(4, min=1, help="partitions every transaction writes to"),
+                   seconds: float = typer.Option(10.0, help="measured seconds per round"),
+                   rounds: int = typer.Option(3, min=1),
+                   kafka_version: Optional[str] = typer.Option(None, help="Kafka 4.x version (default 4.3.1)"),
+                   as_json: bool = typer.Option(False, "--json")) -> None:
+    """Transactions/s of the busy txn-queue workload against kafka-producer-perf-test's, and the
+    CPU the harness uses, alternating on one real cluster (root)."""
+    from harness.bench.txn_rate import run_txn_rate
+
+    _require_root()
+    try:
+        res = run_txn_rate(producers, producers_per_worker, partitions, seconds, rounds,
+                           kafka_version=kafka_version, log=lambda s: console.print(s, highlight=False))
+    except Exception as exc:  # a cluster that did not come up, a failed client: one line
+        console.print(f"[red]error:[/] {type(exc).__name__}: {exc}")
+        raise typer.Exit(2)
+    if as_json:
+        out.print_json(json.dumps(res))
+    else:
+        out.print(f"best txn/s: harness {res['best']['harness']}, perf-test {res['best']['perf_test']}; "
+                  f"ratio {res['ratio']} (spread %: {res['spread_pct']})")
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

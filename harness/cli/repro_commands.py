@@ -1,0 +1,97 @@
+"""``eos-chaos repro f1|f2``: the findings' reproducers on the harness's own cluster
+(docs/findings/F1.md, docs/findings/F2.md)."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+repro_app = typer.Typer(help="Reproduce the harness's findings (docs/findings/) on a fresh cluster.",
+                        no_args_is_help=True)
+console = Console(stderr=True)
+out = Console()
+
+
+def _require_root() -> None:
+    if os.geteuid() != 0:
+        console.print("[red]eos-chaos repro needs root[/]: it creates network namespaces. Run it with sudo.")
+        raise typer.Exit(2)
+
+
+@repro_app.command("f1")
+def f1(
+    tries: int = typer.Option(3, min=1, help="tries per variant"),
+    variant: list[str] = typer.Option(None, "--variant", help="reuse (default), new-producer, wait-outcomes, "
+                                      "max-inflight-1, abort-in-flight; repeatable"),
+    kafka_version: Optional[str] = typer.Option(None, help="Apache Kafka version (default 4.3.1)"),
+    results: Path = typer.Option(Path("results"), help="results root folder"),
+    as_json: bool = typer.Option(False, "--json", help="print the tries and the summary as JSON"),
+) -> None:
+    """Finding F1: an abort with a record in flight loses the next transaction's write
+    (librdkafka). Brings up 3 nodes with toxiproxy in front, runs harness/findings/f1_repro.py
+    in the client namespace, keeps the segments and prints Kafka's DumpLogSegments lines of
+    each try's partition. Exit 0 when every try ran (whatever it showed), 2 on errors."""
+    from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, ArtifactError
+    from harness.findings.f1 import run_f1
+    from harness.findings.f1_repro import VARIANTS
+
+    bad = [v for v in variant or [] if v not in VARIANTS]
+    if bad:
+        console.print(f"[red]error:[/] unknown variant {bad}; known: {', '.join(VARIANTS)}")
+        raise typer.Exit(2)
+    _require_root()
+    try:
+        res = run_f1(results, tries=tries, variants=variant or None,
+                     kafka_version=kafka_version or DEFAULT_KAFKA_VERSION)
+    except (ArtifactError, RuntimeError, TimeoutError) as exc:
+        console.print(f"[red]error:[/] {type(exc).__name__}: {exc}")
+        raise typer.Exit(2)
+    for p in res.problems:
+        console.print(f"[yellow]note:[/] {p}")
+    if as_json:
+        out.print_json(json.dumps({"run_dir": str(res.run_dir), "summary": res.summary, "tries": res.tries}))
+    else:
+        for line in res.evidence:
+            out.print(line, highlight=False, soft_wrap=True)
+        for v, s in res.summary.items():
+            out.print(f"{v}: reproduced {s['reproduced']} of {s['tries']} tries"
+                      + (f" ({s['errors']} errors)" if s["errors"] else ""), highlight=False)
+        out.print(f"run: {res.run_dir} (tries.jsonl, evidence.txt, logs/librdkafka-debug.log, kept segments)",
+                  highlight=False, soft_wrap=True)
+    raise typer.Exit(2 if any(s["errors"] for s in res.summary.values()) else 0)
+
+
+@repro_app.command("f2")
+def f2(
+    kafka_version: Optional[str] = typer.Option(None, help="Apache Kafka version (default 4.3.1; 4.x: "
+                                                "find-hanging comes from its kafka-tools jar)"),
+    results: Path = typer.Option(Path("results"), help="results root folder"),
+    as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+) -> None:
+    """Finding F2 (KAFKA-20734): a committed transaction's marker skipped for a partition whose
+    leader is offline. Drives harness/findings/f2.py's steps on a fresh 3-node cluster, keeps
+    the brokers' logs and segments, runs kafka-transactions.sh find-hanging into
+    logs/find-hanging.txt. Exit 0 when the steps ran, 2 on errors."""
+    from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, ArtifactError
+    from harness.findings.f2 import run_f2
+
+    _require_root()
+    try:
+        res = run_f2(results, kafka_version=kafka_version or DEFAULT_KAFKA_VERSION)
+    except (ArtifactError, RuntimeError, TimeoutError) as exc:
+        console.print(f"[red]error:[/] {type(exc).__name__}: {exc}")
+        raise typer.Exit(2)
+    for p in res.problems:
+        console.print(f"[yellow]note:[/] {p}")
+    if as_json:
+        out.print_json(json.dumps({"run_dir": str(res.run_dir), **res.result}, default=str))
+    else:
+        for line in res.evidence:
+            out.print(line, highlight=False, soft_wrap=True)
+        out.print(f"run: {res.run_dir} (f2.json, steps.jsonl, logs/find-hanging.txt, logs/n*.log, kept segments)",
+                  highlight=False, soft_wrap=True)
+    raise typer.Exit(2 if res.result.get("error") else 0)

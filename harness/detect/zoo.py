@@ -1,0 +1,423 @@
+"""The bug zoo: broken configurations that must be caught, and correct ones that must not be.
+
+A zoo file (``scenarios/zoo/*.yaml``) is a scenario written as a change to another one::
+
+    # what is broken and why a run must catch it
+    base: ../smoke.yaml            # optional: the scenario this one changes (relative to this file)
+    must_find: [G1a]               # a mutant: anomalies that catch it (ANOMALIES.md names)
+    name: read-uncommitted
+    workload: {isolation_level: read_uncommitted}
+
+``base`` is read as YAML and the file's own fields are merged onto it (mappings merge key by
+key, anything else, lists included, is replaced); the result must be a valid scenario.
+``must_find`` makes the file a *mutant*; ``control: true`` makes it a *control* (a correct
+scenario: any invalid verdict is a false positive). A mutant run is *detected* when its
+verdict is invalid and at least one ``must_find`` anomaly is among the failing ones; a
+``must_find`` name the scenario also lists in ``expected`` is an error.
+
+``run_zoo`` runs every entry ``runs`` times with seeds ``first_seed``, ``first_seed + 1``, ...,
+seed-major (every entry once before any twice), through harness.detect.suite's loop: the zoo
+folder (default ``<results>/suites/zoo``) holds the suite's runs.jsonl (resume), index.html,
+junit.xml and summary.json, the merged scenarios as run (``scenarios/<name>.yaml``, which
+the index's replay commands name), and the zoo's own ``zoo.json`` and ``zoo.html``:
+detection rate per mutant with a 95 % Wilson interval, median time to detect, anomalies
+seen; false-positive rate per control.
+
+Time to detect (``time_to_detect_s``): from the start of the load (history time 0, moved to
+the schedule's clock when schedule.json and a nemesis event allow) until the earliest listed
+example of a failing ``must_find`` anomaly was complete, i.e. the completion of the latest
+op it names (op references ``{op, invoke_index, complete_index, ...}``, docs/checkers.md);
+None when no example names an op.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import yaml
+
+from harness.run.scenario import START_AFTER_OK, Scenario, validate_model
+from harness.detect.suite import (FINISHED, INVALID, Cell, SuiteListener, current_record, read_records, run_suite)
+
+ZOO_KEYS = ("base", "must_find", "control")
+ZOO_JSON, ZOO_HTML = "zoo.json", "zoo.html"
+MUTANT, CONTROL = "mutant", "control"
+
+
+class ZooError(ValueError):
+    """A zoo file is missing, not YAML, not a valid scenario once merged, or neither a mutant
+    nor a control; the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    """One zoo file: ``kind`` mutant or control, ``must_find`` (mutants) and the merged scenario."""
+
+    path: Path
+    kind: str
+    must_find: tuple[str, ...]
+    scenario: Scenario
+
+    @property
+    def name(self) -> str:
+        return self.scenario.name
+
+
+# ---------------------------------------------------------------- loading
+
+def deep_merge(base: Any, over: Any) -> Any:
+    """``over`` merged onto ``base``: mappings key by key (recursively), anything else replaced."""
+    if isinstance(base, dict) and isinstance(over, dict):
+        out = dict(base)
+        for k, v in over.items():
+            out[k] = deep_merge(base.get(k), v) if k in base else v
+        return out
+    return over
+
+
+def _yaml(path: Path) -> Any:
+    if not path.is_file():
+        raise ZooError(f"zoo file {path} does not exist")
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ZooError(f"{path} is not valid YAML: {exc}") from exc
+
+
+def load_entry(path: str | Path) -> ZooEntry:
+    """Read one zoo file (see the module docstring). Raises ZooError saying what to fix."""
+    p = Path(path)
+    data = _yaml(p)
+    if not isinstance(data, dict):
+        raise ZooError(f"{p} must be a YAML mapping (a scenario with must_find or control: true)")
+    zoo = {k: data.pop(k) for k in ZOO_KEYS if k in data}
+    must = zoo.get("must_find")
+    control = zoo.get("control", False)
+    if bool(must) == bool(control):
+        raise ZooError(f"{p}: give either must_find: [anomaly, ...] (a mutant) or control: true")
+    if must is not None and not (isinstance(must, list) and all(isinstance(x, str) for x in must)):
+        raise ZooError(f"{p}: must_find must be a list of anomaly names, e.g. [G1a]")
+    merged = data
+    if zoo.get("base"):
+        base_path = (p.parent / str(zoo["base"])).resolve()
+        base = _yaml(base_path)
+        if not isinstance(base, dict) or "suite" in base:
+            raise ZooError(f"{p}: base {zoo['base']} is not a scenario file")
+        merged = deep_merge(base, data)
+    scn = validate_model(Scenario, merged, p, "zoo scenario (base merged)", ZooError)
+    clash = sorted(set(must or ()) & set(scn.expected))
+    if clash:
+        raise ZooError(f"{p}: {clash} are both in must_find and in expected; a mutant must not "
+                       "be allowed what catches it (set expected: [...] without them)")
+    return ZooEntry(p, MUTANT if must else CONTROL, tuple(must or ()), scn)
+
+
+def load_zoo(folder: str | Path, only: Iterable[str] | None = None) -> list[ZooEntry]:
+    """Every ``*.yaml`` of ``folder`` as a ZooEntry, mutants first, then by name; ``only``
+    keeps the named entries (by scenario name or file stem). Raises ZooError for a bad file,
+    two entries with one name, or an ``only`` name that matches nothing."""
+    files = sorted(Path(folder).glob("*.yaml"))
+    if not files:
+        raise ZooError(f"no zoo files (*.yaml) in {folder}")
+    entries = [load_entry(f) for f in files]
+    seen: dict[str, Path] = {}
+    for e in entries:
+        if e.name in seen:
+            raise ZooError(f"{seen[e.name]} and {e.path} both name {e.name!r}")
+        seen[e.name] = e.path
+    if only:
+        wanted = list(dict.fromkeys(only))
+        known = {e.name for e in entries} | {e.path.stem for e in entries}
+        missing = [w for w in wanted if w not in known]
+        if missing:
+            raise ZooError(f"no zoo entry named {missing}; known: {sorted(e.name for e in entries)}")
+        entries = [e for e in entries if e.name in wanted or e.path.stem in wanted]
+    return sorted(entries, key=lambda e: (e.kind != MUTANT, e.name))
+
+
+def cells(entries: list[ZooEntry], zoo_dir: str | Path, *, runs: int, duration: float | None = None,
+          first_seed: int = 1, write: bool = True) -> list[Cell]:
+    """The zoo's runs, seed-major: every entry at ``first_seed``, then at the next seed, ...;
+    ``duration`` (s) replaces each scenario's own. The cells' source is the merged scenario
+    as a runnable file, ``<zoo_dir>/scenarios/<name>.yaml``, written when ``write``."""
+    if runs < 1:
+        raise ZooError("--runs must be at least 1")
+    d = Path(zoo_dir) / "scenarios"
+    sources = {}
+    for e in entries:
+        f = d / f"{e.name}.yaml"
+        if write:
+            d.mkdir(parents=True, exist_ok=True)
+            head = (f"# {e.kind} of the bug zoo, merged from {e.path}"
+                    + (f"; must find one of {list(e.must_find)}" if e.must_find else "") + "\n")
+            f.write_text(head + yaml.safe_dump(e.scenario.model_dump(mode="json", exclude_none=True), sort_keys=False))
+        sources[e.name] = str(f)
+    out = []
+    for seed in range(first_seed, first_seed + runs):
+        for e in entries:
+            upd: dict = {"seed": seed}
+            if duration:
+                upd["duration"] = float(duration)
+            out.append(Cell(e.scenario.model_copy(update=upd), sources[e.name]))
+    return out
+
+
+# ---------------------------------------------------------------- figures
+
+def wilson(k: int, n: int) -> list[float] | None:
+    """95 % Wilson score interval ``[lo, hi]`` of a rate k/n (scipy.stats.binomtest); None for n = 0."""
+    if n <= 0:
+        return None
+    from scipy.stats import binomtest
+
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return [round(float(ci.low), 4), round(float(ci.high), 4)]
+
+
+def op_refs(example: Any) -> list[dict]:
+    """Every op reference (a dict with ``invoke_index`` or ``complete_index``) inside an example."""
+    found: list[dict] = []
+
+    def walk(x: Any) -> None:
+        if isinstance(x, dict):
+            if "complete_index" in x or "invoke_index" in x:
+                found.append(x)
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                walk(v)
+
+    walk(example)
+    return found
+
+
+def event_times(history: str | Path, indexes: set[int]) -> tuple[dict[int, int], int | None]:
+    """(time in ns of each event whose ``index`` is in ``indexes``, time of the first nemesis
+    fault event or None), from a history.jsonl read line by line (line i holds index i)."""
+    times: dict[int, int] = {}
+    first_fault = None
+    want = set(indexes)
+    with open(history) as f:
+        for i, line in enumerate(f):
+            nem = first_fault is None and '"nemesis"' in line
+            if i not in want and not nem:
+                if not want - times.keys() and first_fault is not None:
+                    break
+                continue
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            # heal and nemesis.start_after_ok's wait are not faults (harness.run.runner)
+            if nem and ev.get("process") == "nemesis" and ev.get("f") not in ("heal", START_AFTER_OK):
+                first_fault = ev.get("time")
+            idx = ev.get("index", i)
+            if idx in want:
+                times[idx] = ev.get("time")
+    return times, first_fault
+
+
+def time_to_detect(verdict: dict, history: str | Path, schedule: list[dict] | None = None,
+                   anomalies: Iterable[str] | None = None) -> float | None:
+    """Seconds from the load's start until the earliest example of a failing anomaly (of
+    ``anomalies`` when given) was complete: for each listed example, the completion of the
+    latest op it names (an op without a completion counts at its invoke); the earliest such
+    time over the examples. Examples are listed by key and value, not by time, and an
+    example's first op (e.g. G1a's aborted write) is not yet an anomaly: what was observable
+    is the example with all its ops done. The load starts at history time 0, or at (first
+    nemesis event's time - the schedule's first step ``at``) when ``schedule``
+    (schedule.json's list) has a step. None when no example names an op or the history is
+    missing."""
+    names = [n for n in verdict.get("failing") or [] if anomalies is None or n in set(anomalies)]
+    examples = [op_refs(ex) for n in names for ex in (verdict.get("anomalies") or {}).get(n) or []]
+    examples = [refs for refs in examples if refs]
+
+    def idx(r: dict) -> int | None:
+        i = r.get("complete_index") if isinstance(r.get("complete_index"), int) else r.get("invoke_index")
+        return i if isinstance(i, int) else None
+
+    want = {i for refs in examples for r in refs if (i := idx(r)) is not None}
+    if not want or not Path(history).is_file():
+        return None
+    times, first_fault = event_times(history, want)
+    start_ns = 0
+    if schedule and first_fault is not None:
+        start_ns = max(0, first_fault - int(float(schedule[0]["at"]) * 1e9))
+    done = []
+    for refs in examples:
+        ts = [times.get(idx(r)) for r in refs]
+        if ts and all(t is not None for t in ts):
+            done.append(max(ts))
+    return None if not done else round(max(0, min(done) - start_ns) / 1e9, 3)
+
+
+def run_facts(zoo_dir: Path, rec: dict, entry: ZooEntry, cache: dict[str, dict]) -> dict:
+    """What the zoo needs of one finished run: ``detected`` (mutants), ``invalid``,
+    ``anomalies`` (failing names), ``time_to_detect_s``. Cached by run folder in ``cache``."""
+    key = f"{rec.get('run_dir')}|{rec.get('fingerprint')}"
+    if key in cache:
+        return cache[key]
+    failing = list(rec.get("failing") or [])
+    hit = [n for n in failing if n in entry.must_find]
+    facts: dict[str, Any] = {"invalid": rec.get("status") == INVALID, "anomalies": failing,
+                             "detected": bool(entry.must_find) and rec.get("status") == INVALID and bool(hit),
+                             "time_to_detect_s": None}
+    run_dir = zoo_dir / rec["run_dir"] if rec.get("run_dir") else None
+    if facts["detected"] and run_dir is not None and (run_dir / "verdict.json").is_file():
+        try:
+            verdict = json.loads((run_dir / "verdict.json").read_text())
+            sched_p = run_dir / "schedule.json"
+            sched = json.loads(sched_p.read_text()) if sched_p.is_file() else None
+            facts["time_to_detect_s"] = time_to_detect(verdict, run_dir / "history.jsonl", sched, hit)
+        except (OSError, ValueError):
+            pass
+    cache[key] = facts
+    return facts
+
+
+def zoo_summary(entries: list[ZooEntry], all_cells: list[Cell], records: dict[str, dict],
+                zoo_dir: str | Path, cache: dict[str, dict] | None = None) -> dict:
+    """The zoo.json document: ``{"mutants": [{name, must_find, runs, detected, rate, ci95,
+    median_time_to_detect_s, anomalies: {name: runs that found it}, errors}], "controls":
+    [{name, runs, invalid, rate, ci95, anomalies, errors}], "complete"}``. ``runs`` counts
+    runs with a verdict (valid, invalid, unknown); errored, interrupted and not-run cells are
+    in ``errors`` / ``pending``."""
+    zoo_dir = Path(zoo_dir)
+    cache = {} if cache is None else cache
+    by_name = {e.name: e for e in entries}
+    per: dict[str, list[dict]] = {e.name: [] for e in entries}
+    pending: dict[str, int] = {e.name: 0 for e in entries}
+    errors: dict[str, int] = {e.name: 0 for e in entries}
+    for c in all_cells:
+        rec = current_record(c, records)
+        if rec is None or rec.get("status") not in FINISHED:
+            if rec is not None and rec.get("status") == "error":
+                errors[c.name] += 1
+            else:
+                pending[c.name] += 1
+            continue
+        per[c.name].append(dict(run_facts(zoo_dir, rec, by_name[c.name], cache), seed=c.seed))
+    mutants, controls = [], []
+    for e in entries:
+        fs = per[e.name]
+        anomalies: dict[str, int] = {}
+        for f in fs:
+            for n in f["anomalies"]:
+                anomalies[n] = anomalies.get(n, 0) + 1
+        row: dict[str, Any] = {"name": e.name, "file": str(e.path), "runs": len(fs),
+                               "anomalies": dict(sorted(anomalies.items())),
+                               "errors": errors[e.name], "pending": pending[e.name]}
+        if e.kind == MUTANT:
+            k = sum(f["detected"] for f in fs)
+            ttd = [f["time_to_detect_s"] for f in fs if f["detected"] and f["time_to_detect_s"] is not None]
+            row.update(must_find=list(e.must_find), detected=k, rate=round(k / len(fs), 4) if fs else None,
+                       ci95=wilson(k, len(fs)),
+                       median_time_to_detect_s=round(statistics.median(ttd), 2) if ttd else None,
+                       times_to_detect_s=ttd, missed_seeds=[f["seed"] for f in fs if not f["detected"]])
+            mutants.append(row)
+        else:
+            k = sum(f["invalid"] for f in fs)
+            row.update(invalid=k, rate=round(k / len(fs), 4) if fs else None, ci95=wilson(k, len(fs)),
+                       invalid_seeds=[f["seed"] for f in fs if f["invalid"]])
+            controls.append(row)
+    total_controls = sum(c["runs"] for c in controls)
+    total_fp = sum(c["invalid"] for c in controls)
+    return {"mutants": mutants, "controls": controls,
+            "control_totals": {"runs": total_controls, "invalid": total_fp, "ci95": wilson(total_fp, total_controls)},
+            "complete": not any(pending.values()) and not any(errors.values())}
+
+
+def exit_code(summary: dict) -> int:
+    """0 when every mutant run was detected and no control run was invalid; 1 when a mutant
+    run escaped or a control run was invalid; 2 when nothing failed but runs are missing."""
+    if any(m["detected"] < m["runs"] for m in summary["mutants"]) or any(c["invalid"] for c in summary["controls"]):
+        return 1
+    return 0 if summary["complete"] else 2
+
+
+def zoo_html(summary: dict, meta: dict) -> str:
+    """The zoo page (self-contained HTML, jinja2 with autoescaping)."""
+    import jinja2
+
+    from harness.detect.suite import fmt_s
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined)
+    env.filters["dur"] = fmt_s
+    return env.get_template("zoo_index.html.j2").render(z=summary, meta=meta)
+
+
+def write_zoo_outputs(zoo_dir: str | Path, summary: dict, meta: dict) -> dict[str, Path]:
+    """Write zoo.json (the summary plus ``meta``) and zoo.html into ``zoo_dir``."""
+    d = Path(zoo_dir)
+    paths = {"zoo": d / ZOO_JSON, "zoo_html": d / ZOO_HTML}
+    doc = dict(summary, **meta)
+    for p, text in ((paths["zoo"], json.dumps(doc, indent=1, default=str) + "\n"),
+                    (paths["zoo_html"], zoo_html(summary, meta))):
+        tmp = p.with_name(f".{p.name}.tmp")
+        tmp.write_text(text)
+        tmp.replace(p)
+    return paths
+
+
+class ZooListener(SuiteListener):
+    """Forwards to the suite's listener (the terminal view) and rewrites zoo.json / zoo.html
+    after every run."""
+
+    def __init__(self, inner: SuiteListener, update: Callable[[], None]):
+        self.inner, self.update = inner, update
+
+    def begin(self, *a):
+        self.inner.begin(*a)
+
+    def run_started(self, *a):
+        self.inner.run_started(*a)
+
+    def run_finished(self, *a):
+        self.inner.run_finished(*a)
+        self.update()
+
+    def end(self, *a):
+        self.inner.end(*a)
+
+
+def run_zoo(entries: list[ZooEntry], results_root: str | Path, zoo_dir: str | Path, *, runs: int,
+            duration: float | None = None, first_seed: int = 1, runner: Callable[..., Any] | None = None,
+            stop: threading.Event | None = None, listener: SuiteListener | None = None,
+            fresh: bool = False, command: str = "") -> tuple[dict, dict[str, Path]]:
+    """Run the zoo (resuming) and write its outputs; returns (zoo summary, paths). ``runner``
+    is harness.run.runner.run_scenario unless given (tests inject a fake)."""
+    zoo_dir = Path(zoo_dir)
+    all_cells = cells(entries, zoo_dir, runs=runs, duration=duration, first_seed=first_seed)
+    cache: dict[str, dict] = {}
+    meta = {"command": command, "runs_per_entry": runs, "duration_s": duration, "first_seed": first_seed}
+    paths: dict[str, Path] = {}
+
+    def update() -> None:
+        recs = read_records(zoo_dir / "runs.jsonl")
+        paths.update(write_zoo_outputs(zoo_dir, zoo_summary(entries, all_cells, recs, zoo_dir, cache), meta))
+
+    res = run_suite(all_cells, results_root, zoo_dir, name="zoo", source=command or "eos-chaos zoo",
+                    runner=runner, stop=stop, listener=ZooListener(listener or SuiteListener(), update),
+                    fresh=fresh)
+    update()
+    summary = zoo_summary(entries, all_cells, read_records(zoo_dir / "runs.jsonl"), zoo_dir, cache)
+    paths.update(res.paths)
+    return summary, paths
+
+
+def public_json(summary: dict) -> dict:
+    """The ``--json`` shape: ``{"mutants": [{name, runs, detected, rate, ci95,
+    median_time_to_detect_s, anomalies}], "controls": [{name, runs, invalid}]}`` (plus the
+    other zoo.json fields of each row)."""
+    keys_m = ("name", "runs", "detected", "rate", "ci95", "median_time_to_detect_s", "anomalies")
+    keys_c = ("name", "runs", "invalid")
+    return {"mutants": [{**{k: m[k] for k in keys_m}, **{k: v for k, v in m.items() if k not in keys_m}}
+                        for m in summary["mutants"]],
+            "controls": [{**{k: c[k] for k in keys_c}, **{k: v for k, v in c.items() if k not in keys_c}}
+                         for c in summary["controls"]]}

@@ -1,0 +1,316 @@
+"""The run loop: scenario -> cluster and clients -> history -> verdict -> report.
+
+``run_scenario`` goes through these phases, each shown by the ``progress`` object:
+waiting (another run holds the machine's cluster lock), cleanup (leftovers of a crashed
+earlier run), cluster (network, KRaft nodes, readiness, topics), load (workers, with the
+nemesis on its seeded schedule), heal (every fault undone, cluster ready again), drain
+(writers stopped, final reads), check (verdict.json), report (report.html). Teardown always
+runs; what it could not undo is listed in meta.json and returned.
+
+Everything lands in ``results/<scenario>/<run-id>/``: scenario.yaml (as run), history.jsonl,
+schedule.json, meta.json, verdict.json, report.html, logs/.
+"""
+from __future__ import annotations
+
+import fnmatch
+import json
+import random
+import shutil
+import threading
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import yaml
+
+from checkers.run import RunDir, RunMeta, check_run
+from harness.cluster.broker_events import scan_broker_logs
+from harness.cluster.backends import make_backend
+from harness.cluster.client_access import cluster_workload, renamed_targets, run_names
+from harness.cluster.service import ClusterService, cluster_ready  # noqa: F401 (cluster_ready: old import path)
+from harness.run.history_writer import HistoryWriter
+from harness.cluster.lock import cluster_lock
+from harness.run.pool import Pool
+from harness.run.scenario import START_AFTER_OK, Scenario
+from harness.run.versions import collect_versions
+from harness.workloads import WORKLOADS
+from nemesis.core import Composite, NemesisContext
+from nemesis.registry import build_nemesis, needs, start_fs
+
+NEMESIS = "nemesis"
+
+
+@dataclass
+class Progress:
+    """What the terminal shows while a run goes on."""
+
+    phase: str = "starting"
+    started: float = field(default_factory=time.monotonic)
+    history: HistoryWriter | None = None
+    faults: int = 0
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def ops(self) -> dict[str, int]:
+        """Completed client ops so far by outcome (ok / fail / info); nemesis events excluded."""
+        out = {"ok": 0, "fail": 0, "info": 0}
+        if self.history is not None:
+            for (proc_is_nemesis, type_), n in list(self.history.counts.items()):
+                if type_ in out and not proc_is_nemesis:
+                    out[type_] += n
+        return out
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    verdict: dict
+    report: Path | None
+    problems: list[str]
+
+
+def _run_id(seed: int) -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-s{seed}"
+
+
+def _link_latest(results_root: Path, run_dir: Path) -> None:
+    latest = results_root / "latest"
+    try:
+        if latest.is_symlink() or latest.exists():
+            latest.unlink()
+        latest.symlink_to(run_dir.relative_to(results_root))
+    except OSError:
+        pass  # a convenience only
+
+
+def prepare_run_dir(scn: Scenario, results_root: Path, source: str | None) -> tuple[Scenario, Path]:
+    """Fix the seed, make the run folder, write scenario.yaml as run."""
+    seed = scn.seed if scn.seed is not None else random.randrange(1, 2**31)
+    scn = scn.model_copy(update={"seed": seed})
+    run_dir = Path(results_root) / scn.name / _run_id(seed)
+    (run_dir / "logs").mkdir(parents=True)
+    as_run = scn.model_dump(mode="json")
+    as_run.update(source=source, kafka_version=scn.cluster.kafka_version)
+    (run_dir / "scenario.yaml").write_text(yaml.safe_dump(as_run, sort_keys=False))
+    _link_latest(Path(results_root), run_dir)
+    return scn, run_dir
+
+
+def run_scenario(scn: Scenario, results_root: Path, *, source: str | None = None,
+                 progress: Progress | None = None, stop: threading.Event | None = None,
+                 keep_data: bool = False) -> RunResult:
+    """Run one scenario on a fresh cluster; return the run folder, verdict and report path.
+
+    ``scn`` already carries the seed, duration and Kafka version to use (the CLI merges its
+    options in). ``stop`` ends the load phase early (Ctrl-C): the run still heals, drains and
+    checks. The brokers' log dirs are kept or deleted as ``settle_node_data`` says. Raises
+    ArtifactError / NetError / ClusterError / WaitTimeout when the cluster cannot be brought
+    up; teardown runs in every case.
+    """
+    progress = progress or Progress()
+    scn, run_dir = prepare_run_dir(scn, results_root, source)
+    progress.phase = "waiting"
+    try:
+        # an external cluster is not on this machine: its run makes no namespaces or containers
+        # and removes nobody's leftovers, so it does not take the machine's lock
+        stop = stop or threading.Event()
+        with nullcontext() if scn.cluster.backend == "external" else cluster_lock(stop=stop):
+            meta, problems = _execute(scn, run_dir, progress, stop)
+    except BaseException:
+        discard_node_data(run_dir)
+        raise
+    progress.phase = "check"
+    # the run folder as any later reader sees it: meta.json, scenario.yaml's expected (checkers.run)
+    verdict = check_run(run_dir)
+    (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=1, default=str))
+    problems += settle_node_data(run_dir, verdict, meta, keep_data)
+    progress.phase = "report"
+    report = None
+    try:
+        from harness.report import render_report
+
+        report = render_report(run_dir)
+    except Exception as exc:  # the verdict stands without a report; say why there is none
+        problems.append(f"report could not be rendered: {type(exc).__name__}: {exc}")
+    progress.phase = "done"
+    return RunResult(run_dir, verdict, report, problems)
+
+
+def discard_node_data(run_dir: Path) -> None:
+    """Delete the brokers' log dirs of a run (``nodes/n*/data``)."""
+    for d in run_dir.glob("nodes/n*/data"):
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def settle_node_data(run_dir: Path, verdict: dict, meta: dict, keep_data: bool) -> list[str]:
+    """Keep the brokers' log dirs when the verdict is not valid, when the brokers logged an
+    event that threatens exactly-once (``meta["broker_events"]``, harness.cluster.broker_events) or
+    when asked; else delete them (a run keeps configs and logs, not megabytes of segments).
+    Returns the line for the run's problems that says what was kept and how to read it."""
+    risky = sorted(meta.get("broker_events") or {})
+    if verdict["valid"] is True and not keep_data and not risky:
+        discard_node_data(run_dir)
+        return []
+    kept = sorted(run_dir.glob("nodes/n*/data"))
+    if not kept:
+        return []
+    mib = sum(f.stat().st_size for d in kept for f in d.rglob("*") if f.is_file()) / 2**20
+    why = ("run not valid" if verdict["valid"] is not True else
+           "asked to keep them" if keep_data else f"the brokers logged {', '.join(risky)}")
+    return [f"{why}: the brokers' log dirs are kept for inspection ({mib:.0f} MiB in "
+            f"{run_dir / 'nodes'}/n*/data; `eos-chaos dump-log {run_dir} TOPIC/PARTITION` shows a "
+            "partition; delete when done)"]
+
+
+def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.Event) -> tuple[dict, list[str]]:
+    logs = run_dir / "logs"
+    # link faults (issue 4): a toxiproxy proxy in front of every broker when a fault needs it
+    # an external cluster is shared: the run's topics, group ids and transactional.ids carry a
+    # run prefix (harness.cluster.client_access), and the role targets name them
+    names = run_names(scn.cluster, run_dir.name)
+    scn = renamed_targets(scn, names)
+    service = ClusterService(make_backend(scn.cluster, run_dir / "nodes", logs, run_id=run_dir.name),
+                             logs, proxies="toxiproxy" in needs([f.fault for f in scn.nemesis.all_faults()]),
+                             seed=scn.seed, delete_topics=scn.cluster.backend == "external",
+                             group_prefix=names.prefix)
+    pool = history = None
+    meta: dict = {"scenario": scn.name, "workload": scn.workload.name, "seed": scn.seed,
+                  "kafka_version": scn.cluster.kafka_version, "fail_on": scn.fail_on,
+                  "liveness": scn.liveness.model_dump(), "backend": scn.cluster.backend}
+    timings: dict[str, float] = {}
+    problems: list[str] = []
+    try:
+        progress.phase = "cleanup"
+        problems += [f"leftover of an earlier run removed: {p}" for p in service.clean_leftovers()]
+        progress.phase = "cluster"
+        t0 = time.monotonic()
+        service.start(timeout=180)
+        meta.update(service.meta())
+        ext = scn.cluster.external
+        workload = cluster_workload(WORKLOADS[scn.workload.name], scn.workload, service.bootstrap, scn.seed,
+                                    names, service.client_config, ext.java_client if ext else None)
+        meta.update(workload.meta(), keys=workload.keys())
+        min_isr = min(2, scn.cluster.nodes)
+        topics = workload.topics()
+        service.create_topics(topics, replication_factor=min(3, scn.cluster.nodes), min_isr=min_isr)
+        names = [t.name for t in topics]
+        service.wait_ready(names, min_isr, 120, "every partition of the workload's topics to have a leader and an ISR")
+        timings["cluster_ready_s"] = round(time.monotonic() - t0, 2)
+
+        progress.phase = "load"
+        history = HistoryWriter(run_dir / "history.jsonl")
+        progress.history = history
+        pool = Pool(service.client_host, history, logs, respawn=workload.respawn)
+        readers = [pool.spawn(w).name for w in workload.readers()]
+        writers = [pool.spawn(w).name for w in workload.writers()]
+        ctx = service.nemesis_context(pool)
+        timings["load_s"] = _load(scn, run_dir, ctx, history, progress, stop, service)
+
+        t0 = time.monotonic()
+        service.wait_ready(names, min_isr, 180,
+                           "the cluster to recover after healing (all brokers back, every partition led)")
+        progress.phase = "drain"
+        problems += pool.stop(writers, timeout=90)
+        drain_spec = workload.drain()
+        if drain_spec is not None:
+            drain = pool.spawn(drain_spec)
+            if not drain.wait(timeout=180):
+                problems.append("final drain did not finish in 180 s; killed")
+                drain.kill()
+            drained = next((c for c in drain.control if c.get("drained")), None)
+            meta["drain"] = drained
+            meta["final_reads_complete"] = bool(drained and drained["complete"])
+        meta.update(workload.finish(run_dir, history) or {})
+        problems += pool.stop(readers, timeout=30)
+        timings["heal_and_drain_s"] = round(time.monotonic() - t0, 2)
+    finally:
+        progress.phase = "teardown"
+        problems += _teardown(pool, history, service)
+        meta["timings"] = timings
+        meta["teardown_problems"] = problems
+        meta["broker_events"] = scan_broker_logs(logs)
+        meta["versions"] = collect_versions(scn, meta)
+        run_meta, bad = RunMeta.coerce(meta)  # the run contract (checkers.run); never fails a run
+        meta["teardown_problems"] += [f"meta.json: {b}" for b in bad]
+        RunDir(run_dir).meta.write_text(run_meta.to_json() if not bad else json.dumps(meta, indent=1))
+    return meta, problems
+
+
+def _load(scn: Scenario, run_dir: Path, ctx: NemesisContext, history: HistoryWriter,
+          progress: Progress, stop: threading.Event, service: ClusterService) -> float:
+    """The load phase: the nemesis follows its schedule until ``scn.duration``, then heals."""
+    nemesis = build_nemesis([f.fault for f in scn.nemesis.all_faults()], ctx)
+    nemesis.setup()
+    # the seeded draw, or the scenario's explicit nemesis.schedule (eos-chaos explore)
+    schedule = scn.nemesis.steps(scn.seed, scn.duration, ctx.cluster.node_ids(), ctx.clients.client_names())
+    (run_dir / "schedule.json").write_text(json.dumps([s.to_dict() for s in schedule], indent=1))
+    starts = start_fs()
+    if scn.nemesis.start_after_ok and not stop.is_set():
+        _await_first_ok(scn, history, ctx.clients, stop)
+    load_start = time.monotonic()
+    try:
+        for step in schedule:
+            if stop.wait(max(0.0, load_start + step.at - time.monotonic())):
+                break
+            nemesis_op(history, nemesis, step.op())
+            progress.faults += step.f in starts
+        stop.wait(max(0.0, load_start + scn.duration - time.monotonic()))
+    finally:
+        progress.phase = "heal"
+        _heal(history, nemesis, service)
+    return round(time.monotonic() - load_start, 2)
+
+
+def _await_first_ok(scn: Scenario, history: HistoryWriter, pool: Pool, stop: threading.Event) -> None:
+    """nemesis.start_after_ok: hold the fault schedule and the load's clock until the named
+    clients have each completed an ok op (at most ``scn.duration`` s), recorded as a pair of
+    nemesis info events so the history says when the clock started and how long it waited."""
+    patterns = list(scn.nemesis.start_after_ok)
+    history.append({"process": NEMESIS, "type": "info", "f": START_AFTER_OK, "value": {"clients": patterns}})
+    t0 = time.monotonic()
+    names = pool.client_names()
+    unknown = [p for p in patterns if not any(fnmatch.fnmatch(n, p) for n in names)]
+    # a glob that names no client would hold the faults back for the whole load: not waited for
+    missing = pool.wait_first_ok([p for p in patterns if p not in unknown], timeout=scn.duration, stop=stop)
+    result = (f"no client matches {unknown} (clients: {names}); " if unknown else "") + (
+        f"no ok op from {missing} within {scn.duration:g} s; " if missing else "")
+    history.append({"process": NEMESIS, "type": "info", "f": START_AFTER_OK,
+                    "value": {"clients": patterns, "waited_s": round(time.monotonic() - t0, 2),
+                              "result": result + "started anyway" if result else "ok"}})
+
+
+def nemesis_op(history: HistoryWriter, nemesis: Composite, op: dict) -> None:
+    """Apply one fault and record it: an info event when it begins and one when it is done."""
+    history.append({"process": NEMESIS, "type": "info", "f": op["f"], "value": op["value"]})
+    try:
+        done = nemesis.invoke(op)
+    except Exception as exc:  # a fault that could not be applied is recorded, not fatal
+        done = {"f": op["f"], "value": dict(op["value"], result=f"error: {type(exc).__name__}: {exc}")}
+    history.append({"process": NEMESIS, "type": "info", "f": done["f"], "value": done["value"]})
+
+
+def _heal(history: HistoryWriter, nemesis: Composite, cluster: ClusterService) -> None:
+    history.append({"process": NEMESIS, "type": "info", "f": "heal", "value": None})
+    problems = nemesis.teardown()
+    done = cluster.heal()  # also starts a node that died on its own
+    history.append({"process": NEMESIS, "type": "info", "f": "heal",
+                    "value": {"result": done, "problems": problems}})
+
+
+def _teardown(pool, history, service: ClusterService) -> list[str]:
+    problems: list[str] = []
+    steps = [
+        ("workers", lambda: pool.shutdown() if pool else []),
+        ("history", lambda: history.close() if history else None),
+        ("cluster", service.teardown),
+    ]
+    for what, step in steps:
+        try:
+            problems += step() or []
+        except Exception as exc:  # keep tearing down; report what was left
+            problems.append(f"teardown of {what} failed: {type(exc).__name__}: {exc}")
+    return problems

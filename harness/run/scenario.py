@@ -1,0 +1,378 @@
+"""Scenario files: a workload plus a fault package, chosen by name (Jepsen ``nemesis/combined.clj``).
+
+A scenario is YAML validated by pydantic; unknown fields are errors, so a typo never silently
+falls back to a default. Example (scenarios/smoke.yaml)::
+
+    name: smoke
+    duration: 60            # seconds of faults and load, before heal and final reads
+    workload: {name: txn-queue, producers: 4, consumers: 2}
+    cluster: {nodes: 3, kafka_version: 4.3.1}
+    nemesis: {faults: [kill, pause], interval_s: [10, 15], fault_duration_s: [5, 10]}
+    expected: []            # anomalies this scenario allows (ANOMALIES.md names)
+
+``load_scenario`` raises ScenarioError with every problem and the fields' paths.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from checkers.run import Liveness, check_fail_on
+from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
+from harness.workloads import TxnQueueSpec, WorkloadSpec
+from harness.workloads.base import Strict
+from nemesis.registry import FAULTS
+from nemesis.schedule import explicit_schedule, fault_schedule
+
+
+class ScenarioError(ValueError):
+    """The scenario file is missing, not YAML, or not a valid scenario; says what to fix."""
+
+
+BACKENDS = ("netns", "docker", "external")
+#: node-control command templates of the external backend
+COMMANDS = ("kill", "start", "pause", "resume")
+#: fault kind -> the templates an external cluster needs for it (begin, end)
+EXTERNAL_FAULT_COMMANDS = {"kill": ("kill", "start"), "pause": ("pause", "resume")}
+#: librdkafka settings an external cluster's clients may be given (security only)
+CLIENT_PREFIXES = ("security.protocol", "sasl.", "ssl.", "enable.ssl.")
+
+
+class ExternalNode(Strict):
+    """One node of an external cluster: its Kafka ``node.id``, ``host`` and ``name`` as the
+    command templates use them (``{id}``, ``{host}``, ``{name}``)."""
+
+    id: int = Field(ge=0)
+    host: str = ""
+    name: str = ""
+
+
+class ExternalSpec(Strict):
+    """``cluster.external``: a cluster the harness did not start (docs/backends.md)."""
+
+    bootstrap: str = Field(min_length=1, description="bootstrap.servers of the cluster")
+    client: dict[str, str] = Field(default_factory=dict, description="security settings for every client")
+    #: the same for the Java workers (workload.client: java), in the Java client's spelling
+    #: (sasl.jaas.config, ssl.truststore.*); default: client's security.protocol and sasl.mechanism
+    java_client: dict[str, str] = Field(default_factory=dict, description="Java client security settings")
+    nodes: list[ExternalNode] = Field(default_factory=list)
+    commands: dict[str, str] = Field(default_factory=dict, description="node-control command templates")
+    command_timeout_s: float = Field(120.0, gt=0)
+
+    @field_validator("client", "java_client")
+    @classmethod
+    def _security_only(cls, v: dict[str, str]) -> dict[str, str]:
+        bad = sorted(k for k in v if not k.startswith(CLIENT_PREFIXES))
+        if bad:
+            raise ValueError(f"only security settings (security.protocol, sasl.*, ssl.*) are passed "
+                             f"to the clients; not: {bad}")
+        return v
+
+    @field_validator("commands")
+    @classmethod
+    def _templates(cls, v: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(v) - set(COMMANDS))
+        if unknown:
+            raise ValueError(f"unknown command {unknown}; known: {list(COMMANDS)}")
+        for k, t in v.items():
+            try:
+                t.format(id=1, host="h", name="n")
+            except (KeyError, IndexError, ValueError) as exc:
+                raise ValueError(f"command {k}: placeholders are {{id}} {{host}} {{name}}; {t!r} has "
+                                 f"{exc!r}") from None
+        return v
+
+    @model_validator(mode="after")
+    def _nodes_for_commands(self) -> "ExternalSpec":
+        if self.commands and not self.nodes:
+            raise ValueError("commands need nodes: [{id, host, name}, ...] to fill {id} {host} {name}")
+        ids = [n.id for n in self.nodes]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"node ids repeat: {ids}")
+        return self
+
+
+class DockerSpec(Strict):
+    """``cluster.docker``: the image of every broker (Kafka under /opt/kafka, the layout of
+    the official apache/kafka image); default: kafka-eos-chaos/kafka:<kafka_version>, built
+    locally by ``eos-chaos setup --docker``."""
+
+    image: str | None = None
+
+
+class ClusterSpec(Strict):
+    nodes: int = Field(3, ge=1, le=9)
+    kafka_version: str = DEFAULT_KAFKA_VERSION
+    heap_mb: int = Field(512, ge=128)
+    broker: dict[str, str] = Field(default_factory=dict, description="extra server.properties settings")
+    backend: Literal["netns", "docker", "external"] = "netns"
+    docker: DockerSpec | None = None
+    external: ExternalSpec | None = None
+
+    @model_validator(mode="after")
+    def _backend_fields(self) -> "ClusterSpec":
+        for other in ("docker", "external"):
+            if getattr(self, other) is not None and self.backend != other:
+                raise ValueError(f"cluster.{other} is read only with backend: {other} (backend is {self.backend})")
+        if self.backend == "external":
+            if self.external is None:
+                raise ValueError("backend external needs cluster.external.bootstrap (the cluster's bootstrap.servers)")
+            if self.broker:
+                raise ValueError("cluster.broker settings cannot be applied to an external cluster; remove them")
+            if self.external.nodes:
+                if "nodes" in self.model_fields_set and self.nodes != len(self.external.nodes):
+                    raise ValueError(f"cluster.nodes is {self.nodes} but cluster.external.nodes lists "
+                                     f"{len(self.external.nodes)}")
+                self.nodes = len(self.external.nodes)
+        return self
+
+
+class FaultSpec(BaseModel):
+    """One fault of the package: a registered fault kind (nemesis.registry) and its parameters.
+
+    ``target`` picks the node of a node fault: ``random`` (at schedule time) or a role resolved
+    through the admin API when the fault begins: ``coordinator`` (of ``transactional_id``),
+    ``leader`` (of ``key``, "topic/partition"), ``controller``. ``clients`` are glob patterns of
+    client worker names for client faults. ``weight`` is how often the seeded draw picks it
+    relative to the others; ``duration_s`` ([low, high] seconds), when given, is this fault's own
+    length range in place of ``nemesis.fault_duration_s``: a fault that threatens a guarantee
+    only when it outlasts a client timeout (a toxiproxy ``timeout`` held longer than a
+    producer's flush timeout, finding F1) can then be long while kills stay short. Other fields
+    are the fault's own parameters.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    fault: str
+    target: Literal["random", "coordinator", "leader", "controller"] = "random"
+    clients: list[str] | None = None
+    transactional_id: str | None = None
+    key: str | None = None
+    weight: float = Field(1.0, gt=0)
+    duration_s: tuple[float, float] | None = None
+
+    @model_validator(mode="after")
+    def _known(self) -> "FaultSpec":
+        if self.duration_s is not None and not 0 < self.duration_s[0] <= self.duration_s[1]:
+            raise ValueError(f"duration_s: expected [low, high] with 0 < low <= high, got {list(self.duration_s)}")
+        if self.fault not in FAULTS:
+            raise ValueError(f"unknown fault {self.fault!r}; known: {sorted(FAULTS)}")
+        if self.target == "coordinator" and not self.transactional_id:
+            raise ValueError("target coordinator needs transactional_id")
+        if self.target == "leader" and not self.key:
+            raise ValueError("target leader needs key (topic/partition)")
+        FAULTS[self.fault].validate(self.as_dict())
+        return self
+
+    def as_dict(self) -> dict:
+        """The spec as plain data, in JSON form (``duration_s`` a list), as YAML reads it back."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class ScheduledFault(Strict):
+    """One fault of an explicit schedule (``nemesis.schedule``): ``fault`` begins ``at`` seconds
+    after the load started and lasts ``duration`` seconds; ``value`` fixes its target as
+    schedule.json names it (``{node: 2}``, ``{client: processor-1}``), omitted the fault kind
+    chooses it from the run's seed (nemesis.schedule.explicit_schedule)."""
+
+    at: float = Field(ge=0)
+    duration: float = Field(gt=0)
+    fault: FaultSpec
+    value: dict[str, Any] | None = None
+
+    @field_validator("fault", mode="before")
+    @classmethod
+    def _name(cls, v):
+        return {"fault": v} if isinstance(v, str) else v
+
+
+#: the f of the pair of nemesis info events that record a ``start_after_ok`` wait (not a fault)
+START_AFTER_OK = "start-after-ok"
+
+
+class NemesisSpec(Strict):
+    faults: list[FaultSpec] = Field(default_factory=lambda: [FaultSpec(fault="kill"), FaultSpec(fault="pause")])
+    interval_s: tuple[float, float] = (10.0, 15.0)
+    fault_duration_s: tuple[float, float] = (5.0, 10.0)
+    #: seconds of calm load before the first fault
+    first_fault_s: float = Field(5.0, ge=0)
+    #: seconds without a fault after each fault ends, so the cluster can recover
+    quiet_s: float = Field(0.0, ge=0)
+    #: client name globs (as a fault's ``clients``): the fault schedule and the load's
+    #: ``duration`` count from the moment each glob has a worker that completed an ok op (a
+    #: Spark driver's first committed batch, say), waiting at most ``duration`` s for it; a
+    #: client that starts slowly under load then still meets its faults mid-stream
+    start_after_ok: list[str] = Field(default_factory=list)
+    #: an explicit schedule (written by `eos-chaos explore`): when given it replaces the
+    #: seeded draw from ``faults``, and interval_s, fault_duration_s, first_fault_s and
+    #: quiet_s are not used
+    schedule: list[ScheduledFault] | None = None
+
+    def all_faults(self) -> list[FaultSpec]:
+        """``faults`` and the faults of ``schedule``: what the run must be able to apply."""
+        return list(self.faults) + [s.fault for s in self.schedule or []]
+
+    def steps(self, seed: int, duration: float, nodes: list[int], clients: list[str]) -> list:
+        """The run's fault steps (nemesis.schedule.Step): ``schedule`` when given, else the
+        seeded draw. ``duration`` is the load's length in seconds."""
+        if self.schedule is not None:
+            return explicit_schedule(seed, [s.model_dump(exclude_none=True) | {"fault": s.fault.as_dict()}
+                                            for s in self.schedule], nodes, clients, duration)
+        return fault_schedule(seed, [f.as_dict() for f in self.faults], nodes, clients, duration,
+                              self.interval_s, self.fault_duration_s, self.first_fault_s, self.quiet_s)
+
+    @field_validator("faults", mode="before")
+    @classmethod
+    def _names(cls, v):
+        # a bare name is a fault with default parameters: `faults: [kill, pause]`
+        return [{"fault": f} if isinstance(f, str) else f for f in v or []]
+
+    @field_validator("interval_s", "fault_duration_s")
+    @classmethod
+    def _ordered(cls, v: tuple[float, float]) -> tuple[float, float]:
+        if not 0 <= v[0] <= v[1]:
+            raise ValueError(f"expected [low, high] with 0 <= low <= high, got {list(v)}")
+        return v
+
+
+class Scenario(Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    duration: float = Field(60.0, gt=0, description="seconds of load and faults")
+    seed: int | None = None
+    workload: WorkloadSpec = Field(default_factory=lambda: TxnQueueSpec())
+    cluster: ClusterSpec = Field(default_factory=ClusterSpec)
+    nemesis: NemesisSpec = Field(default_factory=NemesisSpec)
+    expected: list[str] = Field(default_factory=list, description="anomalies this scenario allows")
+
+    def identity(self, *, without: set[str] = frozenset()) -> dict:
+        """What makes two scenarios the same run (suite fingerprints, explore's database key):
+        the JSON dump without ``description`` and ``without``, fields at their defaults left
+        out, so that a field added to the model later (its default keeping the old behaviour)
+        does not make finished runs or kept failures look like another scenario's."""
+        return self.model_dump(mode="json", exclude={"description", *without}, exclude_defaults=True)
+    #: liveness anomalies (stalled-lso, unavailable, realtime-lag) that fail this run when found
+    fail_on: list[str] = Field(default_factory=list)
+    #: bounds of the liveness reports (checkers.run.Liveness); written to meta.json
+    liveness: Liveness = Field(default_factory=Liveness)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _liveness_at_top_level(cls, data):
+        # scenarios before the liveness section had stalled_lso_bound_s at the top level
+        if isinstance(data, dict) and "stalled_lso_bound_s" in data:
+            data = dict(data)
+            live = dict(data.get("liveness") or {})
+            live.setdefault("stalled_lso_bound_s", data.pop("stalled_lso_bound_s"))
+            data["liveness"] = live
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_workload(cls, data):
+        # the workload's name picks its spec; txn-queue is the default workload
+        if isinstance(data, dict) and isinstance(data.get("workload"), dict):
+            data = dict(data, workload={"name": "txn-queue", **data["workload"]})
+        return data
+
+    @model_validator(mode="after")
+    def _sane(self) -> "Scenario":
+        check_fail_on(self.fail_on, self.liveness)
+        if self.cluster.nodes < 3 and any(f.fault == "kill" for f in self.nemesis.all_faults()):
+            raise ValueError("killing a node needs at least 3 nodes (RF 3, min.insync.replicas 2)")
+        if self.cluster.backend == "external":
+            external_faults(self.cluster.external, [f.fault for f in self.nemesis.all_faults()])
+            external_workload(self.cluster.external, self.workload)
+        return self
+
+
+def with_backend(scn: "Scenario", backend: str | None) -> "Scenario":
+    """``scn`` on cluster backend ``backend`` (None or the same: unchanged), validated again so
+    that, say, external without ``cluster.external`` or with broker faults is refused. Raises
+    ScenarioError in one line saying what to fix."""
+    if backend is None or backend == scn.cluster.backend:
+        return scn
+    data = scn.model_dump(mode="json", exclude_unset=True)
+    data.setdefault("cluster", {})["backend"] = backend
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        msg = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+        raise ScenarioError(f"scenario {scn.name} on backend {backend}: {msg}") from None
+
+
+def external_faults(ext: ExternalSpec, faults: list[str]) -> None:
+    """Refuse the faults an external cluster cannot take: node faults without their command
+    templates, and network faults (no iptables inside someone else's brokers, no CLIENT
+    listener advertised at our proxies). Raises ValueError in one line naming what is missing."""
+    for f in dict.fromkeys(faults):
+        if f in EXTERNAL_FAULT_COMMANDS:
+            missing = [c for c in EXTERNAL_FAULT_COMMANDS[f] if c not in ext.commands]
+            if missing:
+                raise ValueError(f"fault {f} on the external backend needs the node-control command "
+                                 f"templates cluster.external.commands.{' and .'.join(missing)} (missing: "
+                                 f"{', '.join(missing)})")
+        elif FAULTS[f].needs:
+            # docs/backends.md "Why no link faults on external" says what building them would take
+            why = ("every broker would have to advertise a listener at a toxiproxy proxy this machine "
+                   "runs (advertised.listeners host:port per broker), a broker config change the run may "
+                   "not make on a cluster it did not start" if "toxiproxy" in FAULTS[f].needs else
+                   "it needs iptables rules inside every broker's network namespace")
+            raise ValueError(f"fault {f} is not offered on the external backend: {why}; run it with "
+                             "--backend netns or docker. Offered on external: kill and pause (with command "
+                             "templates), kill-client, pause-client, zombie")
+
+
+def external_workload(ext: ExternalSpec, workload) -> None:
+    """Refuse a workload an external cluster cannot run as the issue asks: spark (its topics and
+    checkpoint groups do not take the run prefix), and Java workers whose security settings
+    have no Java spelling (harness.cluster.client_access.java_security). Raises ValueError."""
+    if workload.name == "spark":
+        raise ValueError("the spark workload is not offered on the external backend (its topics and "
+                         "groups would not carry the run prefix): use txn-queue, idempotent or eos-pipeline")
+    if getattr(workload, "client", None) == "java":
+        from harness.cluster.client_access import java_security
+
+        java_security(ext.client, ext.java_client)
+
+
+def read_yaml_mapping(path: str | Path, what: str, error: type[Exception]) -> tuple[Path, Any]:
+    """(path, parsed YAML) of a ``what`` file ("scenario", "suite"). Raises ``error`` when the
+    file is missing, not UTF-8 or not valid YAML."""
+    p = Path(path)
+    if not p.is_file():
+        raise error(f"{what} file {p} does not exist")
+    try:
+        return p, yaml.safe_load(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        line = p.read_bytes()[:exc.start].count(b"\n") + 1
+        raise error(f"{p} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} on line {line}): "
+                    "save it as UTF-8") from None
+    except yaml.YAMLError as exc:
+        raise error(f"{p} is not valid YAML: {exc}") from exc
+
+
+def validate_model(model: type[BaseModel], data: dict, p: Path, what: str,
+                   error: type[Exception]):
+    """``model.model_validate(data)``; a ValidationError becomes ``error`` listing each bad
+    field by its dotted path."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        # pydantic words a validator's ValueError "Value error, <message>": the message is enough
+        lines = [f"  {'.'.join(str(x) for x in e['loc']) or '(top)'}: {e['msg'].removeprefix('Value error, ')}"
+                 for e in exc.errors()]
+        raise error(f"{p} is not a valid {what}:\n" + "\n".join(lines)) from exc
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file. Raises ScenarioError saying what to fix."""
+    p, data = read_yaml_mapping(path, "scenario", ScenarioError)
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{p} must be a YAML mapping with at least a `name`")
+    if "suite" in data:
+        raise ScenarioError(f"{p} is a suite, not a scenario: run it with `eos-chaos suite {p}`")
+    return validate_model(Scenario, data, p, "scenario", ScenarioError)
