@@ -38,7 +38,7 @@ from .history import History, as_history
 from .log import final_keys, index, log
 from .timing import laps
 from .realtime_lag import lag_quantiles_ms
-from .run import RunMeta
+from .run import RunDir, RunMeta
 
 LIVENESS = frozenset({"stalled-lso", "realtime-lag", "unavailable"})
 WORKERS = max(1, min(4, os.cpu_count() or 1))  # finders run side by side on threads
@@ -255,3 +255,28 @@ def _stats(h: History) -> dict:
         "truncated": h.truncated,
         "notes": notes,
     }
+
+
+def check_run(run_dir: str | Path, max_examples: int = 10, history: Any = None) -> dict:
+    """Re-check a run folder: its history.jsonl with its meta.json (``RunMeta``) and the
+    ``expected`` list of its scenario.yaml. A folder whose controller was killed (a history
+    prefix, no verdict.json, maybe no meta.json) is judged too; meta problems become
+    unknown reasons. ``history``: the folder's history already loaded (a History), to read it
+    once. The verdict carries meta.json's ``versions``. Raises FileNotFoundError when the
+    folder has no history.jsonl."""
+    d = RunDir(run_dir)
+    if not d.history.is_file():
+        raise FileNotFoundError(f"{d.history} does not exist")
+    meta, problems = d.read_meta()
+    v = check(history if history is not None else d.history, meta=meta, allowed=d.expected(),
+              max_examples=max_examples)
+    if meta.versions:
+        v["versions"] = meta.versions
+    if not d.meta.is_file():
+        v.setdefault("stats", {}).setdefault("notes", []).append(
+            f"no {d.META} beside the history: default liveness bounds, no pipeline or sink checks")
+    if problems:
+        v["unknown_reasons"] = [*v["unknown_reasons"], *problems]
+        if v["valid"] is True:
+            v["valid"] = "unknown"
+    return v

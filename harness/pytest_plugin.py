@@ -354,7 +354,8 @@ def eos_check() -> Callable[..., dict]:
     event dicts or a checkers.History. The verdict shape is checkers.check's. Pure: no cluster.
     """
     import checkers
-    from checkers.run import RunDir, check_run
+    from checkers.run import RunDir
+    from checkers.verdict import check_run
 
     def check(history, meta: dict | None = None, allowed=None, max_examples: int = 10) -> dict:
         if isinstance(history, (str, Path)) and Path(history).is_dir():

@@ -14,29 +14,14 @@ from nemesis.client_faults import ClientKillNemesis, ClientPauseNemesis
 from nemesis.core import Composite, NemesisContext
 from nemesis.partition import PartitionNemesis, choose_partition
 from nemesis.process import KillNemesis, PauseNemesis
-from nemesis.targets import choose_client, choose_node
+from nemesis.targets import choose_client
 from nemesis.zombie import ZombieNemesis
 from nemesis.grudge import GRUDGE_KINDS
+from nemesis.targets import SPEC_KEYS, choose_node_target  # noqa: F401 (re-exported: the spec keys belong to the registry's callers too)
 from nemesis.toxiproxy import ToxicNemesis, choose_toxic_target, toxic_plan
 
 #: (rng, fault spec as a dict, node ids, client names) -> the op value naming the target
 Chooser = Callable[[random.Random, dict[str, Any], list[int], list[str]], dict[str, Any]]
-
-#: keys of a fault spec that say which fault, where, how often and how long; every other key
-#: is the fault kind's own parameter (``value.params``)
-SPEC_KEYS = {"fault", "target", "clients", "transactional_id", "key", "weight", "duration_s"}
-
-
-def choose_node_target(rng: random.Random, spec: dict, nodes: list[int], clients: list[str]) -> dict:
-    role = spec.get("target", "random")
-    if role == "random":
-        return {"node": choose_node(rng, nodes)}
-    if role == "coordinator":
-        return {"role": role, "transactional_id": spec["transactional_id"]}
-    if role == "leader":
-        return {"role": role, "key": spec["key"]}
-    return {"role": role}
-
 
 def choose_client_target(rng: random.Random, spec: dict, nodes: list[int], clients: list[str]) -> dict:
     return {"client": choose_client(rng, clients, spec.get("clients") or ["*"])}

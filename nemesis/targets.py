@@ -113,3 +113,19 @@ def resolve_target(admin, target: dict[str, Any], wait_s: float = ROLE_WAIT_S, p
             if clock() + poll_s > deadline:
                 raise LookupError(f"no {target['role']} for {target}: {exc} after {wait_s:g} s") from None
         sleep(poll_s)
+
+
+#: keys of a fault spec that say which fault, where, how often and how long; every other key
+#: is the fault kind's own parameter (``value.params``)
+SPEC_KEYS = {"fault", "target", "clients", "transactional_id", "key", "weight", "duration_s"}
+
+
+def choose_node_target(rng: random.Random, spec: dict, nodes: list[int], clients: list[str]) -> dict:
+    role = spec.get("target", "random")
+    if role == "random":
+        return {"node": choose_node(rng, nodes)}
+    if role == "coordinator":
+        return {"role": role, "transactional_id": spec["transactional_id"]}
+    if role == "leader":
+        return {"role": role, "key": spec["key"]}
+    return {"role": role}

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from nemesis.core import NemesisContext, Op
-from nemesis.targets import resolve_target
+from nemesis.targets import SPEC_KEYS, choose_node_target, resolve_target
 
 #: type -> {our parameter: (toxiproxy attribute, default)}
 TOXICS: dict[str, dict[str, tuple[str, int]]] = {
@@ -115,8 +115,6 @@ def choose_toxic_target(rng: random.Random, spec: dict, nodes: list[int], client
     parameters now, so a typo fails the schedule rather than the fault. Returns ``{"nodes":
     "all"}``, or as a node fault would: ``{"node": n}`` (random) or the role to resolve when
     the toxic is added (``{"role": "coordinator", "transactional_id": ...}``)."""
-    from nemesis.registry import SPEC_KEYS, choose_node_target  # registry imports this module
-
     plan = toxic_plan({k: v for k, v in spec.items() if k not in SPEC_KEYS})
     if plan.all_brokers:
         return {"nodes": "all"}

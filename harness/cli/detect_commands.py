@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import signal
 import sys
 import threading
 from pathlib import Path
@@ -11,13 +10,9 @@ from typing import Optional
 
 import typer
 
+from harness.cli.common import console, out, require_root, stop_on_signals
+
 ZOO_DIR = Path("scenarios/zoo")
-
-
-def _ui():
-    from harness.cli.main import console, out
-
-    return console, out
 
 
 def zoo(
@@ -38,10 +33,8 @@ def zoo(
     Exit 0 every mutant run caught and no control invalid, 1 otherwise, 2 runs missing or bad input."""
     from harness.detect import suite as st
     from harness.detect import zoo as zm
-    from harness.cli.main import _require_root
     from harness.detect.suite_outputs import RichSuiteProgress, print_plan, run_with_heartbeat
 
-    console, out = _ui()
     try:
         entries = zm.load_zoo(zoo_dir, only or None)
     except zm.ZooError as exc:
@@ -62,10 +55,9 @@ def zoo(
 
         print_plan(out, cells, d, fresh=fresh, kind="zoo", describe=describe)
         raise typer.Exit(0)
-    _require_root()
+    require_root()
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop_on_signals(stop)
     ui = RichSuiteProgress(console)
     command = "eos-chaos " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     box = run_with_heartbeat(lambda: zm.run_zoo(entries, results, d, runs=runs, duration=duration,

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import signal
 import threading
 import time
 from datetime import datetime, timezone
@@ -10,6 +9,8 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+
+from harness.cli.common import console, out, require_root, stop_on_signals
 
 from harness.detect.suite_outputs import run_with_heartbeat
 
@@ -120,7 +121,6 @@ def explore(
     RESULTS/explore/<scenario>/<time>/; Hypothesis's database there keeps failures for later
     searches. Ctrl-C ends the search with the best schedule so far (still replayed; a second Ctrl-C ends the replays). Exit 1 when a failing schedule was found, 0 when
     none, 2 on bad input."""
-    from harness.cli.main import _require_root, console, out
     from harness.detect.explore import Explorer, replay_command
     from harness.detect.explore_strategy import ExploreError, schedules, size
     from harness.run.scenario import ScenarioError, load_scenario
@@ -136,7 +136,7 @@ def explore(
     if runs_per_example < 1:
         console.print("[red]error:[/] --runs-per-example must be at least 1")
         raise typer.Exit(2)
-    _require_root()
+    require_root()
     root = results / "explore" / scn.name
     session = root / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     stop = threading.Event()
@@ -150,8 +150,7 @@ def explore(
             ex.replay_stop.set()
         stop.set()
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, interrupt)
+    stop_on_signals(stop, interrupt)
     box = run_with_heartbeat(ex.explore, ui)
     ui.end()
     if "error" in box:

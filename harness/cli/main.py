@@ -6,25 +6,19 @@ a missing prerequisite): the message says what to fix.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sys
 import threading
 from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from harness.cli.common import EXIT, console, error_line, out, require_root, stop_on_signals
+
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Jepsen-style fault injection and checking for Kafka's exactly-once guarantees.")
-# errors and notes stay one line each however narrow the terminal (logs, CI, grep)
-console = Console(stderr=True, soft_wrap=True)
-out = Console()
-
-EXIT = {True: 0, False: 1, "unknown": 2}
 
 
 def _plain_help() -> None:
@@ -93,34 +87,6 @@ def _require_tools(scn) -> None:
         raise typer.Exit(2)
 
 
-def error_line(exc: BaseException) -> str:
-    """The line ``eos-chaos run`` prints for an error that ended a run: for a namespace or link
-    name, or a port, that something else holds, what it is and what to do; else the error."""
-    import re
-
-    text = str(exc)
-    m = re.search(r"`ip (netns|link) add ([^\s`]+)", text)
-    if m and "File exists" in text:
-        kind, name = ("namespace", m.group(2)) if m.group(1) == "netns" else ("network link", m.group(2))
-        return (f"{kind} {name} exists and could not be removed (another program made it or still uses it: "
-                f"`ip netns pids {name}` / `ip link show {name}`); remove it, or run `sudo eos-chaos cleanup`, "
-                "then run again")
-    if "Address already in use" in text:
-        # Kafka: "Socket server failed to bind to 198.18.0.11:9092: Address already in use"
-        port = re.search(r"bind to \S*?:(\d+)|\bport (\d+)", text)
-        which = f"port {port.group(1) or port.group(2)}" if port else "a port the run needs"
-        return (f"{which} is taken by another program (Address already in use): `ss -ltnp` shows which; "
-                "stop it, then run again")
-    return f"{type(exc).__name__}: {text}"
-
-
-def _require_root() -> None:
-    if os.geteuid() != 0:
-        console.print("[red]eos-chaos needs root[/]: it creates network namespaces and iptables rules. "
-                      "Run it with sudo.")
-        raise typer.Exit(2)
-
-
 def _summary(verdict: dict) -> str:
     """One line (plus notes) for the terminal: the verdict, then the anomalies that make it
     invalid, those the scenario expects, and liveness reports, each as ``name: count``."""
@@ -181,7 +147,7 @@ def run(
     except ScenarioError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2)
-    _require_root()
+    require_root()
     _require_tools(scn)
     update: dict = {}
     if seed is not None:
@@ -194,8 +160,7 @@ def run(
 
     stop = threading.Event()
     # Ctrl-C or SIGTERM ends the load early; heal, drain, check and teardown still run
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop_on_signals(stop)
     progress = Progress()
     result_box: dict = {}
 
@@ -246,6 +211,7 @@ def suite(
     """Run a matrix of scenarios x seeds x Kafka versions (x backends), resuming where an earlier call stopped;
     write index.html, junit.xml and summary.json. Exit 0 all valid, 1 any invalid, 2 otherwise."""
     from harness.detect import suite as st
+    from harness.detect import suite_run
     from harness.detect.suite_outputs import RichSuiteProgress, print_plan, run_with_heartbeat
 
     try:
@@ -259,14 +225,13 @@ def suite(
     if dry_run:
         print_plan(out, cells, suite_dir, fresh=fresh, kind="suite", describe=lambda c: f"({c.source})")
         raise typer.Exit(0)
-    _require_root()
+    require_root()
     stop = threading.Event()
     # Ctrl-C or SIGTERM: the run under way heals, drains and checks, is recorded as interrupted;
     # no further run starts. The same command later resumes.
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop_on_signals(stop)
     ui = RichSuiteProgress(console)
-    box = run_with_heartbeat(lambda: st.run_suite(cells, results, suite_dir, name=spec.suite, source=str(suite_file),
+    box = run_with_heartbeat(lambda: suite_run.run_suite(cells, results, suite_dir, name=spec.suite, source=str(suite_file),
                                                   stop=stop, listener=ui, fresh=fresh), ui)
     if "error" in box:
         console.print(f"[red]error:[/] {type(box['error']).__name__}: {box['error']}")
@@ -288,7 +253,8 @@ def check(
     max_examples: int = typer.Option(10, help="examples kept per anomaly"),
 ) -> None:
     """Re-check a history (meta.json and scenario.yaml beside it are used when present)."""
-    from checkers.run import RunDir, check_run
+    from checkers.run import RunDir
+    from checkers.verdict import check_run
 
     if not history.is_file():
         console.print(f"[red]error:[/] {history} does not exist")
@@ -433,7 +399,7 @@ def cleanup() -> None:
     and (when a Docker engine runs) every container, network and volume labelled by the harness."""
     from harness.cluster.backends import clean_everything
 
-    _require_root()
+    require_root()
     problems = clean_everything()
     for p in problems:
         console.print(f"[red]could not undo:[/] {p}")
@@ -468,7 +434,7 @@ def bench_cluster_ready(backend: list[str] = typer.Option(None, "--backend", hel
     from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
     from harness.bench.cluster_ready import run_cluster_ready
 
-    _require_root()
+    require_root()
     try:
         res = run_cluster_ready(backend or ["netns", "docker"], runs, kafka_version or DEFAULT_KAFKA_VERSION,
                                 log=lambda s: console.print(s, highlight=False))
@@ -504,7 +470,7 @@ def bench_eos_cost(record_bytes: int = typer.Option(1024, help="record value siz
     the harness's producer and kafka-producer-perf-test, interleaved on one real cluster (root)."""
     from harness.bench.eos_cost import run_eos_cost, table
 
-    _require_root()
+    require_root()
     try:
         res = run_eos_cost(record_bytes, seconds, rounds, warmup, kafka_version,
                            log=lambda s: console.print(s, highlight=False))
@@ -530,7 +496,7 @@ def bench_txn_rate(producers: int = typer.Option(32, min=1, max=64, help="transa
     CPU the harness uses, alternating on one real cluster (root)."""
     from harness.bench.txn_rate import run_txn_rate
 
-    _require_root()
+    require_root()
     try:
         res = run_txn_rate(producers, producers_per_worker, partitions, seconds, rounds,
                            kafka_version=kafka_version, log=lambda s: console.print(s, highlight=False))

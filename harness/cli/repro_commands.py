@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
+
+from harness.cli.common import console, out, require_root
 
 repro_app = typer.Typer(help="Reproduce the harness's findings (docs/findings/) on a fresh cluster.",
                         no_args_is_help=True)
-console = Console(stderr=True)
-out = Console()
-
-
-def _require_root() -> None:
-    if os.geteuid() != 0:
-        console.print("[red]eos-chaos repro needs root[/]: it creates network namespaces. Run it with sudo.")
-        raise typer.Exit(2)
 
 
 @repro_app.command("f1")
@@ -43,7 +35,7 @@ def f1(
     if bad:
         console.print(f"[red]error:[/] unknown variant {bad}; known: {', '.join(VARIANTS)}")
         raise typer.Exit(2)
-    _require_root()
+    require_root("eos-chaos repro", "it creates network namespaces")
     try:
         res = run_f1(results, tries=tries, variants=variant or None,
                      kafka_version=kafka_version or DEFAULT_KAFKA_VERSION)
@@ -79,7 +71,7 @@ def f2(
     from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, ArtifactError
     from harness.findings.f2 import run_f2
 
-    _require_root()
+    require_root("eos-chaos repro", "it creates network namespaces")
     try:
         res = run_f2(results, kafka_version=kafka_version or DEFAULT_KAFKA_VERSION)
     except (ArtifactError, RuntimeError, TimeoutError) as exc:

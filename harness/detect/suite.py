@@ -41,12 +41,11 @@ import json
 import os
 import socket
 import statistics
-import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal
+from typing import Any, Iterable, Literal
 
 import yaml
 from pydantic import Field, field_validator
@@ -461,18 +460,6 @@ class SuiteListener:
     def end(self, summary: dict, paths: dict[str, Path]) -> None: ...
 
 
-@dataclass
-class SuiteResult:
-    summary: dict
-    paths: dict[str, Path]
-    ran: list[str] = field(default_factory=list)      # cell ids run by this call
-    skipped: list[str] = field(default_factory=list)  # cell ids finished earlier (resumed)
-
-    @property
-    def exit_code(self) -> int:
-        return self.summary["exit_code"]
-
-
 def run_dir_since(results_root: str | Path, cell: Cell, started: float) -> Path | None:
     """The newest run folder of ``cell`` begun at or after Unix time ``started`` (s), found by
     its name (``<UTC start>-s<seed>``, harness.run.runner): where an errored run left its logs."""
@@ -500,66 +487,3 @@ def clocked_progress():
 
 def default_suite_dir(results_root: str | Path, name: str) -> Path:
     return Path(results_root) / "suites" / name
-
-
-def run_suite(cells: list[Cell], results_root: str | Path, suite_dir: str | Path, *, name: str,
-              source: str | None = None, runner: Callable[..., Any] | None = None,
-              stop: threading.Event | None = None, listener: SuiteListener | None = None,
-              fresh: bool = False) -> SuiteResult:
-    """Run the cells not finished earlier, one after another; after each, append its record and
-    rewrite the outputs. Returns the summary (also in ``suite_dir``).
-
-    ``runner`` is ``harness.run.runner.run_scenario`` unless given (same signature). ``stop`` ends
-    the current run's load early (it still heals, drains and checks; it is recorded as
-    interrupted) and runs no further cell. A runner exception is recorded as an error and the
-    suite goes on. ``fresh`` moves an existing runs.jsonl aside (``runs-<time>.jsonl``) first.
-    """
-    if runner is None:
-        from harness.run.runner import run_scenario as runner
-    from harness.detect.suite_outputs import write_outputs
-
-    stop = stop or threading.Event()
-    listener = listener or SuiteListener()
-    d = Path(suite_dir)
-    d.mkdir(parents=True, exist_ok=True)
-    rec_path = d / RECORDS
-    if fresh and rec_path.exists():
-        rec_path.rename(d / f"runs-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.jsonl")
-    records = read_records(rec_path)
-    todo = pending(cells, records, d)
-    todo_ids = {c.id for c in todo}
-    skipped = [c.id for c in cells if c.id not in todo_ids]
-    overhead = overhead_s(records.values())
-    listener.begin(cells, todo, overhead, d)
-    ran: list[str] = []
-    paths = write_outputs(d, summarize(name, source, cells, records))
-    for cell in todo:
-        if stop.is_set():
-            break
-        progress = clocked_progress()
-        listener.run_started(cell, progress)
-        started, t0 = time.time(), time.monotonic()
-        try:
-            res = runner(cell.scenario, results_root, source=cell.source, progress=progress, stop=stop)
-        except Exception as exc:  # recorded, shown, and the suite goes on
-            res, status, error = None, INTERRUPTED if stop.is_set() else ERROR, f"{type(exc).__name__}: {exc}"
-        else:
-            status = INTERRUPTED if stop.is_set() else status_of(res.verdict)
-        begun = progress.__dict__.get("working_since", t0)
-        timing = dict(started=started, wall_s=time.monotonic() - begun, waited_s=begun - t0)
-        if res is None:
-            rec = make_record(cell, d, status=status, error=error,
-                              run_dir=run_dir_since(results_root, cell, started), **timing)
-        else:
-            rec = make_record(cell, d, status=status, verdict=res.verdict, run_dir=res.run_dir,
-                              report=res.report, problems=list(res.problems), **timing)
-        append_record(rec_path, rec)
-        records[cell.id] = rec
-        ran.append(cell.id)
-        overhead = overhead_s(records.values())
-        listener.run_finished(cell, rec, overhead)
-        paths = write_outputs(d, summarize(name, source, cells, records))
-    summary = summarize(name, source, cells, records)
-    paths = write_outputs(d, summary)
-    listener.end(summary, paths)
-    return SuiteResult(summary, paths, ran, skipped)

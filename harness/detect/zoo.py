@@ -41,7 +41,8 @@ from typing import Any, Callable, Iterable
 import yaml
 
 from harness.run.scenario import START_AFTER_OK, Scenario, validate_model
-from harness.detect.suite import (FINISHED, INVALID, Cell, SuiteListener, current_record, read_records, run_suite)
+from harness.detect.suite import (FINISHED, INVALID, Cell, SuiteListener, current_record, read_records)
+from harness.detect.suite_run import run_suite
 
 ZOO_KEYS = ("base", "must_find", "control")
 ZOO_JSON, ZOO_HTML = "zoo.json", "zoo.html"

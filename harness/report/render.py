@@ -64,7 +64,8 @@ def check_and_render(run_dir: Path, max_examples: int = 10) -> tuple[dict, Path]
     maybe no meta.json). The history is read once (checkers.history) for both. Writes
     verdict.json (with meta.json's ``versions``) and report.html; returns (verdict, report).
     Raises FileNotFoundError when run_dir has no history.jsonl."""
-    from checkers.run import RunDir, check_run
+    from checkers.run import RunDir
+    from checkers.verdict import check_run
 
     d = RunDir(run_dir)
     if not d.history.is_file():

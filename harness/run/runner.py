@@ -25,7 +25,8 @@ from pathlib import Path
 
 import yaml
 
-from checkers.run import RunDir, RunMeta, check_run
+from checkers.run import RunDir, RunMeta
+from checkers.verdict import check_run
 from harness.cluster.broker_events import scan_broker_logs
 from harness.cluster.backends import make_backend
 from harness.cluster.client_access import cluster_workload, renamed_targets, run_names

@@ -297,7 +297,8 @@ def test_unseen_after_a_final_drain_fails_the_run():
 
 # -- one run contract ----------------------------------------------------------------------
 def test_check_run_judges_a_killed_controllers_folder(tmp_path):
-    from checkers.run import RunDir, check_run
+    from checkers.run import RunDir
+    from checkers.verdict import check_run
     d = RunDir(tmp_path)
     text = "".join(line + "\n" for line in _unseen(final=False).lines())
     d.history.write_text(text[:-9])  # the last line cut mid-way: a killed controller

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.detect import suite as st
+from harness.detect import suite_run as sr
 from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION
 from harness.cli.main import app
 from harness.run.runner import RunResult
@@ -272,7 +273,7 @@ def test_run_suite_records_writes_outputs_and_resumes_without_repeating(tmp_path
     invalid = {"valid": False, "anomalies": {"lost-write": [{"explanation": "value 7 acknowledged, never read"}]},
                "anomaly_counts": {"lost-write": 1}, "failing": ["lost-write"], "allowed": []}
     runner = StandInRunner({2: invalid}, fail_on_seed=3)
-    res = st.run_suite(cells, results, suite_dir, name="n", runner=runner)
+    res = sr.run_suite(cells, results, suite_dir, name="n", runner=runner)
     assert [c[1] for c in runner.calls] == [1, 2, 3]
     assert runner.calls[0] == ("alpha", 1, "4.3.1", 10.0, cells[0].source)
     assert res.exit_code == 1 and res.ran == [c.id for c in cells] and res.skipped == []
@@ -288,18 +289,18 @@ def test_run_suite_records_writes_outputs_and_resumes_without_repeating(tmp_path
         assert (suite_dir / name).is_file(), name
 
     again = StandInRunner({})
-    res2 = st.run_suite(cells, results, suite_dir, name="n", runner=again)
+    res2 = sr.run_suite(cells, results, suite_dir, name="n", runner=again)
     assert [c[1] for c in again.calls] == [3], "only the errored run runs again"
     assert res2.skipped == [cells[0].id, cells[1].id]
     assert res2.exit_code == 1, "the invalid run of the first call still counts"
 
     nothing = StandInRunner({})
-    res3 = st.run_suite(cells, results, suite_dir, name="n", runner=nothing)
+    res3 = sr.run_suite(cells, results, suite_dir, name="n", runner=nothing)
     assert nothing.calls == [] and res3.ran == []
     assert len((suite_dir / "runs.jsonl").read_text().splitlines()) == 4
 
     fresh = StandInRunner({})
-    res4 = st.run_suite(cells, results, suite_dir, name="n", runner=fresh, fresh=True)
+    res4 = sr.run_suite(cells, results, suite_dir, name="n", runner=fresh, fresh=True)
     assert len(fresh.calls) == 3 and res4.exit_code == 0
     assert len(list(suite_dir.glob("runs-*.jsonl"))) == 1, "the old records are kept aside"
 
@@ -310,12 +311,12 @@ def test_interrupted_suite_stops_records_the_cut_run_and_resumes_it(tmp_path):
     suite_dir = st.default_suite_dir(results, "n")
     stop = threading.Event()
     runner = StandInRunner({}, stop_on_seed=2, stop=stop)
-    res = st.run_suite(cells, results, suite_dir, name="n", runner=runner, stop=stop)
+    res = sr.run_suite(cells, results, suite_dir, name="n", runner=runner, stop=stop)
     assert [c[1] for c in runner.calls] == [1, 2], "no run starts after the interruption"
     assert [r["status"] for r in res.summary["runs"]] == [st.VALID, st.INTERRUPTED, st.NOT_RUN]
     assert res.exit_code == 2 and res.summary["complete"] is False
     resumed = StandInRunner({})
-    res2 = st.run_suite(cells, results, suite_dir, name="n", runner=resumed)
+    res2 = sr.run_suite(cells, results, suite_dir, name="n", runner=resumed)
     assert [c[1] for c in resumed.calls] == [2, 3]
     assert res2.exit_code == 0 and res2.summary["complete"] is True
 
@@ -330,7 +331,7 @@ def test_run_time_excludes_waiting_for_the_cluster_lock(tmp_path):
         time.sleep(0.1)
         return StandInRunner({})(scn, results_root, source=source, progress=progress, stop=stop)
 
-    res = st.run_suite([cell], tmp_path / "r", tmp_path / "r" / "suites" / "n", name="n", runner=queued_runner)
+    res = sr.run_suite([cell], tmp_path / "r", tmp_path / "r" / "suites" / "n", name="n", runner=queued_runner)
     row = res.summary["runs"][0]
     assert row["waited_s"] >= 1.0 and 0.1 <= row["wall_s"] < 1.0, row
 
@@ -349,7 +350,7 @@ def test_listener_sees_every_run_and_a_shrinking_estimate(tmp_path):
         def end(self, summary, paths):
             seen.append(("end", summary["exit_code"], sorted(paths)))
 
-    st.run_suite(cells, tmp_path / "r", tmp_path / "r" / "suites" / "n", name="n", runner=StandInRunner({}),
+    sr.run_suite(cells, tmp_path / "r", tmp_path / "r" / "suites" / "n", name="n", runner=StandInRunner({}),
                  listener=Listener())
     assert seen == [("begin", 2, 2 * (10 + st.DEFAULT_OVERHEAD_S)), ("done", cells[0].id, st.VALID),
                     ("done", cells[1].id, st.VALID), ("end", 0, ["index", "junit", "summary"])]
@@ -362,7 +363,7 @@ def test_cli_dry_run_lists_the_matrix_and_what_is_left(tmp_path):
     suite_file = write_suite(d, "suite: n\nscenarios: ['*.yaml']\nseeds: [1]\nkafka_versions: [4.3.1]\nduration: 20\n")
     cells = st.expand(st.load_suite(suite_file), d)
     results = tmp_path / "results"
-    st.run_suite(cells[:1], results, st.default_suite_dir(results, "n"), name="n", runner=StandInRunner({}))
+    sr.run_suite(cells[:1], results, st.default_suite_dir(results, "n"), name="n", runner=StandInRunner({}))
     r = CliRunner().invoke(app, ["suite", str(suite_file), "--results", str(results), "--dry-run"])
     assert r.exit_code == 0, r.output
     assert "done  alpha/s1/kafka-4.3.1  20 s" in r.output

@@ -69,15 +69,10 @@ Cleanup (harness.cluster.docker.cleanup)
 from __future__ import annotations
 
 
-class DockerError(RuntimeError):
-    """The engine, an image build or a container failed; the message is one line saying what
-    to do (install, start, free, or read which log)."""
-
-
-from harness.cluster.docker.cleanup import cleanup, leftovers  # noqa: E402
-from harness.cluster.docker.engine import DOCKERD_FLAGS, engine_client, ensure_engine, stop_engine  # noqa: E402
-from harness.cluster.docker.image import BASE_TAG, build_kafka_image, image_tag  # noqa: E402
-from harness.cluster.docker.nodes import (CONFIG_DIR, DATA_DIR, LABEL_HARNESS, LABEL_RUN,  # noqa: E402
+from harness.cluster.docker.cleanup import cleanup, leftovers
+from harness.cluster.docker.engine import DOCKERD_FLAGS, DockerError, engine_client, ensure_engine, stop_engine
+from harness.cluster.docker.image import BASE_TAG, build_kafka_image, image_tag
+from harness.cluster.docker.nodes import (CONFIG_DIR, DATA_DIR, LABEL_HARNESS, LABEL_RUN,
                                   BrokerContainer, DockerNet, create_network, labels, nsenter_prefix)
 
 __all__ = [

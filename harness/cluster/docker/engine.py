@@ -29,7 +29,12 @@ from pathlib import Path
 import docker
 from docker.errors import DockerException
 
-from harness.cluster.docker import DockerError
+
+class DockerError(RuntimeError):
+    """The engine, an image build or a container failed; the message is one line saying what
+    to do (install, start, free, or read which log)."""
+
+
 
 #: the test range (RFC 2544 198.18.0.0/15), upper half: harness.cluster.namespaces uses 198.18.0.0/24
 ADDRESS_POOL = "198.19.0.0/16"

@@ -28,7 +28,7 @@ import docker
 from docker.errors import APIError, BuildError, ImageNotFound
 
 from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, kafka_dist
-from harness.cluster.docker import DockerError
+from harness.cluster.docker.engine import DockerError
 
 BASE_TAG = "kafka-eos-chaos/debian-base:bookworm-jre17"
 IMAGE_REPO = "kafka-eos-chaos/kafka"

@@ -19,7 +19,7 @@ from pathlib import Path
 import docker
 from docker.errors import APIError, NotFound
 
-from harness.cluster.docker import DockerError
+from harness.cluster.docker.engine import DockerError
 from harness.cluster.docker.engine import ADDRESS_POOL
 
 LABEL_HARNESS = "eos-chaos.harness"
