@@ -7,6 +7,7 @@ Never imports harness or nemesis (ARCHITECTURE.md). Public API:
 * one finder per anomaly, ``<anomaly>_cases(h) -> list[dict]`` (ANOMALIES.md).
 """
 
+from .app import app_cases
 from .cycles import cycle_cases, g0_cases, g1c_cases
 from .duplicate import duplicate_cases
 from .g1a import g1a_cases
@@ -33,5 +34,5 @@ __all__ = [
     "nonmonotonic_poll_cases", "poll_skip_cases", "realtime_lag_cases", "unseen_cases",
     "precommitted_read_cases", "nonmonotonic_send_cases", "cycle_cases", "g0_cases",
     "g1c_cases", "torn_transaction_cases", "zombie_write_cases", "pipeline_cases",
-    "sink_cases", "stalled_lso_cases", "unavailable_cases",
+    "sink_cases", "app_cases", "stalled_lso_cases", "unavailable_cases",
 ]

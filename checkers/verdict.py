@@ -34,13 +34,14 @@ from typing import Any, Callable, Iterable
 
 import polars as pl
 
+from .app import app_stats
 from .history import History, as_history
 from .log import final_keys, index, log
 from .timing import laps
 from .realtime_lag import lag_quantiles_ms
 from .run import RunDir, RunMeta
 
-LIVENESS = frozenset({"stalled-lso", "realtime-lag", "unavailable"})
+LIVENESS = frozenset({"stalled-lso", "realtime-lag", "unavailable", "app-stalled"})
 WORKERS = max(1, min(4, os.cpu_count() or 1))  # finders run side by side on threads
 # the costliest finders start first (the rest fill in around them)
 HEAVY = {"cycle_cases": 0, "impossible_cycle_cases": 1, "poll_skip_cases": 2,
@@ -69,6 +70,7 @@ def _finders() -> list[tuple[str, Callable[[History, dict], list[dict]]]]:
         ("zombie_write_cases", "zombie_write", None),
         ("pipeline_cases", "pipeline", lambda m: {"pipeline": m.pipeline}),
         ("sink_cases", "sink", lambda m: {"sink": m.sink}),
+        ("app_cases", "app", lambda m: {"app": m.app}),
         ("stalled_lso_cases", "stalled_lso",
          lambda m: {"bound_s": m.liveness.stalled_lso_bound_s}),
         ("realtime_lag_cases", "realtime_lag",
@@ -99,7 +101,12 @@ def check(
     described in the module docstring.
     """
     meta, unknown = RunMeta.coerce(meta)
-    allowed_l = sorted(set(allowed))
+    allowed = set(allowed)
+    if meta.app and meta.app.get("semantics") == "at-least-once":  # the app declares its duplicates
+        allowed.add("eos-duplicate")
+    if meta.app and meta.app.get("match_error"):
+        unknown.append(f"app: {meta.app['match_error']}")
+    allowed_l = sorted(allowed)
     fail_on = set(meta.fail_on)
     try:
         h = as_history(history)
@@ -126,7 +133,10 @@ def check(
 
     def stats():
         try:
-            return _stats(h)
+            out = _stats(h)
+            if meta.app:  # input/output counts per partition, input-to-output lag (checkers.app)
+                out["app"] = app_stats(h, meta.app)
+            return out
         except Exception as e:  # noqa: BLE001
             return {"error": f"{type(e).__name__}: {e}"}
         finally:

@@ -1,0 +1,197 @@
+"""End to end checks of a user's application under test (the ``app`` workload).
+
+The application is a black box between input topics the harness writes (transactional or
+idempotent producers, unique integer values, as txn-queue) and output topics the harness reads
+(read_committed consumers during the run, and a final drain after the application caught up).
+Each output record names the input it came from through the scenario's ``match`` (value, key,
+a JSON path, a regular expression or a user's function); the harness's readers record the
+input value an output record names, so the checker compares two sets of values.
+
+History: output observations are ops with ``f == "app-poll"``; their ok completion value has a
+poll's shape, ``[["poll", {"out/0": [[offset, input_value | null], ...]}]]``, ``null`` where
+the match names no input. ``meta.final`` marks the final drain's. The input side is the usual
+send/poll/txn history of the input keys.
+
+Run metadata (``meta["app"]``)::
+
+    {"input_keys": ["in/0", ...], "output_keys": ["out/0", ...],
+     "semantics": "exactly-once" | "at-least-once",   # at-least-once: duplicates allowed
+     "order": "none" | "per-partition",               # per-partition: outputs keep input order
+     "lag_bound_s": 60.0 | None,                        # app-stalled bound (None: measured only)
+     "drain_complete": true,                            # the final drain reached every end
+     "match_error": null | "..."}                      # the match mapped no output record
+
+Anomalies (docs/anomalies.md):
+
+* ``eos-loss``: a committed input with no output record naming it.
+* ``eos-duplicate``: a committed input named by more than one output record (distinct output
+  offsets); allowed when ``semantics`` is at-least-once (listed, not failing).
+* ``eos-aborted-read``: an output record names an input that was aborted (its transaction
+  failed and no read_committed reader ever saw it): the application read uncommitted data.
+* ``eos-phantom``: an output record names no input the harness wrote.
+* ``eos-reorder``: with ``order: per-partition``, two inputs of one input partition appear in
+  one output partition in the opposite order of their input offsets.
+* ``app-stalled`` (liveness): an input committed during the load whose output the harness's
+  readers first saw more than ``lag_bound_s`` after the input's commit, or never during the
+  load while the final drain found it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable
+
+import polars as pl
+
+from .history import History
+from .log import log, writes
+
+ANOMALIES = ("eos-loss", "eos-duplicate", "eos-aborted-read", "eos-phantom", "eos-reorder", "app-stalled")
+
+
+def _output_obs(h: History) -> list[tuple[str, int, Any, int | None, bool]]:
+    """(output key, offset, input value or None, completion time ns, final) per record of
+    every ok ``app-poll`` op, in op order."""
+    out = []
+    f, typ, ctime, final = (h.ops[c] for c in ("f", "type", "complete_time", "final"))
+    for op, ex in sorted(h.extras.items()):
+        if f[op] != "app-poll" or typ[op] != "ok":
+            continue
+        val = ex.get("completion_value")
+        if not isinstance(val, list):
+            continue
+        for mop in val:
+            if not (isinstance(mop, list) and len(mop) == 2 and mop[0] == "poll" and isinstance(mop[1], dict)):
+                continue
+            for key, pairs in mop[1].items():
+                for pair in pairs if isinstance(pairs, list) else ():
+                    if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], int):
+                        v = pair[1] if isinstance(pair[1], int) and not isinstance(pair[1], bool) else None
+                        out.append((str(key), pair[0], v, ctime[op], bool(final[op])))
+    return out
+
+
+def _inputs(h: History, input_keys: Iterable[str]) -> tuple[dict[int, tuple[str, int | None, int | None]], set[int], set[int]]:
+    """(committed: value -> (key, offset, commit time ns), aborted values, every written value)
+    of the input keys. Committed: in the committed log as read, or a write that must have
+    committed; aborted: a write of a failed op that no reader saw."""
+    keys = set(input_keys)
+    kid = {k: i for i, k in enumerate(h.keys) if k in keys}
+    committed: dict[int, tuple[str, int | None, int | None]] = {}
+    for k, off, v in log(h).filter(pl.col("key").is_in(list(kid.values()))).select("key", "offset", "value").iter_rows():
+        committed[v] = (h.keys[k], off, None)
+    w = writes(h).filter(pl.col("key").is_in(list(kid.values())))
+    written: set[int] = set()
+    aborted: set[int] = set()
+    for k, off, v, typ, ct, read, comm in w.select("key", "offset", "value", "type", "complete_time", "read",
+                                                   "committed").iter_rows():
+        written.add(v)
+        if comm or v in committed:
+            prev = committed.get(v)
+            committed[v] = (h.keys[k], off if off is not None else (prev[1] if prev else None),
+                            ct if typ == "ok" else None)
+        elif typ == "fail" and not read:
+            aborted.add(v)
+    return committed, aborted, written
+
+
+def app_cases(h: History, app: dict | None = None) -> list[dict]:
+    """The app workload's anomalies (module docstring). Without ``app`` there are none.
+    Example: ``{"anomaly", "value", "key" (input key), "offset" (input offset), "outputs"
+    ([output key, offset] pairs), "explanation"}``. Returns [] when the match mapped no output
+    record (``match_error``): the verdict then names that as an unknown reason instead."""
+    if not app or app.get("match_error"):
+        return []
+    committed, aborted, written = _inputs(h, app.get("input_keys") or [])
+    obs = _output_obs(h)
+    occ: dict[Any, set[tuple[str, int]]] = defaultdict(set)
+    first_seen: dict[int, int] = {}
+    for key, off, v, t, final in obs:
+        occ[v].add((key, off))
+        if v is not None and not final and t is not None:
+            first_seen[v] = min(first_seen.get(v, t), t)
+    out: list[dict] = []
+    at_least_once = app.get("semantics") == "at-least-once"
+    for v, (k, o, _t) in sorted(committed.items()):
+        where = sorted(occ.get(v, ()))
+        if not where:
+            if app.get("drain_complete", True):
+                out.append({"anomaly": "eos-loss", "value": v, "key": k, "offset": o, "outputs": [],
+                            "explanation": f"committed input {v} ({k}@{o}) has no output record"})
+        elif len(where) > 1:
+            out.append({"anomaly": "eos-duplicate", "value": v, "key": k, "offset": o,
+                        "outputs": [list(x) for x in where], "count": len(where),
+                        "explanation": f"committed input {v} ({k}@{o}) has {len(where)} output records: "
+                                       + ", ".join(f"{a}@{b}" for a, b in where)
+                                       + (" (allowed: at-least-once)" if at_least_once else "")})
+    for v in sorted(x for x in occ if x is not None and x not in committed):
+        where = sorted(occ[v])
+        if v in aborted:
+            out.append({"anomaly": "eos-aborted-read", "value": v, "outputs": [list(x) for x in where],
+                        "explanation": f"output {', '.join(f'{a}@{b}' for a, b in where)} names input {v}, "
+                                       "whose transaction was aborted: the application read uncommitted data"})
+        elif v not in written:
+            out.append({"anomaly": "eos-phantom", "value": v, "outputs": [list(x) for x in where],
+                        "explanation": f"output {', '.join(f'{a}@{b}' for a, b in where)} names input {v}, "
+                                       "which the harness never wrote"})
+    for key, off in sorted(occ.get(None, ())):
+        out.append({"anomaly": "eos-phantom", "value": None, "outputs": [[key, off]],
+                    "explanation": f"output {key}@{off} names no input (the match found none in it)"})
+    if app.get("order") == "per-partition":
+        out += _reorders(obs, committed)
+    bound = app.get("lag_bound_s")
+    if bound is not None:
+        for v, (k, o, t) in sorted(committed.items()):
+            if t is None or v not in occ:
+                continue
+            seen = first_seen.get(v)
+            lag_s = None if seen is None else (seen - t) / 1e9
+            if seen is None or lag_s > bound:
+                out.append({"anomaly": "app-stalled", "value": v, "key": k, "offset": o, "lag_s": lag_s,
+                            "explanation": (f"input {v} ({k}@{o}) committed at {t / 1e9:.1f} s "
+                                            + ("reached the output only in the final drain" if seen is None else
+                                               f"first seen in the output {lag_s:.1f} s later") +
+                                            f" (bound {bound:g} s)")})
+    return out
+
+
+def _reorders(obs, committed) -> list[dict]:
+    """eos-reorder: per (output key, input key), input offsets must rise with output offsets."""
+    seq: dict[tuple[str, str], dict[int, int]] = defaultdict(dict)
+    for key, off, v, _t, _f in obs:
+        if v in committed and committed[v][1] is not None:
+            seq[(key, committed[v][0])][off] = committed[v][1]
+    out = []
+    for (okey, ikey), m in sorted(seq.items()):
+        prev = None
+        for off in sorted(m):
+            if prev is not None and m[off] < prev[1]:
+                out.append({"anomaly": "eos-reorder", "key": ikey, "outputs": [[okey, prev[0]], [okey, off]],
+                            "explanation": f"{ikey}@{prev[1]} is at {okey}@{prev[0]}, before {ikey}@{m[off]} "
+                                           f"at {okey}@{off}, but its input offset is higher"})
+            prev = (off, max(m[off], prev[1]) if prev else m[off])
+    return out
+
+
+def app_stats(h: History, app: dict | None = None) -> dict:
+    """Input/output counts per partition and the input-to-output lag quantiles (ms) of an app
+    run: ``{"inputs": {key: n}, "outputs": {key: n}, "lag_ms": {"p50", "p99", "max", "n"}}``."""
+    if not app:
+        return {}
+    committed, _aborted, _w = _inputs(h, app.get("input_keys") or [])
+    obs = _output_obs(h)
+    inputs: dict[str, int] = defaultdict(int)
+    for k, _o, _t in committed.values():
+        inputs[k] += 1
+    outputs: dict[str, int] = defaultdict(int)
+    first_seen: dict[int, int] = {}
+    for key, off, v, t, final in obs:
+        outputs[key] += 1
+        if v is not None and not final and t is not None:
+            first_seen[v] = min(first_seen.get(v, t), t)
+    lags = sorted((first_seen[v] - t) / 1e6 for v, (_k, _o, t) in committed.items() if t is not None and v in first_seen)
+    q = {}
+    if lags:
+        q = {"p50": round(lags[len(lags) // 2], 1), "p99": round(lags[min(len(lags) - 1, int(len(lags) * 0.99))], 1),
+             "max": round(lags[-1], 1), "n": len(lags)}
+    return {"inputs": dict(sorted(inputs.items())), "outputs": dict(sorted(outputs.items())), "lag_ms": q}
