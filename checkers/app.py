@@ -19,11 +19,15 @@ Run metadata (``meta["app"]``)::
      "order": "none" | "per-partition",               # per-partition: outputs keep input order
      "lag_bound_s": 60.0 | None,                        # app-stalled bound (None: measured only)
      "drain_complete": true,                            # the final drain reached every end
+     "caught_up": true | false | null,                  # every committed input in the output
+                                                        # before the app was stopped
      "match_error": null | "..."}                      # the match mapped no output record
 
 Anomalies (docs/anomalies.md):
 
-* ``eos-loss``: a committed input with no output record naming it.
+* ``eos-loss``: a committed input with no output record naming it. When the application had
+  not caught up when it was stopped (``caught_up: false``), a missing input may be a stall:
+  each is then an ``app-stalled`` case and the verdict is unknown, never valid.
 * ``eos-duplicate``: a committed input named by more than one output record (distinct output
   offsets); allowed when ``semantics`` is at-least-once (listed, not failing).
 * ``eos-aborted-read``: an output record names an input that was aborted (its transaction
@@ -112,10 +116,17 @@ def app_cases(h: History, app: dict | None = None) -> list[dict]:
             first_seen[v] = min(first_seen.get(v, t), t)
     out: list[dict] = []
     at_least_once = app.get("semantics") == "at-least-once"
+    stalled = app.get("caught_up") is False  # the app never named every input: loss or stall?
+    missing = 0
     for v, (k, o, _t) in sorted(committed.items()):
         where = sorted(occ.get(v, ()))
         if not where:
-            if app.get("drain_complete", True):
+            if stalled:
+                missing += 1
+                out.append({"anomaly": "app-stalled", "value": v, "key": k, "offset": o, "lag_s": None,
+                            "explanation": f"committed input {v} ({k}@{o}) has no output record, and the "
+                                           "application had stopped making progress when it was stopped"})
+            elif app.get("drain_complete", True):
                 out.append({"anomaly": "eos-loss", "value": v, "key": k, "offset": o, "outputs": [],
                             "explanation": f"committed input {v} ({k}@{o}) has no output record"})
         elif len(where) > 1:
@@ -137,6 +148,11 @@ def app_cases(h: History, app: dict | None = None) -> list[dict]:
     for key, off in sorted(occ.get(None, ())):
         out.append({"anomaly": "eos-phantom", "value": None, "outputs": [[key, off]],
                     "explanation": f"output {key}@{off} names no input (the match found none in it)"})
+    if missing:
+        out.append({"anomaly": "eos-loss", "unknown": True,
+                    "explanation": f"{missing} committed inputs have no output record, but the application "
+                                   "did not catch up before it was stopped (app-stalled): a loss cannot be told "
+                                   "from a stall; a longer output.catch_up_s / quiet_s tells them apart"})
     if app.get("order") == "per-partition":
         out += _reorders(obs, committed)
     bound = app.get("lag_bound_s")
@@ -185,8 +201,11 @@ def app_stats(h: History, app: dict | None = None) -> dict:
         inputs[k] += 1
     outputs: dict[str, int] = defaultdict(int)
     first_seen: dict[int, int] = {}
+    counted: set[tuple[str, int]] = set()
     for key, off, v, t, final in obs:
-        outputs[key] += 1
+        if (key, off) not in counted:  # an output record read by several readers counts once
+            counted.add((key, off))
+            outputs[key] += 1
         if v is not None and not final and t is not None:
             first_seen[v] = min(first_seen.get(v, t), t)
     lags = sorted((first_seen[v] - t) / 1e6 for v, (_k, _o, t) in committed.items() if t is not None and v in first_seen)

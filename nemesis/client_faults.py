@@ -1,6 +1,7 @@
-"""Faults on client processes: SIGKILL a producer, consumer, processor or Spark driver and
-restart it (as a new history process, same transactional.id), or SIGSTOP it and resume it
-(a zombie in the making). The op value names the client worker: ``{"client": "producer-1"}``.
+"""Faults on client processes: SIGKILL a producer, consumer, processor, Spark driver or app
+instance and restart it (as a new history process, same transactional.id), stop it gracefully
+and start it again (``stop-client``: SIGTERM, as a rolling deploy does), or SIGSTOP it and
+resume it (a zombie in the making). The op value names the client worker: ``{"client": "producer-1"}``.
 
 ``kill-client`` takes ``after_ok_s`` (seconds, 0 <= s < 60): the kill waits for the client's
 next ok op (at most ``OK_WAIT_S``), then ``after_ok_s`` more, so it lands at a chosen point
@@ -66,3 +67,17 @@ class ClientPauseNemesis(ClientFault):
 
     def end(self, name: str) -> str:
         return self.clients.resume_client(name)
+
+
+class ClientStopNemesis(ClientFault):
+    """A rolling deploy's restart of one instance: a graceful stop (the worker is asked to stop;
+    an app instance sends its application SIGTERM and waits for it, SIGKILL after a grace
+    period), then, when the fault ends, a start with the same arguments."""
+
+    start_f, end_f = "stop-client", "start-client"
+
+    def begin(self, name: str) -> str:
+        return self.clients.stop_client(name)
+
+    def end(self, name: str) -> str:
+        return self.clients.restart_client(name)

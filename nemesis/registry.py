@@ -10,7 +10,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from nemesis.client_faults import ClientKillNemesis, ClientPauseNemesis
+from nemesis.client_faults import ClientKillNemesis, ClientPauseNemesis, ClientStopNemesis
 from nemesis.core import Composite, NemesisContext
 from nemesis.partition import PartitionNemesis, choose_partition
 from nemesis.process import KillNemesis, PauseNemesis
@@ -97,6 +97,8 @@ for _kind in (
     FaultKind("kill-client", "kill-client", "restart-client", ClientKillNemesis, choose_client_target,
               check_params=kill_client_params),
     FaultKind("pause-client", "pause-client", "resume-client", ClientPauseNemesis, choose_client_target),
+    # a rolling deploy: SIGTERM, then start again (the app workload's instances, issue 22)
+    FaultKind("stop-client", "stop-client", "start-client", ClientStopNemesis, choose_client_target),
     # issue 4 part 8: pause a transactional client, start a replacement with its id (nemesis.zombie)
     FaultKind("zombie", "zombie", "resume-zombie", ZombieNemesis, choose_client_target,
               check_params=zombie_params),

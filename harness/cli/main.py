@@ -454,6 +454,10 @@ from harness.cli.detect_commands import register as _register_zoo  # noqa: E402 
 
 _register_zoo(app)
 
+from harness.cli.init_commands import register as _register_init  # noqa: E402 (eos-chaos init)
+
+_register_init(app)
+
 from harness.cli.repro_commands import repro_app  # noqa: E402 (eos-chaos repro f1|f2, docs/findings)
 
 app.add_typer(repro_app, name="repro")

@@ -95,6 +95,8 @@ class SecureWorkload:
 
     def __init__(self, workload, client: dict[str, str], java_client: dict[str, str] | None = None):
         self._w, self._client, self._java = workload, dict(client), dict(java_client or {})
+        if hasattr(workload, "secure"):  # a workload that starts workers of its own (the app's catch-up)
+            workload.secure = lambda spec: self._add([spec])[0]
 
     def __getattr__(self, name: str):
         return getattr(self._w, name)

@@ -292,6 +292,21 @@ class Pool:
         self.replacements[name] = new.name
         return new.name
 
+    def stop_client(self, name: str, timeout: float = 40.0) -> str:
+        """Stop worker ``name`` gracefully (a ``stop`` line: an app instance SIGTERMs its
+        application and waits for it); SIGKILL when it has not exited within ``timeout`` s.
+        ``restart_client`` starts it again."""
+        w = self.workers[name]
+        if not w.alive():
+            return "was not running"
+        if name in self.paused:
+            self.resume_client(name)
+        w.request_stop()
+        if w.wait(timeout):
+            return f"stopped pid {w.pid} (exit {w.proc.returncode})"
+        w.kill()
+        return f"killed pid {w.pid}: it did not stop within {timeout:.0f} s"
+
     def pause_client(self, name: str) -> str:
         w = self.workers[name]
         if not w.alive():

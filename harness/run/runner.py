@@ -194,6 +194,8 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         ext = scn.cluster.external
         workload = cluster_workload(WORKLOADS[scn.workload.name], scn.workload, service.bootstrap, scn.seed,
                                     names, service.client_config, ext.java_client if ext else None)
+        if hasattr(workload, "prepare"):  # the app workload's work dirs and logs live in the run folder
+            workload.prepare(run_dir)
         meta.update(workload.meta(), keys=workload.keys())
         min_isr = min(2, scn.cluster.nodes)
         topics = workload.topics()
@@ -208,6 +210,8 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         pool = Pool(service.client_host, history, logs, respawn=workload.respawn)
         readers = [pool.spawn(w).name for w in workload.readers()]
         writers = [pool.spawn(w).name for w in workload.writers()]
+        if hasattr(workload, "check_started"):  # the app workload: an app that cannot start ends the run
+            workload.check_started(pool)
         ctx = service.nemesis_context(pool)
         timings["load_s"] = _load(scn, run_dir, ctx, history, progress, stop, service)
 
@@ -215,6 +219,8 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         service.wait_ready(names, min_isr, 180,
                            "the cluster to recover after healing (all brokers back, every partition led)")
         progress.phase = "drain"
+        if hasattr(workload, "settle"):  # the app workload: input stops, the app catches up
+            problems += workload.settle(pool)
         problems += pool.stop(writers, timeout=90)
         drain_spec = workload.drain()
         if drain_spec is not None:
@@ -224,6 +230,8 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
                 drain.kill()
             drained = next((c for c in drain.control if c.get("drained")), None)
             meta["drain"] = drained
+            if hasattr(workload, "drained"):
+                workload.drained(drained)
             meta["final_reads_complete"] = bool(drained and drained["complete"])
         meta.update(workload.finish(run_dir, history) or {})
         problems += pool.stop(readers, timeout=30)

@@ -375,4 +375,11 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ScenarioError(f"{p} must be a YAML mapping with at least a `name`")
     if "suite" in data:
         raise ScenarioError(f"{p} is a suite, not a scenario: run it with `eos-chaos suite {p}`")
-    return validate_model(Scenario, data, p, "scenario", ScenarioError)
+    scn = validate_model(Scenario, data, p, "scenario", ScenarioError)
+    if scn.workload.name == "app" and scn.workload.app.cwd is None:
+        # the user's command runs from the scenario's folder: relative paths in it mean what
+        # they mean beside the scenario file, wherever eos-chaos is started
+        wl = scn.workload
+        app = wl.app.model_copy(update={"cwd": str(Path(p).resolve().parent)})
+        scn = scn.model_copy(update={"workload": wl.model_copy(update={"app": app})})
+    return scn

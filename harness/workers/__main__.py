@@ -22,6 +22,11 @@ from harness.workers.spark_driver import SparkConsumerWorker  # noqa: E402
 from harness.workers.spark_drain import SparkDrainWorker  # noqa: E402
 
 ROLES.update({"spark-consumer": SparkConsumerWorker, "spark-drain": SparkDrainWorker})
+# the app workload (harness.workloads.app): a supervisor of one instance of the user's
+# application, and the wait for it to catch up after the load
+from harness.workers.app_catch_up import AppCatchUpWorker  # noqa: E402
+from harness.workers.app_instance import AppInstanceWorker  # noqa: E402
+ROLES.update({"app": AppInstanceWorker, "app-catch-up": AppCatchUpWorker})
 
 if __name__ == "__main__":
     # a worker that does not answer `stop` is asked where it is stuck before it is killed

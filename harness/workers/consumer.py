@@ -1,7 +1,9 @@
 """Consumer workers: continuous pollers and the final drain.
 
 Config keys: ``bootstrap``, ``keys``, ``group_id``, ``isolation_level`` (``read_committed`` by
-default; ``read_uncommitted`` is the negative control), ``consumer`` (extra librdkafka settings).
+default; ``read_uncommitted`` is the negative control), ``consumer`` (extra librdkafka settings);
+for the app workload also ``output_keys`` (read as ``app-poll`` ops, each record as the input
+value it names), ``match`` and ``base_dir`` (harness.workers.app_match).
 
 Both assign every key from the beginning (an ``assign`` op) and never commit offsets. Each
 non-empty ``consume()`` call is one ``poll`` op whose completion lists, per key, the
@@ -19,6 +21,7 @@ import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+from harness.workers.app_match import compile_match
 from harness.workers.base import Worker
 
 
@@ -61,9 +64,13 @@ class ConsumerWorker(Worker):
         t0 = self.now()
         msgs = c.consume(num_messages=500, timeout=timeout)
         by_key: dict[str, list] = {}
+        app_by_key: dict[str, list] = {}
         for m in msgs:
             if m.error() is not None:
                 self.log(f"consumer error: {m.error()}")
+                continue
+            if self.output_keys and f"{m.topic()}/{m.partition()}" in self.output_keys:
+                app_by_key.setdefault(f"{m.topic()}/{m.partition()}", []).append([m.offset(), self.app_output(m)])
                 continue
             try:
                 value = int(m.value())
@@ -74,7 +81,32 @@ class ConsumerWorker(Worker):
         if by_key:
             self.emit("invoke", "poll", [["poll"]], time_ns=t0, meta=self.meta())
             self.emit("ok", "poll", [["poll", by_key]], meta=self.meta())
+        if app_by_key:  # the app's output, each record as the input value it names (checkers.app)
+            self.emit("invoke", "app-poll", [["poll"]], time_ns=t0, meta=self.meta())
+            self.emit("ok", "app-poll", [["poll", app_by_key]], meta=self.meta())
         return by_key
+
+    @property
+    def output_keys(self) -> frozenset[str]:
+        """The app workload's output keys (``cfg["output_keys"]``): read as app-poll ops."""
+        if not hasattr(self, "_output_keys"):
+            self._output_keys = frozenset(self.cfg.get("output_keys") or ())
+            self._match = compile_match(self.cfg["match"], self.cfg.get("base_dir")) if self._output_keys else None
+            self.matched, self.unmatched, self.samples = 0, 0, []
+        return self._output_keys
+
+    def app_output(self, m) -> int | None:
+        """The input value output record ``m`` names (harness.workers.app_match), or None;
+        the first three records that name none are kept as samples for the error message."""
+        v = self._match(m.key(), m.value())
+        if v is None:
+            self.unmatched += 1
+            if len(self.samples) < 3:
+                self.samples.append({"at": f"{m.topic()}/{m.partition()}@{m.offset()}",
+                                     "key": repr(m.key())[:120], "value": repr(m.value())[:200]})
+        else:
+            self.matched += 1
+        return v
 
     def run(self) -> None:
         c = self.consumer()
@@ -122,4 +154,6 @@ class DrainWorker(ConsumerWorker):
         finally:
             c.close()
         complete = all(done(k) for k in keys)
-        self.control(drained=True, complete=complete, high=high, positions=positions)
+        app = ({"matched": self.matched, "unmatched": self.unmatched, "samples": self.samples}
+               if self.output_keys else None)
+        self.control(drained=True, complete=complete, high=high, positions=positions, app=app)

@@ -8,6 +8,7 @@ from typing import Annotated, Union
 
 from pydantic import Field
 
+from harness.workloads.app import App, AppSpec
 from harness.workloads.client_choice import with_client
 from harness.workloads.eos_pipeline import EosPipeline, EosPipelineSpec
 from harness.workloads.idempotent import Idempotent, IdempotentSpec
@@ -16,8 +17,8 @@ from harness.workloads.txn_queue import TxnQueue, TxnQueueSpec
 
 # workload.client (librdkafka | java) for the workloads whose workers exist in both clients
 WORKLOADS = {"txn-queue": with_client(TxnQueue), "idempotent": with_client(Idempotent),
-             "eos-pipeline": with_client(EosPipeline), "spark": Spark}
+             "eos-pipeline": with_client(EosPipeline), "spark": Spark, "app": App}
 
-WorkloadSpec = Annotated[Union[TxnQueueSpec, IdempotentSpec, EosPipelineSpec, SparkSpec], Field(discriminator="name")]
+WorkloadSpec = Annotated[Union[TxnQueueSpec, IdempotentSpec, EosPipelineSpec, SparkSpec, AppSpec], Field(discriminator="name")]
 
-__all__ = ["WORKLOADS", "WorkloadSpec", "TxnQueueSpec", "IdempotentSpec", "EosPipelineSpec", "SparkSpec"]
+__all__ = ["WORKLOADS", "WorkloadSpec", "AppSpec", "TxnQueueSpec", "IdempotentSpec", "EosPipelineSpec", "SparkSpec"]

@@ -108,3 +108,13 @@ def test_match_error_is_unknown_not_loss():
     v = check(h, meta={"app": dict(APP, match_error="the match {json: id} mapped none of 12 output records")})
     assert v["valid"] == "unknown" and any("mapped none" in r for r in v["unknown_reasons"])
     assert "eos-loss" not in v["anomaly_counts"]
+
+
+def test_missing_output_when_the_app_did_not_catch_up_is_a_stall_and_unknown():
+    h = load_history(base({"out/0": [(0, 1)]}).events)
+    meta = dict(APP, caught_up=False)
+    cs = app_cases(h, meta)
+    assert [(c["anomaly"], c.get("unknown", False)) for c in cs] == [("app-stalled", False), ("eos-loss", True)]
+    v = check(h, meta={"app": meta})
+    assert v["valid"] == "unknown" and "eos-loss" not in v["anomaly_counts"]
+    assert any("cannot be told from a stall" in r for r in v["unknown_reasons"])

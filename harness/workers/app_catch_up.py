@@ -1,0 +1,89 @@
+"""Wait for the user's application to catch up (role ``app-catch-up``; harness.workloads.app).
+
+Runs after the input producers stopped and the faults healed, while the application still
+runs: it reads every input key to its end (read_committed: the committed input) and the output
+keys with the scenario's match, until every committed input is named by some output record,
+or no new output arrived for ``quiet_s`` seconds, or ``bound_s`` seconds passed. It records
+nothing in the history (the final drain does, after the application stopped); it reports
+``{"ctl": {"caught_up": bool, "inputs": n, "covered": n, "waited_s": s, "ended": "covered" |
+"quiet" | "bound" | "stopped", "matched": n, "unmatched": n, "samples": [...]}}``.
+
+Config: ``bootstrap``, ``input_keys``, ``output_keys``, ``match``, ``base_dir``,
+``bound_s`` (default 120), ``quiet_s`` (default 20), ``consumer`` (extra settings), ``security``.
+"""
+from __future__ import annotations
+
+import time
+
+from confluent_kafka import Consumer
+
+from harness.workers.consumer import _tp
+from harness.workers.base import Worker
+from harness.workers.app_match import compile_match
+
+
+class AppCatchUpWorker(Worker):
+    def run(self) -> None:
+        cfg = self.cfg
+        match = compile_match(cfg["match"], cfg.get("base_dir"))
+        c = Consumer(self.kafka_conf({
+            "bootstrap.servers": cfg["bootstrap"], "group.id": cfg.get("group_id", "eosc-catch-up"),
+            "enable.auto.commit": False, "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed", "enable.partition.eof": False,
+            "fetch.wait.max.ms": 100, **(cfg.get("consumer") or {})}))
+        t0 = time.monotonic()
+        bound, quiet = float(cfg.get("bound_s", 120)), float(cfg.get("quiet_s", 20))
+        inputs: set[int] = set()
+        covered: set[int] = set()
+        outputs = set(cfg["output_keys"])
+        matched = unmatched = 0
+        samples: list[dict] = []
+        high: dict[str, int] = {}
+        for key in cfg["input_keys"]:
+            while key not in high and time.monotonic() - t0 < bound:
+                try:
+                    high[key] = c.get_watermark_offsets(_tp(key), timeout=5, cached=False)[1]
+                except Exception as exc:  # a broker still recovering: retry within the bound
+                    self.log(f"watermarks of {key}: {exc}")
+        c.assign([_tp(k) for k in [*cfg["input_keys"], *cfg["output_keys"]]])
+        last_new = time.monotonic()
+        ended = "bound"
+        try:
+            while time.monotonic() - t0 < bound:
+                if self.stopping.is_set():
+                    ended = "stopped"
+                    break
+                for m in c.consume(num_messages=500, timeout=0.5):
+                    if m.error() is not None:
+                        continue
+                    key = f"{m.topic()}/{m.partition()}"
+                    if key in outputs:
+                        v = match(m.key(), m.value())
+                        if v is None:
+                            unmatched += 1
+                            if len(samples) < 3:
+                                samples.append({"at": f"{key}@{m.offset()}", "key": repr(m.key())[:120],
+                                                "value": repr(m.value())[:200]})
+                        else:
+                            matched += 1
+                            if v not in covered:
+                                covered.add(v)
+                                last_new = time.monotonic()
+                    else:
+                        try:
+                            inputs.add(int(m.value()))
+                        except (TypeError, ValueError):
+                            pass
+                pos = {f"{tp.topic}/{tp.partition}": tp.offset for tp in c.position([_tp(k) for k in high])}
+                inputs_read = all(pos.get(k, -1) >= h or h == 0 for k, h in high.items())
+                if inputs_read and inputs <= covered:
+                    ended = "covered"
+                    break
+                if inputs_read and time.monotonic() - last_new > quiet:
+                    ended = "quiet"
+                    break
+        finally:
+            c.close()
+        self.control(caught_up=ended == "covered", inputs=len(inputs), covered=len(inputs & covered),
+                     waited_s=round(time.monotonic() - t0, 2), ended=ended, matched=matched,
+                     unmatched=unmatched, samples=samples)

@@ -1,0 +1,169 @@
+"""One instance of the user's application under test (role ``app``; harness.workloads.app).
+
+This worker is a thin supervisor: it starts the user's command as its child, in its own
+process group, so that the nemesis's SIGKILL and SIGSTOP of the worker (harness.run.pool signals
+the whole group) hit the application too; a killed instance is restarted by the pool as a new
+worker (``kill-client`` / ``restart-client``). The application writes nothing to the history:
+this worker records its lifecycle as ops (invoke, then ok):
+
+* ``app-start``: value ``{"instance": i, "pid": pid, "start": n}`` (n counts starts of this worker);
+* ``app-exit``: value ``{"instance": i, "pid": pid, "code": exit code (negative: signal),
+  "by": "self" | "stop" | "restart"}``.
+
+The child's stdout and stderr go to this worker's log (``logs/<name>.log``). On its own exit
+the child is restarted per ``restart`` (always | on-failure | never) after one second; with
+``done: exit`` an exit with code 0 means the batch app finished and it is not restarted. An
+instance whose first start fails (the command cannot be started, or it exits within
+``startup_s`` before any restart) sends ``{"ctl": {"app_failed": ...}}`` with the reason and its
+log's last lines, and the run stops with that error.
+
+Stdin: ``stop`` (SIGTERM the app, SIGKILL after ``stop_grace_s``, exit), ``restart`` (SIGTERM,
+wait, start again: a rolling deploy, nemesis ``stop-client``), ``retire`` (a zombie fault: the
+application cannot be told, so this is acknowledged at once; the pool then pauses the group).
+
+Config: ``argv`` (placeholders already filled), ``env``, ``cwd``, ``work_dir``, ``instance``,
+``restart``, ``done``, ``log`` (this worker's log path), ``client_properties`` (a path to write
+bootstrap.servers and the cluster's security settings to), ``bootstrap``, ``security``.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from harness.util import CONFIG_ENV
+from harness.workers.base import Worker
+
+STARTUP_S = 5.0
+STOP_GRACE_S = 20.0
+
+
+def write_client_properties(path: str | Path, bootstrap: str, security: dict | None) -> Path:
+    """A Java-style .properties file: ``bootstrap.servers`` and the cluster's client security
+    settings (an external cluster's SASL/TLS); librdkafka reads the same keys."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    lines = [f"bootstrap.servers={bootstrap}"] + [f"{k}={v}" for k, v in sorted((security or {}).items())]
+    p.write_text("\n".join(lines) + "\n")
+    p.chmod(0o600)  # it may hold a sasl.password
+    return p
+
+
+def log_tail(path: str | None, n: int = 8) -> str:
+    try:
+        lines = Path(path).read_text(errors="replace").splitlines() if path else []
+    except OSError:
+        return ""
+    return " | ".join(line.strip() for line in lines[-n:] if line.strip())[-800:]
+
+
+class AppInstanceWorker(Worker):
+    def __init__(self, cfg: dict):
+        self.commands: list[str] = []
+        self._cmd_lock = threading.Lock()
+        super().__init__(cfg)
+        self.child: subprocess.Popen | None = None
+        self.starts = 0
+
+    def _watch_stdin(self) -> None:
+        for line in sys.stdin:
+            cmd = line.strip()
+            if cmd == "retire":
+                self.control(retired=True)
+            elif cmd in ("stop", "restart"):
+                with self._cmd_lock:
+                    self.commands.append(cmd)
+                if cmd == "stop":
+                    self.stopping.set()
+        self.stopping.set()  # stdin closed: the controller is gone
+
+    def _next_command(self) -> str | None:
+        with self._cmd_lock:
+            return self.commands.pop(0) if self.commands else None
+
+    def start(self) -> bool:
+        cfg = self.cfg
+        Path(cfg["work_dir"]).mkdir(parents=True, exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if k != CONFIG_ENV}
+        env.update({k: str(v) for k, v in (cfg.get("env") or {}).items()})
+        self.emit("invoke", "app-start", {"instance": cfg["instance"]})
+        try:
+            self.child = subprocess.Popen(cfg["argv"], cwd=cfg.get("cwd") or None, env=env,
+                                          stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(),
+                                          stderr=sys.stderr.fileno())
+        except OSError as exc:
+            self.emit("fail", "app-start", {"instance": cfg["instance"]}, error=[type(exc).__name__, str(exc)])
+            what = ("command not found" if isinstance(exc, FileNotFoundError) else "could not start")
+            self.control(app_failed={"reason": f"{what}: {cfg['argv'][0]} ({exc.strerror or exc})",
+                                     "log": log_tail(cfg.get("log"))})
+            return False
+        self.starts += 1
+        self.started_at = time.monotonic()
+        self.emit("ok", "app-start", {"instance": cfg["instance"], "pid": self.child.pid, "start": self.starts})
+        return True
+
+    def _exited(self, code: int, by: str) -> None:
+        self.emit("invoke", "app-exit", {"instance": self.cfg["instance"]})
+        self.emit("ok", "app-exit", {"instance": self.cfg["instance"], "pid": self.child.pid, "code": code, "by": by})
+        self.log(f"app exited with code {code} ({by})")
+
+    def terminate(self, by: str) -> None:
+        """SIGTERM the application, SIGKILL it after the grace period; record its exit."""
+        if self.child is None or self.child.poll() is not None:
+            return
+        self.child.send_signal(signal.SIGTERM)
+        try:
+            code = self.child.wait(timeout=float(self.cfg.get("stop_grace_s", STOP_GRACE_S)))
+        except subprocess.TimeoutExpired:
+            self.log("app did not exit within the grace period after SIGTERM; SIGKILL")
+            self.child.kill()
+            code = self.child.wait()
+        self._exited(code, by)
+
+    def run(self) -> None:
+        cfg = self.cfg
+        write_client_properties(cfg["client_properties"], cfg["bootstrap"], cfg.get("security"))
+        if not self.start():
+            return
+        first_run = True
+        restart, done = cfg.get("restart", "on-failure"), cfg.get("done", "none")
+        try:
+            while not self.stopping.is_set():
+                cmd = self._next_command()
+                if cmd == "restart":
+                    self.terminate("restart")
+                    if not self.start():
+                        return
+                    continue
+                code = self.child.poll() if self.child is not None else None
+                if code is None:
+                    time.sleep(0.1)
+                    continue
+                self._exited(code, "self")
+                if first_run and time.monotonic() - self.started_at < float(cfg.get("startup_s", STARTUP_S)) \
+                        and (code != 0 or done != "exit"):
+                    self.control(app_failed={"reason": f"the application exited with code {code} "
+                                                       f"{time.monotonic() - self.started_at:.1f} s after it started",
+                                             "log": log_tail(cfg.get("log"))})
+                    return
+                if done == "exit" and code == 0:
+                    self.control(app_done=True)
+                    self.child = None
+                    self.stopping.wait()
+                    break
+                if restart == "always" or (restart == "on-failure" and code != 0):
+                    first_run = False
+                    time.sleep(1.0)
+                    if not self.start():
+                        return
+                else:
+                    self.child = None
+                    self.stopping.wait()
+                    break
+        finally:
+            self.terminate("stop")
+        self.control(done=True)

@@ -1,0 +1,354 @@
+"""``app``: the user's own exactly-once application under the nemesis, checked end to end.
+
+The harness writes unique integer values into the input topics (``input``: transactional or
+idempotent producers, as txn-queue's, aborting on purpose with ``abort_probability``), the
+application (``app``: ``instances`` processes of the user's ``command``, each supervised by an
+``app`` worker, harness.workers.app_instance) turns them into output records, and the
+harness's read_committed readers observe the output topics during the run and drain them at the
+end. ``output.match`` says how an output record names its input (harness.workers.app_match);
+checkers.app judges loss, duplicates, aborted reads, phantoms, order and lag.
+
+Instances run in the client namespace beside the harness's own clients; they are client
+workers named ``app-<i>``, so every client fault applies to them by name (``clients:
+["app-*"]``): kill-client (SIGKILL, restarted per the pool), pause-client, stop-client (SIGTERM,
+then started again: a rolling deploy) and zombie (paused, a replacement started with the same
+arguments, the paused one resumed: the application must fence it).
+
+After the load: the input producers stop, then the application gets ``output.catch_up_s``
+seconds to name every committed input in its output (harness.workers.app_catch_up, ending early
+when no new output arrives for ``output.quiet_s``), then it is stopped (SIGTERM) and the final
+drain reads input and output to their ends.
+
+Placeholders in ``command``, ``env`` values and ``cwd`` (``{name}``; ``{{``/``}}`` for a brace):
+``PLACEHOLDERS`` below. A name not listed is an error when the scenario loads.
+"""
+from __future__ import annotations
+
+import itertools
+import string
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from harness.workers.app_match import check_spec
+from harness.workloads.base import Strict, TopicSpec, WorkerSpec
+from harness.workloads.txn_queue import VALUE_STRIDE
+
+#: placeholder -> what it becomes
+PLACEHOLDERS = {
+    "bootstrap": "the cluster's bootstrap servers, host:port,... (reachable from the client namespace)",
+    "instance": "this instance's number, 0 .. instances-1 (a replacement keeps its instance's)",
+    "instances": "how many instances run",
+    "work_dir": "the instance's own folder, kept across its restarts (<run>/app/<instance>)",
+    "kafka_libs": "a Java classpath of the Kafka client jars (kafka-clients with its dependencies)",
+    "client_properties": "a .properties file with bootstrap.servers and the cluster's security settings",
+    "input_topic": "the first input topic", "input_topics": "the input topics, comma-separated",
+    "output_topic": "the first output topic", "output_topics": "the output topics, comma-separated",
+    "group": "a consumer group id for the application (prefixed on a shared cluster)",
+    "transactional_id": "a transactional.id for this instance: <group>-<instance>",
+    "python": "the harness's own Python interpreter (it has confluent-kafka and pyspark)",
+    "examples": "the folder of the example applications shipped with the harness",
+    "scenario_dir": "the folder of the scenario file",
+}
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def placeholders_in(text: str) -> list[str]:
+    """The placeholder names ``text`` uses. Raises ValueError for a malformed one."""
+    try:
+        return [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
+    except ValueError as e:
+        raise ValueError(f"{text!r}: {e} (write {{{{ and }}}} for a literal brace)") from None
+
+
+def fill(text: str, values: dict[str, Any]) -> str:
+    return text.format_map(values)
+
+
+class AppInput(Strict):
+    topics: list[str] = Field(default_factory=lambda: ["in"], min_length=1, max_length=8)
+    partitions: int = Field(6, ge=1, le=64)
+    producers: int = Field(2, ge=1, le=32)
+    #: false: idempotent producers (no transactions, nothing aborted)
+    transactional: bool = True
+    abort_probability: float = Field(0.1, ge=0.0, le=1.0)
+    max_sends_per_txn: int = Field(4, ge=1, le=1000)
+    #: records committed before the application starts (a batch app); 0: written during the load
+    preload: int = Field(0, ge=0, le=0, description="not supported yet: 0 only")
+    producer: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka settings")
+
+
+class AppPySpark(Strict):
+    #: the user's transformation, "module:function" (DataFrame -> DataFrame of key, value)
+    job: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+    sink: Literal["kafka"] = "kafka"
+    isolation_level: Literal["read_committed", "read_uncommitted"] = "read_committed"
+    master: str = "local[2]"
+
+
+class AppProcess(Strict):
+    instances: int = Field(1, ge=1, le=16)
+    command: list[str] | None = Field(None, min_length=1)
+    pyspark: AppPySpark | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    #: working directory of the command; default: the scenario file's folder
+    cwd: str | None = None
+    restart: Literal["always", "on-failure", "never"] = "on-failure"
+    done: Literal["none", "exit"] = "none"
+    #: an instance whose first start exits within this many seconds fails the run's start
+    startup_s: float = Field(5.0, gt=0, le=300)
+    #: seconds between SIGTERM and SIGKILL when an instance is stopped
+    stop_grace_s: float = Field(20.0, gt=0, le=300)
+
+    @model_validator(mode="after")
+    def _one_way_to_run(self) -> "AppProcess":
+        if (self.command is None) == (self.pyspark is None):
+            raise ValueError("app: give exactly one of command (a list of arguments) or pyspark {job: module:function}")
+        for text in [*(self.command or []), *self.env.values(), self.cwd or ""]:
+            unknown = [p for p in placeholders_in(text) if p not in PLACEHOLDERS]
+            if unknown:
+                raise ValueError(f"unknown placeholder {{{unknown[0]}}} in {text!r}; known: "
+                                 + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS))
+        return self
+
+
+class AppOutput(Strict):
+    topics: list[str] = Field(default_factory=lambda: ["out"], min_length=1, max_length=8)
+    partitions: int = Field(6, ge=1, le=64)
+    #: how an output record names its input: value | key | {json: PATH} | {regex: RE} | {python: "mod:fn"}
+    match: str | dict[str, str] = "value"
+    semantics: Literal["exactly-once", "at-least-once"] = "exactly-once"
+    order: Literal["none", "per-partition"] = "none"
+    verify: None = Field(None, description="custom verifiers (aggregations) are not supported yet")
+    #: app-stalled: an input first seen in the output more than this many seconds after its commit
+    lag_bound_s: float | None = Field(60.0, gt=0, le=3600)
+    #: after the load, how long the application may take to name every committed input
+    catch_up_s: float = Field(180.0, gt=0, le=3600)
+    #: ... ending early when no new output arrived for this long (above the consumer group's
+    #: session timeout, 45 s by default: a rebalance waits that long for a paused member)
+    quiet_s: float = Field(60.0, gt=0, le=600)
+
+    @field_validator("match")
+    @classmethod
+    def _match(cls, v):
+        check_spec(v)
+        return v
+
+
+class AppSpec(Strict):
+    name: Literal["app"] = "app"
+    input: AppInput = Field(default_factory=AppInput)
+    app: AppProcess
+    output: AppOutput = Field(default_factory=AppOutput)
+    #: the harness's read_committed readers of input and output during the run
+    consumers: int = Field(1, ge=0, le=8)
+    consumer: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka settings of the readers")
+
+    @model_validator(mode="after")
+    def _topics_apart(self) -> "AppSpec":
+        both = set(self.input.topics) & set(self.output.topics)
+        if both:
+            raise ValueError(f"topic {sorted(both)[0]} is both input and output: name them apart")
+        return self
+
+
+class App:
+    """The ``app`` workload (module docstring)."""
+
+    def __init__(self, spec: AppSpec, bootstrap: str, seed: int, names=None):
+        from harness.cluster.client_access import RunNames
+
+        self.spec, self.bootstrap, self.seed = spec, bootstrap, seed
+        self.names = names or RunNames()
+        self._spawns = itertools.count(1)
+        self.run_dir: Path | None = None
+        self.catch_up: dict | None = None
+        self.drain_result: dict | None = None
+        #: a worker spec with the cluster's security settings (set by SecureWorkload on a secured cluster)
+        self.secure = lambda spec: spec
+
+    # -- topics and keys ---------------------------------------------------------------
+    def in_topics(self) -> list[str]:
+        return [self.names.topic(t) for t in self.spec.input.topics]
+
+    def out_topics(self) -> list[str]:
+        return [self.names.topic(t) for t in self.spec.output.topics]
+
+    def topics(self) -> list[TopicSpec]:
+        return ([TopicSpec(t, self.spec.input.partitions) for t in self.in_topics()]
+                + [TopicSpec(t, self.spec.output.partitions) for t in self.out_topics()])
+
+    def input_keys(self) -> list[str]:
+        return [f"{t}/{p}" for t in self.in_topics() for p in range(self.spec.input.partitions)]
+
+    def output_keys(self) -> list[str]:
+        return [f"{t}/{p}" for t in self.out_topics() for p in range(self.spec.output.partitions)]
+
+    def keys(self) -> list[str]:
+        return self.input_keys() + self.output_keys()
+
+    # -- the run's hooks (harness.run.runner) ------------------------------------------
+    def prepare(self, run_dir: Path) -> None:
+        """Know the run folder: instances' work dirs and logs live there."""
+        self.run_dir = Path(run_dir).resolve()
+
+    def base_dir(self) -> str:
+        return self.spec.app.cwd or str(Path.cwd())
+
+    def placeholder_values(self, instance: int) -> dict[str, Any]:
+        from harness.workers.java import DEFAULT_JAVA_CLIENT_VERSION
+
+        run = self.run_dir or Path.cwd()
+        group = self.names.client_id("eosc-app")
+        values = {
+            "bootstrap": self.bootstrap, "instance": instance, "instances": self.spec.app.instances,
+            "work_dir": str(run / "app" / str(instance)),
+            "client_properties": str(run / "app" / str(instance) / "client.properties"),
+            "input_topic": self.in_topics()[0], "input_topics": ",".join(self.in_topics()),
+            "output_topic": self.out_topics()[0], "output_topics": ",".join(self.out_topics()),
+            "group": group, "transactional_id": f"{group}-{instance}",
+            "python": sys.executable, "examples": str(EXAMPLES), "scenario_dir": self.base_dir(),
+        }
+        used = {p for text in [*(self.spec.app.command or []), *self.spec.app.env.values()] for p in placeholders_in(text)}
+        if "kafka_libs" in used:  # resolved (fetched once, cached) only when a command uses it
+            from harness.cluster.artifacts import java_client_libs
+
+            values["kafka_libs"] = f"{java_client_libs(DEFAULT_JAVA_CLIENT_VERSION)}/*"
+        return values
+
+    def _argv(self, instance: int, values: dict[str, Any]) -> list[str]:
+        a = self.spec.app
+        if a.command is not None:
+            return [fill(x, values) for x in a.command]
+        ps = a.pyspark
+        from harness.cluster.artifacts import spark_connector_jars
+
+        jars = ",".join(str(j) for j in spark_connector_jars())
+        return [sys.executable, "-m", "harness.workers.app_pyspark", "--job", ps.job, "--jars", jars,
+                "--bootstrap", values["bootstrap"], "--input", values["input_topics"],
+                "--output", values["output_topic"], "--checkpoint", str(Path(values["work_dir"]) / "checkpoint"),
+                "--isolation-level", ps.isolation_level, "--master", ps.master,
+                "--base-dir", self.base_dir()]
+
+    def _instance(self, i: int) -> WorkerSpec:
+        a = self.spec.app
+        values = self.placeholder_values(i)
+        run = self.run_dir or Path.cwd()
+        return WorkerSpec(f"app-{i}", "app", {
+            "argv": self._argv(i, values), "env": {k: fill(v, values) for k, v in a.env.items()},
+            "cwd": fill(a.cwd, values) if a.cwd else self.base_dir(), "work_dir": values["work_dir"],
+            "instance": i, "restart": a.restart, "done": a.done, "startup_s": a.startup_s,
+            "stop_grace_s": a.stop_grace_s, "log": str(run / "logs" / f"app-{i}.log"),
+            "client_properties": values["client_properties"], "bootstrap": self.bootstrap,
+        })
+
+    def _producer(self, i: int) -> WorkerSpec:
+        s = self.spec.input
+        cfg = {"bootstrap": self.bootstrap, "keys": self.input_keys(), "seed": self.seed * 1000 + i,
+               "value_base": next(self._spawns) * VALUE_STRIDE, "max_sends": s.max_sends_per_txn,
+               "producer": s.producer}
+        if s.transactional:
+            return WorkerSpec(f"producer-{i}", "txn-producer", dict(
+                cfg, transactional_id=self.names.client_id(f"eosc-in-{i}"), abort_probability=s.abort_probability,
+                flush_timeout_s=None, inflight_abort="replace"))
+        return WorkerSpec(f"producer-{i}", "idempotent-producer",
+                          dict(cfg, producer={"enable.idempotence": True, **s.producer}))
+
+    def _reader_cfg(self, group: str) -> dict:
+        return {"bootstrap": self.bootstrap, "keys": self.keys(), "output_keys": self.output_keys(),
+                "match": self.spec.output.match, "base_dir": self.base_dir(), "group_id": group,
+                "isolation_level": "read_committed", "consumer": self.spec.consumer}
+
+    def readers(self) -> list[WorkerSpec]:
+        return [WorkerSpec(f"consumer-{i}", "consumer", self._reader_cfg(self.names.client_id(f"eosc-reader-{i}")))
+                for i in range(self.spec.consumers)]
+
+    def producers(self) -> list[WorkerSpec]:
+        return [self._producer(i) for i in range(self.spec.input.producers)]
+
+    def writers(self) -> list[WorkerSpec]:
+        return self.producers() + [self._instance(i) for i in range(self.spec.app.instances)]
+
+    def drain(self) -> WorkerSpec:
+        return WorkerSpec("final-reader", "drain", self._reader_cfg(self.names.client_id("eosc-final")))
+
+    def respawn(self, spec: WorkerSpec) -> WorkerSpec:
+        """Input producers: the same transactional.id, fresh values. App instances: the same
+        arguments (the same instance number, so the same transactional.id if it derives one)."""
+        if spec.role == "app":
+            return spec
+        n = next(self._spawns)
+        return WorkerSpec(spec.name, spec.role, dict(spec.cfg, value_base=n * VALUE_STRIDE,
+                                                     seed=spec.cfg.get("seed", 0) + n * 7919))
+
+    def check_started(self, pool, wait_s: float | None = None) -> None:
+        """Raise AppError when an instance failed to start: the command is not found, or its
+        first run exited within ``startup_s`` (the reason and its log's last lines)."""
+        import time
+
+        deadline = time.monotonic() + (wait_s if wait_s is not None else self.spec.app.startup_s + 1.0)
+        while time.monotonic() < deadline:
+            for name in [f"app-{i}" for i in range(self.spec.app.instances)]:
+                w = pool.workers.get(name)
+                failed = next((c["app_failed"] for c in (w.control if w else []) if "app_failed" in c), None)
+                if failed:
+                    log = f"; its log ends: {failed['log']}" if failed.get("log") else f"; see logs/{name}.log"
+                    raise AppError(f"app instance {name} did not start: {failed['reason']}{log}")
+            time.sleep(0.2)
+
+    def settle(self, pool, stop_timeout: float = 90.0) -> list[str]:
+        """After the load: stop the input producers, give the application time to catch up,
+        record how it went (``finish`` puts it in meta.json). Returns problems."""
+        problems = pool.stop([w.name for w in self.producers()], timeout=stop_timeout)
+        o = self.spec.output
+        w = pool.spawn(self.secure(WorkerSpec("app-catch-up", "app-catch-up", {
+            "bootstrap": self.bootstrap, "input_keys": self.input_keys(), "output_keys": self.output_keys(),
+            "match": o.match, "base_dir": self.base_dir(), "bound_s": o.catch_up_s, "quiet_s": o.quiet_s,
+            "group_id": self.names.client_id("eosc-catch-up"), "consumer": self.spec.consumer})))
+        if not w.wait(timeout=o.catch_up_s + 60):
+            w.kill()
+            problems.append(f"the catch-up wait did not end within {o.catch_up_s + 60:.0f} s; killed")
+        self.catch_up = next((c for c in w.control if "caught_up" in c), None)
+        if self.catch_up and not self.catch_up["caught_up"]:
+            problems.append(f"the application did not catch up: {self.catch_up['covered']} of "
+                            f"{self.catch_up['inputs']} committed inputs in its output after "
+                            f"{self.catch_up['waited_s']} s ({self.catch_up['ended']})")
+        return problems
+
+    def drained(self, ctl: dict | None) -> None:
+        self.drain_result = ctl
+
+    def meta(self) -> dict:
+        o = self.spec.output
+        return {"transactional": self.spec.input.transactional, "isolation_level": "read_committed",
+                "app": {"input_keys": self.input_keys(), "output_keys": self.output_keys(),
+                        "semantics": o.semantics, "order": o.order, "lag_bound_s": o.lag_bound_s,
+                        "match": o.match, "instances": self.spec.app.instances}}
+
+    def finish(self, run_dir: Path, history) -> dict:
+        app = self.meta()["app"]
+        d = self.drain_result or {}
+        app["drain_complete"] = bool(d.get("complete"))
+        stats = d.get("app") or {}
+        app["matched"], app["unmatched"] = stats.get("matched", 0), stats.get("unmatched", 0)
+        if stats and stats.get("matched", 0) == 0 and stats.get("unmatched", 0) == 0 and (self.catch_up or {}).get("inputs"):
+            app["match_error"] = (f"the application wrote no record to {', '.join(self.out_topics())} although "
+                                  f"{self.catch_up['inputs']} inputs were committed: is it reading "
+                                  f"{', '.join(self.in_topics())} and writing there? see logs/app-*.log")
+        if stats and stats.get("matched", 0) == 0 and stats.get("unmatched", 0) > 0:
+            samples = "; ".join(f"{s['at']} key={s['key']} value={s['value']}" for s in stats.get("samples", []))
+            app["match_error"] = (f"the match {o_repr(self.spec.output.match)} named no input in any of the "
+                                  f"{stats['unmatched']} output records; samples: {samples}")
+        app["catch_up"] = self.catch_up
+        app["caught_up"] = self.catch_up["caught_up"] if self.catch_up else None
+        return {"app": app}
+
+
+def o_repr(match: Any) -> str:
+    return match if isinstance(match, str) else "{" + ", ".join(f"{k}: {v}" for k, v in match.items()) + "}"
+
+
+class AppError(RuntimeError):
+    """The application could not be started; the message says why and what its log says."""

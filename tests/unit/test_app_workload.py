@@ -1,0 +1,102 @@
+"""The app workload's pure parts: the scenario section, placeholders, match functions, the
+workers it asks for (issue 22)."""
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.run.scenario import ScenarioError, load_scenario
+from harness.workers.app_instance import write_client_properties
+from harness.workers.app_match import compile_match
+from harness.workloads.app import App, AppSpec, placeholders_in
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def write(tmp_path, app_yaml: str, output: str = "") -> Path:
+    p = tmp_path / "s.yaml"
+    p.write_text(textwrap.dedent(f"""\
+        name: mine
+        workload:
+          name: app
+          app:
+        {textwrap.indent(textwrap.dedent(app_yaml), '    ')}
+        """) + output)
+    return p
+
+
+def test_shipped_scenario_loads_and_runs_from_its_folder():
+    scn = load_scenario(ROOT / "scenarios" / "app-copy-service.yaml")
+    assert scn.workload.name == "app" and scn.workload.app.instances == 3
+    assert scn.workload.app.cwd == str((ROOT / "scenarios").resolve())
+
+
+def test_unknown_placeholder_is_an_error_at_load(tmp_path):
+    p = write(tmp_path, 'command: ["python", "svc.py", "--id", "{instanse}"]')
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(p)
+    assert "unknown placeholder {instanse}" in str(e.value) and "{instance}" in str(e.value)
+
+
+def test_command_or_pyspark_exactly_one(tmp_path):
+    with pytest.raises(ScenarioError, match="exactly one of command"):
+        load_scenario(write(tmp_path, "instances: 2"))
+
+
+def test_bad_match_is_an_error_at_load(tmp_path):
+    p = write(tmp_path, 'command: ["x"]', "  output: {match: {jsn: id}}\n")
+    with pytest.raises(ScenarioError, match="match"):
+        load_scenario(p)
+
+
+def test_same_topic_in_and_out_is_an_error(tmp_path):
+    p = write(tmp_path, 'command: ["x"]', "  output: {topics: [in]}\n")
+    with pytest.raises(ScenarioError, match="both input and output"):
+        load_scenario(p)
+
+
+def test_placeholders_filled_per_instance(tmp_path):
+    spec = AppSpec.model_validate({"app": {"instances": 2, "cwd": str(tmp_path), "command": [
+        "{python}", "svc.py", "--bootstrap", "{bootstrap}", "--tid", "{transactional_id}", "--n", "{instances}",
+        "--props", "{client_properties}", "{{literal}}"], "env": {"WORK": "{work_dir}"}}})
+    w = App(spec, "198.18.0.11:9092", seed=1)
+    w.prepare(tmp_path / "run")
+    apps = [s for s in w.writers() if s.role == "app"]
+    assert [s.name for s in apps] == ["app-0", "app-1"]
+    argv = apps[1].cfg["argv"]
+    assert argv[2:] == ["--bootstrap", "198.18.0.11:9092", "--tid", "eosc-app-1", "--n", "2", "--props",
+                        str(tmp_path / "run" / "app" / "1" / "client.properties"), "{literal}"]
+    assert apps[1].cfg["env"] == {"WORK": str(tmp_path / "run" / "app" / "1")}
+    assert apps[1].cfg["cwd"] == str(tmp_path)
+    # a restarted instance keeps its arguments (the same transactional.id)
+    assert w.respawn(apps[1]).cfg["argv"] == argv
+    producers = [s for s in w.writers() if s.role == "txn-producer"]
+    assert len(producers) == 2 and producers[0].cfg["keys"] == [f"in/{p}" for p in range(6)]
+    assert w.drain().cfg["output_keys"] == [f"out/{p}" for p in range(6)]
+    assert w.meta()["app"]["semantics"] == "exactly-once"
+
+
+def test_placeholders_in():
+    assert placeholders_in("a{b}c{{d}}{e}") == ["b", "e"]
+    with pytest.raises(ValueError):
+        placeholders_in("{unclosed")
+
+
+def test_match_functions(tmp_path):
+    assert compile_match("value")(None, b"123") == 123
+    assert compile_match("value")(None, b"abc") is None
+    assert compile_match("key")(b"77", b"x") == 77
+    assert compile_match({"json": "src.ids.1"})(None, json.dumps({"src": {"ids": [5, "42"]}}).encode()) == 42
+    assert compile_match({"json": "id"})(None, b"not json") is None
+    assert compile_match({"regex": r"id=(\d+)"})(None, b"x id=9 y") == 9
+    (tmp_path / "mymatch.py").write_text("def f(key, value):\n    return int(value) // 10\n")
+    assert compile_match({"python": "mymatch:f"}, str(tmp_path))(None, b"120") == 12
+    (tmp_path / "boom.py").write_text("def f(key, value):\n    raise KeyError('x')\n")
+    assert compile_match({"python": "boom:f"}, str(tmp_path))(None, b"1") is None
+
+
+def test_client_properties_file(tmp_path):
+    p = write_client_properties(tmp_path / "a" / "client.properties", "h:1", {"security.protocol": "SASL_SSL"})
+    assert p.read_text() == "bootstrap.servers=h:1\nsecurity.protocol=SASL_SSL\n"
+    assert p.stat().st_mode & 0o077 == 0
