@@ -6,6 +6,7 @@ a missing prerequisite): the message says what to fix.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import threading
 from pathlib import Path
@@ -361,6 +362,10 @@ def setup(kafka_version: list[str] = typer.Option(None, "--kafka-version", metav
             out.print(f"spark kafka connector: {', '.join(p.name for p in spark_connector_jars())}")
         if java_client or not minimal:
             _setup_java_client(java_client)
+        if not minimal and shutil.which("javac"):  # the app workload's Kafka Streams example (scenarios/app-streams.yaml)
+            from harness.examples.streams_app import classpath as streams_example
+
+            out.print(f"kafka streams example: {streams_example().split(':')[0]}")
         if docker:
             from harness.cluster.docker import DockerError
             from harness.cluster.docker.setup import setup_docker
@@ -377,6 +382,19 @@ def setup(kafka_version: list[str] = typer.Option(None, "--kafka-version", metav
         console.print(f"[red]error:[/] missing system tools: {', '.join(missing)} "
                       "(Debian: apt-get install -y iproute2 iptables openjdk-17-jre-headless)")
         raise typer.Exit(2)
+    _say_fault_layers()
+
+
+def _say_fault_layers() -> None:
+    """What the lose-unsynced and clock-skew faults need and this machine lacks (issue 24);
+    a run of another scenario needs neither, so this is said, not an error."""
+    from harness.cluster.fuse_mounts import missing as fuse_missing
+    from harness.cluster.kafka import libfaketime_path
+
+    lack = fuse_missing()
+    out.print("lose-unsynced (FUSE layer): " + ("ready" if not lack else f"[yellow]missing[/] {', '.join(lack)}"))
+    lib = libfaketime_path()
+    out.print("clock-skew (libfaketime): " + (lib if lib else "[yellow]missing[/] libfaketime (apt-get install libfaketime)"))
 
 
 def _setup_java_client(versions: list[str] | None) -> None:

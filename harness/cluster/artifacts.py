@@ -375,30 +375,35 @@ JAVA_CLIENT_EXTRAS = [("com.fasterxml.jackson.core", "jackson-databind", "2.21.2
                       ("org.slf4j", "slf4j-simple", "1.7.36")]
 
 
-def _java_client_pom(version: str) -> str:
-    return _classpath_pom("java-client-classpath", version,
-                          [("org.apache.kafka", "kafka-clients", version), *JAVA_CLIENT_EXTRAS])
-
-
 def java_client_libs(version: str, *, fetch: bool = True) -> Path:
     """The folder of jars the Java workers run on: ``org.apache.kafka:kafka-clients:<version>``
     with its runtime dependencies, jackson-databind and slf4j-simple, resolved through Maven
     like ``kafka_dist`` and cached at ``cache_dir()/java-client/<version>/libs``. Raises
     ArtifactError when Java or Maven is missing, when nothing is cached and ``fetch`` is false,
     or when Maven cannot resolve the version (its last lines quoted)."""
-    home = cache_dir() / "java-client" / version
+    return maven_libs(cache_dir() / "java-client" / version, "java-client-classpath", version,
+                      [("org.apache.kafka", "kafka-clients", version), *JAVA_CLIENT_EXTRAS],
+                      f"org.apache.kafka:kafka-clients:{version}", fetch=fetch)
+
+
+def maven_libs(home: Path, artifact_id: str, version: str, deps: list[tuple[str, str, str]], what: str,
+               *, fetch: bool = True) -> Path:
+    """``home/libs``: the jars of ``deps`` (groupId, artifactId, version) with their runtime
+    dependencies, resolved by ``mvn dependency:copy-dependencies`` once and cached (``home/.complete``).
+    Raises ArtifactError when Java or Maven is missing, when nothing is cached and ``fetch`` is
+    false, or when Maven cannot resolve ``what`` (its last lines quoted)."""
     libs = home / "libs"
     if (home / ".complete").exists():
         return libs
     if not fetch:
-        raise ArtifactError(f"kafka-clients {version} is not cached at {home}: run `eos-chaos setup`")
+        raise ArtifactError(f"{what} is not cached at {home}: run `eos-chaos setup`")
     _require("java", "install a JDK 17+ (Debian: apt-get install -y openjdk-17-jdk-headless)")
     mvn = _require("mvn", "install Maven (Debian: apt-get install -y maven)")
     home.mkdir(parents=True, exist_ok=True)
     staging = home / "libs.partial"
     shutil.rmtree(staging, ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix="eosc-java-pom-") as tmp:
-        Path(tmp, "pom.xml").write_text(_java_client_pom(version))
+        Path(tmp, "pom.xml").write_text(_classpath_pom(artifact_id, version, deps))
         proc = subprocess.run(
             [mvn, "-q", "-B", "dependency:copy-dependencies", "-DincludeScope=runtime",
              f"-DoutputDirectory={staging}"],
@@ -407,7 +412,7 @@ def java_client_libs(version: str, *, fetch: bool = True) -> Path:
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
         raise ArtifactError(
-            f"Maven could not resolve org.apache.kafka:kafka-clients:{version} "
+            f"Maven could not resolve {what} "
             f"(is the version right, is Maven Central reachable?):\n{tail}"
         )
     shutil.rmtree(libs, ignore_errors=True)

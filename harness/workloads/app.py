@@ -93,7 +93,8 @@ class AppProcess(Strict):
     command: list[str] | None = Field(None, min_length=1)
     pyspark: AppPySpark | None = None
     env: dict[str, str] = Field(default_factory=dict)
-    #: working directory of the command; default: the scenario file's folder
+    #: working directory of the command, and where a pyspark job or a python match is imported
+    #: from; default: the scenario file's folder; ``{examples}`` names the shipped examples
     cwd: str | None = None
     restart: Literal["always", "on-failure", "never"] = "on-failure"
     done: Literal["none", "exit"] = "none"
@@ -106,7 +107,9 @@ class AppProcess(Strict):
     def _one_way_to_run(self) -> "AppProcess":
         if (self.command is None) == (self.pyspark is None):
             raise ValueError("app: give exactly one of command (a list of arguments) or pyspark {job: module:function}")
-        for text in [*(self.command or []), *self.env.values(), self.cwd or ""]:
+        if self.cwd and set(placeholders_in(self.cwd)) - {"examples"}:
+            raise ValueError(f"cwd {self.cwd!r}: the only placeholder a cwd takes is {{examples}}")
+        for text in [*(self.command or []), *self.env.values()]:
             unknown = [p for p in placeholders_in(text) if p not in PLACEHOLDERS]
             if unknown:
                 raise ValueError(f"unknown placeholder {{{unknown[0]}}} in {text!r}; known: "
@@ -195,7 +198,9 @@ class App:
         self.run_dir = Path(run_dir).resolve()
 
     def base_dir(self) -> str:
-        return self.spec.app.cwd or str(Path.cwd())
+        """The command's working directory (the scenario's folder unless ``app.cwd``), where
+        a ``{python: ...}`` match and a ``pyspark`` job are imported from."""
+        return (self.spec.app.cwd or str(Path.cwd())).replace("{examples}", str(EXAMPLES))
 
     def placeholder_values(self, instance: int) -> dict[str, Any]:
         from harness.workers.java import DEFAULT_JAVA_CLIENT_VERSION
@@ -238,7 +243,7 @@ class App:
         run = self.run_dir or Path.cwd()
         return WorkerSpec(f"app-{i}", "app", {
             "argv": self._argv(i, values), "env": {k: fill(v, values) for k, v in a.env.items()},
-            "cwd": fill(a.cwd, values) if a.cwd else self.base_dir(), "work_dir": values["work_dir"],
+            "cwd": self.base_dir(), "work_dir": values["work_dir"],
             "instance": i, "restart": a.restart, "done": a.done, "startup_s": a.startup_s,
             "stop_grace_s": a.stop_grace_s, "log": str(run / "logs" / f"app-{i}.log"),
             "client_properties": values["client_properties"], "bootstrap": self.bootstrap,

@@ -100,3 +100,32 @@ def test_client_properties_file(tmp_path):
     p = write_client_properties(tmp_path / "a" / "client.properties", "h:1", {"security.protocol": "SASL_SSL"})
     assert p.read_text() == "bootstrap.servers=h:1\nsecurity.protocol=SASL_SSL\n"
     assert p.stat().st_mode & 0o077 == 0
+
+
+def test_init_writes_a_runnable_starter_and_never_overwrites(tmp_path):
+    from typer.testing import CliRunner
+
+    from harness.cli.main import app as cli
+
+    r = CliRunner().invoke(cli, ["init", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    scn = load_scenario(tmp_path / "eos-chaos.yaml")
+    assert scn.workload.name == "app" and scn.workload.app.cwd == str(tmp_path.resolve())
+    assert (tmp_path / "copy_service.py").read_text().startswith('"""An exactly-once consume-transform-produce')
+    assert "eos_run" in (tmp_path / "EOS-CHAOS.md").read_text()
+    again = CliRunner().invoke(cli, ["init", str(tmp_path)])
+    assert again.exit_code == 2 and "exist" in again.output
+    own = CliRunner().invoke(cli, ["init", str(tmp_path / "mine"), "--command", "java -jar app.jar {bootstrap}"])
+    assert own.exit_code == 0
+    assert load_scenario(tmp_path / "mine" / "eos-chaos.yaml").workload.app.command == ["java", "-jar", "app.jar", "{bootstrap}"]
+    assert not (tmp_path / "mine" / "copy_service.py").exists()
+
+
+def test_examples_are_user_code():
+    """The shipped examples never import the harness (they stand for a user's own code), and the
+    Streams example offers both guarantees (its negative control is at_least_once)."""
+    ex = ROOT / "harness" / "examples"
+    for f in ("copy_service.py", "spark_jobs.py"):
+        assert "harness" not in (ex / f).read_text().replace("kafka-eos-chaos", "").split('"""', 2)[2], f
+    java = (ex / "streams" / "CopyStreams.java").read_text()
+    assert "exactly_once_v2" in java and "at_least_once" in java and "harness" not in java.split("import", 1)[1]

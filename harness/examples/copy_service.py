@@ -1,0 +1,110 @@
+"""An exactly-once consume-transform-produce service, written as a user writes one.
+
+One file, confluent-kafka only: it knows nothing of the harness that tests it. It reads
+``--input`` with read_committed, writes each record to ``--output`` (same key, same value, same
+partition number when the output has it) and commits its input offsets inside the same
+transaction (``send_offsets_to_transaction``, KIP-98 / KIP-447), so that an input is in the output
+exactly once whatever instance dies when.
+
+    python copy_service.py --bootstrap HOST:PORT --input in --output out --group copy \
+        --transactional-id copy-0 [--client-properties FILE] [--commit-offsets-outside-txn]
+
+``--client-properties`` reads ``key=value`` lines (bootstrap.servers, security.protocol, sasl.*,
+ssl.*) for both clients. ``--commit-offsets-outside-txn`` is the classic mistake, kept as the
+negative control: the transaction commits the outputs, then ``consumer.commit()`` commits the
+offsets outside it; an instance killed in between re-reads a batch whose outputs are already
+committed and writes them again.
+
+Exit codes: 0 after SIGTERM (the current transaction finished first), 3 when fenced by a newer
+instance with the same transactional.id (a zombie) or on any fatal error.
+"""
+import argparse
+import signal
+import sys
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+
+def read_properties(path):
+    conf = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#") and "=" in line:
+                k, v = line.split("=", 1)
+                conf[k.strip()] = v.strip()
+    return conf
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bootstrap")
+    ap.add_argument("--input", required=True)
+    ap.add_argument("--output", required=True)
+    ap.add_argument("--group", required=True)
+    ap.add_argument("--transactional-id", required=True)
+    ap.add_argument("--client-properties")
+    ap.add_argument("--commit-offsets-outside-txn", action="store_true")
+    ap.add_argument("--batch", type=int, default=100)
+    a = ap.parse_args()
+
+    common = read_properties(a.client_properties) if a.client_properties else {}
+    if a.bootstrap:
+        common["bootstrap.servers"] = a.bootstrap
+    consumer = Consumer({
+        **common, "group.id": a.group,
+        "isolation.level": "read_committed",   # never read records of aborted transactions
+        "enable.auto.commit": False,           # offsets are committed with the transaction
+        "auto.offset.reset": "earliest",
+        # static membership: a restarted instance takes its partitions back at once instead of
+        # the whole group waiting out the dead member's session
+        "group.instance.id": a.transactional_id, "session.timeout.ms": 10000,
+    })
+    producer = Producer({**common, "transactional.id": a.transactional_id})
+    producer.init_transactions()               # fences any older instance with this id
+    consumer.subscribe([a.input])
+
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+
+    def rewind():
+        """After an abort: go back to the last committed offsets, so the batch is read again."""
+        for tp in consumer.committed(consumer.assignment(), timeout=10):
+            consumer.seek(TopicPartition(tp.topic, tp.partition, max(tp.offset, 0)))
+
+    out_partitions = None
+    while not stopping:
+        msgs = [m for m in consumer.consume(a.batch, timeout=0.5) if m.error() is None]
+        if not msgs:
+            continue
+        if out_partitions is None:
+            md = producer.list_topics(a.output, timeout=10)
+            out_partitions = len(md.topics[a.output].partitions)
+        producer.begin_transaction()
+        try:
+            for m in msgs:
+                p = m.partition() if m.partition() < out_partitions else None
+                kw = {"partition": p} if p is not None else {}
+                producer.produce(a.output, key=m.key(), value=m.value(), **kw)
+            if not a.commit_offsets_outside_txn:
+                producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                                                     consumer.consumer_group_metadata())
+            producer.commit_transaction()
+            if a.commit_offsets_outside_txn:   # the mistake: offsets outside the transaction
+                consumer.commit(asynchronous=False)
+        except KafkaException as e:
+            err = e.args[0]
+            if err.txn_requires_abort() or err.retriable():
+                # discard the batch's outputs and read it again: the outputs are rewritten in
+                # the next transaction, the aborted ones are never visible to read_committed
+                producer.abort_transaction()
+                rewind()
+                continue
+            print(f"copy_service: fatal: {err}", file=sys.stderr)
+            return 3
+    consumer.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
