@@ -31,12 +31,14 @@ system-deps:
 
 # Go builds toxiproxy (an older Go, e.g. Debian's 1.19, fetches the toolchain toxiproxy needs
 # through the Go module proxy); javac builds the Java client workers; Chromium and its driver
-# check the HTML report
+# check the HTML report; fuse3 (fusermount3 and libfuse3, which the mfusepy package loads) for
+# the lose-unsynced fault's FUSE layer; libfaketime for the clock-skew fault (docs/faults.md)
 test-system-deps:
 	@missing=""; \
-	for t in go:golang-go javac:openjdk-17-jdk-headless chromium:chromium chromedriver:chromium-driver; do \
+	for t in go:golang-go javac:openjdk-17-jdk-headless chromium:chromium chromedriver:chromium-driver fusermount3:fuse3; do \
 	  command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t#*:}"; \
 	done; \
+	ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || missing="$$missing libfaketime"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \

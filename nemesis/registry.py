@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from nemesis.client_faults import ClientKillNemesis, ClientPauseNemesis, ClientStopNemesis
+from nemesis.clock import ClockNemesis, choose_clock_target, clock_params
 from nemesis.core import Composite, NemesisContext
 from nemesis.partition import PartitionNemesis, choose_partition
+from nemesis.power import LoseUnsyncedNemesis
 from nemesis.process import KillNemesis, PauseNemesis
 from nemesis.targets import choose_client
 from nemesis.zombie import ZombieNemesis
@@ -73,7 +75,9 @@ class FaultKind:
     make: Callable[[NemesisContext], Any]  # the nemesis class (or factory); one instance per run
     choose: Chooser = choose_node_target
     #: what the runner must put in NemesisContext.extra for this kind: "network" (the
-    #: TestNetwork), "toxiproxy" (client links through toxiproxy, harness.cluster.toxiproxy_server)
+    #: TestNetwork), "toxiproxy" (client links through toxiproxy, harness.cluster.toxiproxy_server);
+    #: or what the brokers must be started with: "lazyfs" (log dirs on the FUSE layer,
+    #: harness.cluster.unsynced_fs), "faketime" (JVMs under libfaketime)
     needs: tuple[str, ...] = ()
     #: (kind name, the spec's own parameters: every key but SPEC_KEYS) -> None; raises
     #: ValueError saying what is wrong, so that a scenario fails when it is loaded
@@ -107,6 +111,10 @@ for _kind in (
               partition_params),
     FaultKind("toxic", "toxic", "untoxic", ToxicNemesis, choose_toxic_target, ("toxiproxy",),
               toxic_params),
+    # issue 24: power loss (unsynced writes lost under a FUSE layer) and per-broker clock skew
+    FaultKind("lose-unsynced", "lose-unsynced", "power-on", LoseUnsyncedNemesis, needs=("lazyfs",)),
+    FaultKind("clock-skew", "clock-skew", "clock-reset", ClockNemesis, choose_clock_target, ("faketime",),
+              clock_params),
 ):
     register(_kind)
 

@@ -22,15 +22,19 @@ def make_backend(spec, workdir: Path, logdir: Path, run_id: str = "adhoc") -> Ba
     from harness.cluster.netns_backend import NetnsBackend
 
     return NetnsBackend(kafka_dist(spec.kafka_version), workdir, logdir, nodes=spec.nodes,
-                        heap_mb=spec.heap_mb, overrides=spec.broker)
+                        heap_mb=spec.heap_mb, overrides=spec.broker, lazyfs=spec.lazyfs,
+                        faketime=spec.faketime)
 
 
 def clean_everything() -> list[str]:
     """What ``eos-chaos cleanup`` does: every backend's leftovers, from any run (the netns
     namespaces; the docker backend's labelled containers, networks and volumes when a Docker
-    engine answers). Returns what could not be removed."""
+    engine answers; every FUSE layer the harness mounted, found in /proc/mounts). Returns what
+    could not be removed."""
     from harness.cluster import namespaces as net
-    problems = net.cleanup()
+    from harness.cluster.fuse_mounts import cleanup_mounts
+
+    problems = net.cleanup() + cleanup_mounts()
     try:
         from harness.cluster.docker_backend import clean_docker_leftovers
     except ImportError:  # the docker backend is not there (or its SDK is missing)

@@ -8,6 +8,12 @@ data topics RF 3 with ``min.insync.replicas=2``, no unclean leader election.
 Process control per node: ``kill`` (SIGKILL), ``stop`` (SIGTERM, controlled shutdown),
 ``start``, ``pause`` (SIGSTOP), ``resume`` (SIGCONT). Logs go to ``<run>/logs/n<id>.log``.
 Readiness is judged through the admin API (see harness.cluster.agent), never by sleeping.
+
+Two optional layers for the faults of issue 24: ``lazyfs`` puts each node's log dir on a FUSE
+layer that can lose what the broker wrote and did not fsync (harness.cluster.unsynced_fs; the
+data stays in ``n<i>/data``, the broker writes through the mount ``n<i>/lazyfs``), and
+``faketime`` starts each JVM under libfaketime with a per-node control file, so the node's wall
+clock can be moved while it runs (``set_clock_offset``; the monotonic clock is left alone).
 """
 from __future__ import annotations
 
@@ -27,6 +33,21 @@ CONTROLLER_PORT = 9093
 #: the CLIENT listener (only when a run proxies client links, see harness.cluster.toxiproxy_server): clients
 #: connect through a proxy, and the broker advertises that proxy's address on this listener
 CLIENT_PORT = 9094
+
+#: Debian's libfaketime (package libfaketime); FAKETIME_CACHE_DURATION=1: the control file is
+#: read again at most once a second (FAKETIME_NO_CACHE=1 reads it on every clock call: 132 us
+#: a currentTimeMillis on Java 17 here, against 0.8 us cached; docs/faults.md "clock-skew")
+LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+
+def libfaketime_path() -> str | None:
+    """Where Debian's libfaketime.so.1 is on this machine, or None."""
+    import glob
+
+    for p in [LIBFAKETIME, *glob.glob("/usr/lib/*/faketime/libfaketime.so.1")]:
+        if os.path.exists(p):
+            return p
+    return None
 
 #: broker settings of KAFKA-EOS.md ("the normal production shape") plus what a test needs.
 BROKER_DEFAULTS: dict[str, str] = {
@@ -93,6 +114,16 @@ class KafkaNode:
     client_advertised: str | None = None
     proc: subprocess.Popen | None = None
     paused: bool = False
+    #: the FUSE layer under the log dir (harness.cluster.fuse_mounts.LazyMount), or None
+    storage: object | None = None
+    #: libfaketime's control file for this JVM (the clock offset, "+300s"), or None
+    clock_file: Path | None = None
+    clock_offset_s: float = 0.0
+
+    @property
+    def data_dir(self) -> Path:
+        """What the broker's ``log.dirs`` names: the FUSE mount when there is one."""
+        return self.workdir / ("lazyfs" if self.storage is not None else "data")
 
     @property
     def address(self) -> str:
@@ -134,7 +165,7 @@ class KafkaNode:
             "node.id": str(self.node_id),
             "controller.quorum.voters": voters,
             **self.listener_config(),
-            "log.dirs": str(self.workdir / "data"),
+            "log.dirs": str(self.data_dir),
             **BROKER_DEFAULTS,
             **self.overrides,
         }
@@ -169,7 +200,7 @@ class KafkaNode:
         log.write(b"\n===== eos-chaos: starting node =====\n")
         log.flush()
         self.proc = subprocess.Popen(
-            self.host.exec_prefix() + self._java("kafka.Kafka", str(self.config_path)),
+            self.host.exec_prefix() + self.clock_env() + self._java("kafka.Kafka", str(self.config_path)),
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,  # a Ctrl-C on the controller must not reach the brokers
         )
@@ -179,6 +210,46 @@ class KafkaNode:
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    # -- clock (libfaketime) ---------------------------------------------------------------
+    def clock_env(self) -> list[str]:
+        """``env VAR=... `` before the JVM's argv when the node runs under libfaketime: the wall
+        clock (CLOCK_REALTIME: currentTimeMillis) offset by the control file, the monotonic
+        clock (nanoTime, sleeps, waits) untouched."""
+        if self.clock_file is None:
+            return []
+        lib = libfaketime_path()
+        if lib is None:
+            raise ClusterError("libfaketime is not installed (Debian: apt-get install -y libfaketime)")
+        if not self.clock_file.exists():
+            self._write_clock(self.clock_offset_s)
+        return ["env", f"LD_PRELOAD={lib}", f"FAKETIME_TIMESTAMP_FILE={self.clock_file}",
+                "FAKETIME_CACHE_DURATION=1", "FAKETIME_DONT_FAKE_MONOTONIC=1"]
+
+    def _write_clock(self, offset_s: float) -> None:
+        tmp = self.clock_file.with_suffix(".tmp")
+        tmp.write_text(f"{offset_s:+g}s\n")
+        os.replace(tmp, self.clock_file)  # atomic: libfaketime never reads a half-written file
+
+    def set_clock_offset(self, offset_s: float) -> float:
+        """Move this node's wall clock to real time + ``offset_s`` seconds while it runs (in
+        effect within a second: FAKETIME_CACHE_DURATION). Returns the previous offset."""
+        if self.clock_file is None:
+            raise ClusterError(f"node {self.node_id} does not run under libfaketime (no clock fault in the scenario)")
+        before, self.clock_offset_s = self.clock_offset_s, float(offset_s)
+        self._write_clock(self.clock_offset_s)
+        return before
+
+    # -- storage (the FUSE layer) ------------------------------------------------------------
+    def lose_unsynced(self) -> dict:
+        """Lose what this (dead) node wrote and did not fsync: harness.cluster.fuse_mounts.
+        LazyMount.lose_unsynced. Refused while the JVM runs (its page cache would be written
+        back after the drop)."""
+        if self.storage is None:
+            raise ClusterError(f"node {self.node_id} has no FUSE layer under its log dir")
+        if self.running():
+            raise ClusterError(f"node {self.node_id} is running: kill it before losing its unsynced writes")
+        return self.storage.lose_unsynced()
 
     def signal(self, sig: int) -> bool:
         """Send ``sig`` to the JVM; False when it is not running."""
@@ -227,9 +298,12 @@ class Cluster:
 
     def __init__(self, dist: KafkaDist, network: TestNetwork, workdir: Path, logdir: Path,
                  nodes: int = 3, heap_mb: int = 512, overrides: dict[str, str] | None = None,
-                 client_listeners: dict[int, str] | None = None):
+                 client_listeners: dict[int, str] | None = None, lazyfs: bool = False,
+                 faketime: bool = False):
         """``client_listeners`` (node id -> "host:port" of its proxy) adds the CLIENT listener
-        (KafkaNode.listener_config); without it the nodes have PLAINTEXT and CONTROLLER only."""
+        (KafkaNode.listener_config); without it the nodes have PLAINTEXT and CONTROLLER only.
+        ``lazyfs``: each log dir on the FUSE layer (module docstring); ``faketime``: each JVM
+        under libfaketime."""
         self.dist = dist
         self.network = network
         self.cluster_id = random_cluster_id()
@@ -239,6 +313,15 @@ class Cluster:
                          client_advertised=(client_listeners or {}).get(i))
             for i in range(1, nodes + 1)
         }
+        self.lazyfs = lazyfs
+        for i, node in self.nodes.items():
+            if faketime:
+                node.clock_file = node.workdir / "faketime.rc"
+            if lazyfs:
+                from harness.cluster.fuse_mounts import LazyMount
+
+                node.storage = LazyMount(node.workdir / "data", node.workdir / "lazyfs",
+                                         logdir / f"lazyfs-n{i}.log", f"n{i}")
 
     @property
     def bootstrap(self) -> str:
@@ -257,6 +340,8 @@ class Cluster:
     def format_and_start(self) -> None:
         """Write configs, format every log dir, start every node (readiness is checked elsewhere)."""
         for node in self.nodes.values():
+            if node.storage is not None:
+                node.storage.mount()
             node.write_config(self.voters)
         # formatting is a JVM start each: do it in parallel, 2 cores or not, it overlaps I/O
         procs = []
@@ -267,6 +352,8 @@ class Cluster:
             if proc.returncode != 0:
                 raise ClusterError(f"formatting node {node.node_id} failed:\n{out[-2000:]}")
         for node in self.nodes.values():
+            if node.storage is not None:  # the formatted log dir is the disk's starting state
+                node.storage.sync_all()
             node.start()
 
     def dead_nodes(self) -> list[int]:
@@ -289,4 +376,15 @@ class Cluster:
                     node.kill()
             except Exception as exc:  # report, don't swallow: teardown must say what it left
                 problems.append(f"could not stop node n{i}: {exc}")
+        return problems + self.unmount()
+
+    def unmount(self) -> list[str]:
+        """Unmount every node's FUSE layer (its data stays in ``n<i>/data``); what could not be."""
+        problems = []
+        for node in self.nodes.values():
+            if node.storage is not None:
+                try:
+                    problems += node.storage.unmount()
+                except Exception as exc:
+                    problems.append(f"could not unmount the FUSE layer of n{node.node_id}: {exc}")
         return problems

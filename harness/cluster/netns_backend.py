@@ -2,7 +2,8 @@
 namespace on a private bridge (harness.cluster.namespaces, harness.cluster.kafka). Clients, the admin agent
 and toxiproxy run in the client namespace ``eosc-c``; grudges are iptables rules inside the
 namespaces (nemesis.partition). Everything lives in namespaces named ``eosc-*``, so
-``net.cleanup`` finds and removes it also after a crashed controller."""
+``net.cleanup`` finds and removes it also after a crashed controller; the FUSE layers under the
+log dirs (``lazyfs``) are found by their type in /proc/mounts (harness.cluster.fuse_mounts)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,14 +24,19 @@ class NetnsBackend:
     client_config: dict[str, str] = {}
 
     def __init__(self, dist: KafkaDist, workdir: Path, logdir: Path, nodes: int = 3, heap_mb: int = 512,
-                 overrides: dict[str, str] | None = None):
+                 overrides: dict[str, str] | None = None, lazyfs: bool = False, faketime: bool = False):
         self.dist, self.workdir, self.logdir = dist, Path(workdir), Path(logdir)
         self.nodes, self.heap_mb, self.overrides = nodes, heap_mb, dict(overrides or {})
+        #: log dirs on the FUSE layer (lose-unsynced), JVMs under libfaketime (clock-skew)
+        self.lazyfs, self.faketime = lazyfs, faketime
         self.network = net.TestNetwork(list(range(1, nodes + 1)))
         self.cluster: Cluster | None = None
 
     def clean_leftovers(self) -> list[str]:
-        return net.cleanup()
+        from harness.cluster.fuse_mounts import cleanup_mounts
+
+        # processes first (a broker keeps its log dir busy), then the FUSE layers under them
+        return net.cleanup() + cleanup_mounts()
 
     def prepare(self) -> None:
         self.network.up()
@@ -38,7 +44,7 @@ class NetnsBackend:
     def start(self, client_listeners: dict[int, str] | None) -> None:
         self.cluster = Cluster(self.dist, self.network, self.workdir, self.logdir, nodes=self.nodes,
                                heap_mb=self.heap_mb, overrides=self.overrides,
-                               client_listeners=client_listeners)
+                               client_listeners=client_listeners, lazyfs=self.lazyfs, faketime=self.faketime)
         self.cluster.format_and_start()
 
     @property
@@ -71,4 +77,9 @@ class NetnsBackend:
         return self.network.down()
 
     def meta(self) -> dict[str, Any]:
-        return {}
+        out: dict[str, Any] = {}
+        if self.lazyfs:
+            out["log_dirs"] = "lazyfs"  # each on the FUSE layer (harness.cluster.unsynced_fs)
+        if self.faketime:
+            out["clock"] = "libfaketime"
+        return out

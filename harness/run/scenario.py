@@ -111,6 +111,12 @@ class ClusterSpec(Strict):
     backend: Literal["netns", "docker", "external"] = "netns"
     docker: DockerSpec | None = None
     external: ExternalSpec | None = None
+    #: each broker's log dir on the FUSE layer that can lose unsynced writes
+    #: (harness.cluster.unsynced_fs); on by itself when a fault needs it (lose-unsynced), or set
+    #: it to run a scenario on the layer without that fault (its cost, a control)
+    lazyfs: bool = False
+    #: every broker JVM under libfaketime with a clock control file; on by itself with clock-skew
+    faketime: bool = False
 
     @model_validator(mode="after")
     def _backend_fields(self) -> "ClusterSpec":
@@ -281,11 +287,12 @@ class Scenario(Strict):
     @model_validator(mode="after")
     def _sane(self) -> "Scenario":
         check_fail_on(self.fail_on, self.liveness)
-        if self.cluster.nodes < 3 and any(f.fault == "kill" for f in self.nemesis.all_faults()):
+        if self.cluster.nodes < 3 and any(f.fault in ("kill", "lose-unsynced") for f in self.nemesis.all_faults()):
             raise ValueError("killing a node needs at least 3 nodes (RF 3, min.insync.replicas 2)")
         if self.cluster.backend == "external":
             external_faults(self.cluster.external, [f.fault for f in self.nemesis.all_faults()])
             external_workload(self.cluster.external, self.workload)
+        broker_layers(self)
         return self
 
 
@@ -315,7 +322,7 @@ def external_faults(ext: ExternalSpec, faults: list[str]) -> None:
                 raise ValueError(f"fault {f} on the external backend needs the node-control command "
                                  f"templates cluster.external.commands.{' and .'.join(missing)} (missing: "
                                  f"{', '.join(missing)})")
-        elif FAULTS[f].needs:
+        elif FAULTS[f].needs and not set(FAULTS[f].needs) <= set(BROKER_LAYERS):  # those: broker_layers
             # docs/backends.md "Why no link faults on external" says what building them would take
             why = ("every broker would have to advertise a listener at a toxiproxy proxy this machine "
                    "runs (advertised.listeners host:port per broker), a broker config change the run may "
@@ -324,6 +331,26 @@ def external_faults(ext: ExternalSpec, faults: list[str]) -> None:
             raise ValueError(f"fault {f} is not offered on the external backend: {why}; run it with "
                              "--backend netns or docker. Offered on external: kill and pause (with command "
                              "templates), kill-client, pause-client, zombie")
+
+
+#: FaultKind.needs that the brokers must be started with, -> the ClusterSpec flag
+BROKER_LAYERS = {"lazyfs": "lazyfs", "faketime": "faketime"}
+
+
+def broker_layers(scn: "Scenario") -> None:
+    """Turn on the cluster flags the scenario's faults need (lose-unsynced: ``lazyfs``,
+    clock-skew: ``faketime``); refuse them on backends that cannot start brokers that way
+    (ValueError in one line)."""
+    from nemesis.registry import needs
+
+    wanted = [flag for need, flag in BROKER_LAYERS.items() if need in needs([f.fault for f in scn.nemesis.all_faults()])]
+    wanted += [flag for flag in BROKER_LAYERS.values() if getattr(scn.cluster, flag) and flag not in wanted]
+    if wanted and scn.cluster.backend != "netns":
+        raise ValueError(f"{' and '.join(wanted)} (faults lose-unsynced / clock-skew) run on the netns backend "
+                         f"only, not {scn.cluster.backend}: the broker must start on this machine with its log dir "
+                         "on the harness's FUSE layer or its JVM under libfaketime; use --backend netns")
+    for flag in wanted:
+        setattr(scn.cluster, flag, True)
 
 
 def external_workload(ext: ExternalSpec, workload) -> None:
