@@ -44,6 +44,30 @@ class ProcessNumbers:
             return self._map[key]
 
 
+def _signal_container(container: str, sig: int) -> None:
+    """Kill, pause or unpause a container the harness started (docker-py); a container already
+    gone or stopped is left alone."""
+    from docker.errors import DockerException
+
+    from harness.cluster.docker.engine import engine_client
+
+    client = engine_client()
+    if client is None:
+        return
+    try:
+        c = client.containers.get(container)
+        if sig == signal.SIGKILL and c.status in ("running", "paused"):
+            if c.status == "paused":
+                c.unpause()
+            c.kill()
+        elif sig == signal.SIGSTOP and c.status == "running":
+            c.pause()
+        elif sig == signal.SIGCONT and c.status == "paused":
+            c.unpause()
+    except DockerException:
+        pass  # gone already: nothing left to signal
+
+
 class WorkerHandle:
     """One worker process; ``control`` collects its control messages in arrival order."""
 
@@ -111,7 +135,12 @@ class WorkerHandle:
 
     def signal(self, sig: int) -> None:
         """Signal the worker's whole process group (it is a session leader), so that a child
-        it started, such as a Spark driver JVM, is killed or paused with it."""
+        it started, such as a Spark driver JVM, is killed or paused with it; and the container
+        it runs, if any (an app instance on the docker backend: ``{"ctl": {"container": id}}``):
+        SIGKILL kills it, SIGSTOP pauses it, SIGCONT unpauses it."""
+        container = next((c["container"] for c in reversed(self.control) if isinstance(c, dict) and "container" in c), None)
+        if container and sig in (signal.SIGKILL, signal.SIGSTOP, signal.SIGCONT):
+            _signal_container(container, sig)
         try:
             os.killpg(self.proc.pid, sig)
         except ProcessLookupError:

@@ -195,7 +195,7 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         workload = cluster_workload(WORKLOADS[scn.workload.name], scn.workload, service.bootstrap, scn.seed,
                                     names, service.client_config, ext.java_client if ext else None)
         if hasattr(workload, "prepare"):  # the app workload's work dirs and logs live in the run folder
-            workload.prepare(run_dir)
+            workload.prepare(run_dir, service.meta())
         meta.update(workload.meta(), keys=workload.keys())
         min_isr = min(2, scn.cluster.nodes)
         topics = workload.topics()

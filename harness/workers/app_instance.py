@@ -23,7 +23,9 @@ application cannot be told, so this is acknowledged at once; the pool then pause
 
 Config: ``argv`` (placeholders already filled), ``env``, ``cwd``, ``work_dir``, ``instance``,
 ``restart``, ``done``, ``log`` (this worker's log path), ``client_properties`` (a path to write
-bootstrap.servers and the cluster's security settings to), ``bootstrap``, ``security``.
+bootstrap.servers and the cluster's security settings to), ``bootstrap``, ``security``; for a
+container (docker backend): ``image`` (``argv`` is then the container's command, may be
+empty), ``network``, ``labels``, ``run_id``.
 """
 from __future__ import annotations
 
@@ -61,12 +63,88 @@ def log_tail(path: str | None, n: int = 8) -> str:
     return " | ".join(line.strip() for line in lines[-n:] if line.strip())[-800:]
 
 
+class ChildError(RuntimeError):
+    """The application could not be started; the message says why, in one line."""
+
+
+class ProcessChild:
+    """The application as a child process in this worker's process group (the pool's SIGKILL
+    and SIGSTOP of the group reach it)."""
+
+    def __init__(self, cfg: dict, env: dict[str, str]):
+        full = {k: v for k, v in os.environ.items() if k != CONFIG_ENV}  # it may hold a sasl.password
+        full.update(env)
+        try:
+            self.proc = subprocess.Popen(cfg["argv"], cwd=cfg.get("cwd") or None, env=full,
+                                         stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(),
+                                         stderr=sys.stderr.fileno())
+        except OSError as exc:
+            what = "command not found" if isinstance(exc, FileNotFoundError) else "could not start"
+            raise ChildError(f"{what}: {cfg['argv'][0]} ({exc.strerror or exc})") from None
+        self.pid = self.proc.pid
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def stop(self, grace_s: float, log) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            log("app did not exit within the grace period after SIGTERM; SIGKILL")
+            self.proc.kill()
+            return self.proc.wait()
+
+
+class ContainerChild:
+    """The application as a container of ``cfg["image"]`` on the run's docker network (docker
+    backend), labelled with the run so that teardown and ``eos-chaos cleanup`` remove it; its
+    output is copied to this worker's log. The pool kills, pauses and resumes it with the
+    worker (harness.run.pool.WorkerHandle.signal reads the ``container`` control message)."""
+
+    def __init__(self, cfg: dict, env: dict[str, str], n: int):
+        import docker
+        from docker.errors import DockerException, ImageNotFound
+
+        try:
+            self.client = docker.from_env(timeout=30)
+            name = f"eosc-app-{cfg.get('run_id', 'run')}-{cfg['instance']}-{os.getpid()}-{n}"
+            self.c = self.client.containers.run(
+                cfg["image"], command=cfg.get("argv") or None, environment=env, network=cfg.get("network"),
+                labels=cfg.get("labels") or {}, name=name, detach=True,
+                volumes={cfg["work_dir"]: {"bind": cfg["work_dir"], "mode": "rw"}})
+        except ImageNotFound:
+            raise ChildError(f"image {cfg['image']} not found: build or pull it first (no registry is reached)") from None
+        except DockerException as exc:
+            raise ChildError(f"could not start a container of {cfg['image']}: {str(exc).splitlines()[0][:300]}") from None
+        self.id, self.pid = self.c.id, self.c.short_id
+        threading.Thread(target=self._copy_logs, daemon=True).start()
+
+    def _copy_logs(self) -> None:
+        try:
+            for chunk in self.c.logs(stream=True, follow=True):
+                sys.stderr.buffer.write(chunk)
+                sys.stderr.flush()
+        except Exception as exc:  # the container is gone (removed at teardown): its log ends here
+            sys.stderr.write(f"(container log ended: {type(exc).__name__})\n")
+
+    def poll(self) -> int | None:
+        self.c.reload()
+        if self.c.status in ("exited", "dead"):
+            return int(self.c.attrs["State"]["ExitCode"])
+        return None
+
+    def stop(self, grace_s: float, log) -> int:
+        self.c.stop(timeout=int(grace_s))  # SIGTERM, SIGKILL after the grace period
+        return int(self.c.wait(timeout=grace_s + 30)["StatusCode"])
+
+
 class AppInstanceWorker(Worker):
     def __init__(self, cfg: dict):
         self.commands: list[str] = []
         self._cmd_lock = threading.Lock()
         super().__init__(cfg)
-        self.child: subprocess.Popen | None = None
+        self.child: ProcessChild | ContainerChild | None = None
         self.starts = 0
 
     def _watch_stdin(self) -> None:
@@ -88,19 +166,16 @@ class AppInstanceWorker(Worker):
     def start(self) -> bool:
         cfg = self.cfg
         Path(cfg["work_dir"]).mkdir(parents=True, exist_ok=True)
-        env = {k: v for k, v in os.environ.items() if k != CONFIG_ENV}
-        env.update({k: str(v) for k, v in (cfg.get("env") or {}).items()})
+        env = {k: str(v) for k, v in (cfg.get("env") or {}).items()}
         self.emit("invoke", "app-start", {"instance": cfg["instance"]})
         try:
-            self.child = subprocess.Popen(cfg["argv"], cwd=cfg.get("cwd") or None, env=env,
-                                          stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(),
-                                          stderr=sys.stderr.fileno())
-        except OSError as exc:
-            self.emit("fail", "app-start", {"instance": cfg["instance"]}, error=[type(exc).__name__, str(exc)])
-            what = ("command not found" if isinstance(exc, FileNotFoundError) else "could not start")
-            self.control(app_failed={"reason": f"{what}: {cfg['argv'][0]} ({exc.strerror or exc})",
-                                     "log": log_tail(cfg.get("log"))})
+            self.child = (ContainerChild(cfg, env, self.starts) if cfg.get("image") else ProcessChild(cfg, env))
+        except ChildError as exc:
+            self.emit("fail", "app-start", {"instance": cfg["instance"]}, error=["ChildError", str(exc)])
+            self.control(app_failed={"reason": str(exc), "log": log_tail(cfg.get("log"))})
             return False
+        if isinstance(self.child, ContainerChild):  # the pool signals the container too (kill, pause)
+            self.control(container=self.child.id)
         self.starts += 1
         self.started_at = time.monotonic()
         self.emit("ok", "app-start", {"instance": cfg["instance"], "pid": self.child.pid, "start": self.starts})
@@ -115,13 +190,7 @@ class AppInstanceWorker(Worker):
         """SIGTERM the application, SIGKILL it after the grace period; record its exit."""
         if self.child is None or self.child.poll() is not None:
             return
-        self.child.send_signal(signal.SIGTERM)
-        try:
-            code = self.child.wait(timeout=float(self.cfg.get("stop_grace_s", STOP_GRACE_S)))
-        except subprocess.TimeoutExpired:
-            self.log("app did not exit within the grace period after SIGTERM; SIGKILL")
-            self.child.kill()
-            code = self.child.wait()
+        code = self.child.stop(float(self.cfg.get("stop_grace_s", STOP_GRACE_S)), self.log)
         self._exited(code, by)
 
     def run(self) -> None:

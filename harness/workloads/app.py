@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from harness.cluster.docker.nodes import labels as docker_labels
 from harness.workers.app_match import check_spec
 from harness.workloads.base import Strict, TopicSpec, WorkerSpec
 from harness.workloads.txn_queue import VALUE_STRIDE
@@ -91,6 +92,9 @@ class AppPySpark(Strict):
 class AppProcess(Strict):
     instances: int = Field(1, ge=1, le=16)
     command: list[str] | None = Field(None, min_length=1)
+    #: a container image (docker backend): each instance a container on the run's network;
+    #: ``command``, if given, is its command (arguments after the image's entrypoint)
+    image: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
     pyspark: AppPySpark | None = None
     env: dict[str, str] = Field(default_factory=dict)
     #: working directory of the command, and where a pyspark job or a python match is imported
@@ -105,8 +109,9 @@ class AppProcess(Strict):
 
     @model_validator(mode="after")
     def _one_way_to_run(self) -> "AppProcess":
-        if (self.command is None) == (self.pyspark is None):
-            raise ValueError("app: give exactly one of command (a list of arguments) or pyspark {job: module:function}")
+        if (self.command is None and self.image is None) == (self.pyspark is None):
+            raise ValueError("app: give exactly one of command (a list of arguments), image (docker backend) "
+                             "or pyspark {job: module:function}")
         if self.cwd and set(placeholders_in(self.cwd)) - {"examples"}:
             raise ValueError(f"cwd {self.cwd!r}: the only placeholder a cwd takes is {{examples}}")
         for text in [*(self.command or []), *self.env.values()]:
@@ -168,6 +173,7 @@ class App:
         self._spawns = itertools.count(1)
         self.run_dir: Path | None = None
         self.catch_up: dict | None = None
+        self.docker_network: str | None = None
         self.drain_result: dict | None = None
         #: a worker spec with the cluster's security settings (set by SecureWorkload on a secured cluster)
         self.secure = lambda spec: spec
@@ -193,9 +199,15 @@ class App:
         return self.input_keys() + self.output_keys()
 
     # -- the run's hooks (harness.run.runner) ------------------------------------------
-    def prepare(self, run_dir: Path) -> None:
-        """Know the run folder: instances' work dirs and logs live there."""
+    def prepare(self, run_dir: Path, service_meta: dict | None = None) -> None:
+        """Know the run folder (instances' work dirs and logs live there) and the cluster
+        (``service_meta``: an image needs the docker backend's network). Raises AppError for
+        an image on another backend."""
         self.run_dir = Path(run_dir).resolve()
+        self.docker_network = (service_meta or {}).get("docker_network")
+        if self.spec.app.image and not self.docker_network:
+            raise AppError(f"app.image {self.spec.app.image} needs the docker backend: run with --backend docker "
+                           "(or give app.command to run it as a process)")
 
     def base_dir(self) -> str:
         """The command's working directory (the scenario's folder unless ``app.cwd``), where
@@ -225,6 +237,8 @@ class App:
 
     def _argv(self, instance: int, values: dict[str, Any]) -> list[str]:
         a = self.spec.app
+        if a.image is not None:
+            return [fill(x, values) for x in a.command or []]
         if a.command is not None:
             return [fill(x, values) for x in a.command]
         ps = a.pyspark
@@ -247,6 +261,9 @@ class App:
             "instance": i, "restart": a.restart, "done": a.done, "startup_s": a.startup_s,
             "stop_grace_s": a.stop_grace_s, "log": str(run / "logs" / f"app-{i}.log"),
             "client_properties": values["client_properties"], "bootstrap": self.bootstrap,
+            **({"image": a.image, "network": self.docker_network, "run_id": run.name,
+                "labels": docker_labels(run.name, app=str(i))}
+               if a.image else {}),
         })
 
     def _producer(self, i: int) -> WorkerSpec:

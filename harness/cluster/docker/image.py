@@ -2,7 +2,7 @@
 
 Two layers of cache:
 
-1. BASE_TAG, Debian bookworm ``minbase`` plus ``openjdk-17-jre-headless``, made from Debian's
+1. BASE_TAG, Debian bookworm ``minbase`` plus ``openjdk-17-jre-headless`` and ``python3``, made from Debian's
    packages by ``mmdebstrap`` (a faster debootstrap: one apt run, output straight to a tarball)
    and ``docker import``-ed. The tarball is kept under ``<cache>/docker/`` so that a wiped engine
    re-imports it instead of bootstrapping again.
@@ -30,7 +30,8 @@ from docker.errors import APIError, BuildError, ImageNotFound
 from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, kafka_dist
 from harness.cluster.docker.engine import DockerError
 
-BASE_TAG = "kafka-eos-chaos/debian-base:bookworm-jre17"
+#: python3 too: the app workload's example image (harness.examples.docker_image) runs on it
+BASE_TAG = "kafka-eos-chaos/debian-base:bookworm-jre17-py3"
 IMAGE_REPO = "kafka-eos-chaos/kafka"
 IMAGE_LABEL = "eos-chaos.image"
 SUITE = "bookworm"
@@ -64,7 +65,7 @@ def sources(mirror: str = MIRROR, security: str = SECURITY_MIRROR) -> list[str]:
 def mmdebstrap_argv(output: Path, mirror: str = MIRROR, security: str = SECURITY_MIRROR) -> list[str]:
     """The mmdebstrap command that writes the base rootfs tarball to ``output``."""
     return [
-        "mmdebstrap", "--variant=minbase", f"--include={JRE_PACKAGE}",
+        "mmdebstrap", "--variant=minbase", f"--include={JRE_PACKAGE},python3",
         "--aptopt=APT::Install-Recommends \"false\"",
         # openjdk's postinst registers alternatives with man pages: the dir must exist even
         # though the man pages themselves are filtered out
@@ -190,7 +191,7 @@ def base_tarball() -> Path:
 
     path = cache_dir() / "docker"
     path.mkdir(parents=True, exist_ok=True)
-    return path / f"debian-{SUITE}-jre17.tar"
+    return path / f"debian-{SUITE}-jre17-py3.tar"
 
 
 def _clean_path_env() -> dict[str, str]:

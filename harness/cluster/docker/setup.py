@@ -1,4 +1,4 @@
-"""``eos-chaos setup --docker``: the engine running and the Kafka images built."""
+"""``eos-chaos setup --docker``: the engine running, the Kafka images and the app example image built."""
 from __future__ import annotations
 
 import time
@@ -23,4 +23,9 @@ def setup_docker(versions: Iterable[str], say: Callable[[str], None] = print) ->
         t = time.monotonic()
         tags.append(build_kafka_image(v, client=client))
         say(f"docker image {tags[-1]}: ready ({time.monotonic() - t:.1f} s)")
+    t = time.monotonic()
+    from harness.examples.docker_image import build_copy_service_image
+
+    say(f"docker image {build_copy_service_image(client)} (the app workload's example): ready "
+        f"({time.monotonic() - t:.1f} s)")
     return tags
