@@ -252,7 +252,9 @@ def _index(h: History) -> Index:
     # several offsets or the reads of its offset disagree: only those, and sends with an
     # unknown offset, are settled by value
     if ix.dup_kv.is_empty():
-        resid = np.flatnonzero(~read & (~ws | ~r_cons[np.maximum(w_slot, 0)]))
+        w_cons = np.zeros(len(wi), bool)  # no slot at all (no offset known, nothing read): none
+        w_cons[ws] = r_cons[sl]
+        resid = np.flatnonzero(~read & ~w_cons)
     else:
         resid = np.flatnonzero(~read)
     if len(resid):  # settle the rest by value: was (key, value) returned anywhere?

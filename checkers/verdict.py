@@ -211,6 +211,7 @@ def check(
 
 
 _READ_OR_WRITE = ["send", "poll", "txn"]
+_READS = ["poll", "app-poll"]
 _NOT_STRUCTURE = ("truncated or garbled last line dropped", "garbled line skipped")
 
 
@@ -220,9 +221,18 @@ def malformed(h: History) -> int:
     return max(0, h.n_problems - int(h.truncated) - h.garbled_lines)
 
 
+def _ok_poll_micro_op(h: History) -> bool:
+    """Whether an ok op returned a record (a processor's txn polls its input)."""
+    ok = h.ops["type"] == "ok"
+    ops = h.mops.filter(pl.col("kind") == "poll")["op"].unique()
+    return bool(ok.gather(ops.cast(pl.Int64)).any()) if len(ops) else False
+
+
 def judgeable(h: History) -> list[str]:
     """Why ``h`` cannot be judged (empty when it can): no completed client read or write
-    (a vacuous history, e.g. only ``assign`` ops), garbled lines mid-file, or a history that
+    (a vacuous history, e.g. only ``assign`` ops), writes but no completed read (the prefix
+    of a run killed before its consumers read: no ok poll or app-poll, no ok op that polled a
+    record), garbled lines mid-file, or a history that
     is not well-formed (HISTORY.md: an index gap, a completion with no open invoke or timed
     before its invoke, a process with two ops in flight, a malformed event or micro-op).
     A truncated last line alone is not a reason: the prefix of a killed run is judged."""
@@ -232,6 +242,11 @@ def judgeable(h: History) -> list[str]:
     elif not ((h.ops["type"] == "ok") & h.ops["f"].cast(pl.String).is_in(_READ_OR_WRITE)).any():
         fs = ", ".join(sorted(set(h.ops["f"].cast(pl.String).to_list())))
         out.append(f"history has no completed client read or write (ops: {fs}): nothing to judge")
+    elif not (((h.ops["type"] == "ok") & h.ops["f"].cast(pl.String).is_in(_READS)).any()
+              or _ok_poll_micro_op(h)):
+        # the prefix of a run killed before its consumers read: no write can be judged
+        out.append("history has no completed read (no ok poll): the writes cannot be judged "
+                   "(a run killed before its consumers read anything?)")
     if h.garbled_lines:
         out.append(f"{h.garbled_lines} garbled line(s) mid-file were skipped: "
                    "ops may be mis-paired or observations missing")

@@ -11,6 +11,7 @@ import polars as pl
 
 from ..timing import laps
 from .arrays import positions
+from .checks import check_keys, check_offsets
 from .events import _Events
 from .exact import _py_completion, _py_invoke_rows, _py_invoke_sends
 from .model import BULK_FS, END, KIND, POLL, SEND, TYPE, History
@@ -222,6 +223,8 @@ def _assemble(ev: _Events) -> History:
     laps("load: pair invokes/completions")
     extras = _extras(ev, ops)
     mops, keys = _micro_ops(ev, ops)
+    check_keys(ev, keys)
+    check_offsets(ev, ops, mops, keys)
     ev.raw = None
     ops = ops.select(
         "op", "invoke_index", "complete_index", "process",

@@ -79,6 +79,9 @@ class _Events:
         self.i_pos.append(pos)
         self.i_index.append(int(idx))
         if proc == "nemesis":
+            if not _int64(ev.get("time")) or isinstance(ev.get("time"), bool):
+                self.problems.add(pos, 1, f"{where}: event {idx} has no integer time "
+                                          "(ns since the run started)")
             self.nemesis.append((pos, ev))
             return
         if not _int64(proc):
@@ -95,7 +98,7 @@ class _Events:
         c = self.x_cols
         c["pos"].append(pos)
         c["index"].append(int(idx))
-        c["time"].append(int(t) if _int64(t) else None)
+        c["time"].append(int(t) if _int64(t) and not isinstance(t, bool) else None)
         c["process"].append(int(proc))
         c["type"].append(typ)
         c["f"].append(f)

@@ -42,6 +42,11 @@ def _pair(ev: _Events) -> pl.DataFrame:
     pos = col(E["pos"].to_numpy())
     idx = col(E["index"].to_numpy())
     f = E["f"] if order is None else E["f"].gather(order)
+    nt = np.flatnonzero(col(E["time"].is_null().to_numpy()))
+    if len(nt):  # HISTORY.md: every event has an int time (ns since the run started)
+        ev.problems.add_first(len(nt), (
+            (int(pos[r]), 1, f"{where(int(pos[r]))}: event {idx[r]} has no integer time "
+                             "(ns since the run started)") for r in nt[:MAX_PROBLEMS]))
     o = np.flatnonzero(orphan)
     if len(o):
         ev.problems.add_first(len(o), (
@@ -78,8 +83,9 @@ def _pair(ev: _Events) -> pl.DataFrame:
     back = (C["time"] < I["time"]).fill_null(False)
     if back.any():
         bi = np.flatnonzero(back.to_numpy())
-        cp, ci, ct = C["pos"].to_numpy(), C["index"].to_numpy(), C["time"].to_numpy()
-        ip, ii, it = I["pos"].to_numpy(), I["index"].to_numpy(), I["time"].to_numpy()
+        # (nulls filled: the rows reported all have both times, and ints print as ints)
+        cp, ci, ct = (C[c].fill_null(-1).to_numpy() for c in ("pos", "index", "time"))
+        ip, ii, it = (I[c].fill_null(-1).to_numpy() for c in ("pos", "index", "time"))
         ev.problems.add_first(len(bi), (
             (int(cp[r]), 1, f"{where(int(cp[r]))}: completion {ci[r]} is timed {ct[r]} ns, before "
                             f"its invoke {ii[r]} ({where(int(ip[r]))}) at {it[r]} ns; its time is "

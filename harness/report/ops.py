@@ -8,6 +8,7 @@ nemesis events, ``History.extras`` the values of ops other than send/poll/txn (t
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any, Iterable
@@ -43,6 +44,25 @@ def read(source: "History | str | Path | Iterable[dict]") -> tuple[History, list
     return h, warnings
 
 
+def timed(h: History) -> tuple[History, list[str]]:
+    """``h``, or when some op has no usable time (an event without an int time, a completion
+    timed before its invoke: a history that is not well-formed) a copy for drawing only, each
+    missing invoke time taken from the op before it and each missing completion time from
+    its invoke, with a warning saying so. The verdict is the checkers' on ``h`` as it is."""
+    o = h.ops
+    bad = o.select(inv=pl.col("invoke_time").is_null().sum(),
+                   cmp=(pl.col("complete_index").is_not_null() & pl.col("complete_time").is_null()).sum()).row(0)
+    if not any(bad):
+        return h, []
+    inv = pl.col("invoke_time").forward_fill().backward_fill().fill_null(0)
+    ops = o.with_columns(invoke_time=inv).with_columns(
+        complete_time=pl.when(pl.col("complete_index").is_not_null() & pl.col("complete_time").is_null())
+        .then(pl.col("invoke_time")).otherwise(pl.col("complete_time")))
+    return dataclasses.replace(h, ops=ops, _cache={}, _locks={}), [
+        f"{bad[0] + bad[1]:,} time(s) of the history's ops are missing or unusable: each is drawn at "
+        "the time of the op before it (invokes) or of its invoke (completions)."]
+
+
 def run_end(h: History) -> int:
     """The last time in the history (ns): of any op's invoke or completion, or nemesis event."""
     ends = [h.ops["invoke_time"].max(), h.ops["complete_time"].max(),
@@ -52,7 +72,10 @@ def run_end(h: History) -> int:
 
 def op_columns(h: History) -> OpColumns:
     """The completed ops as numpy columns (analysis.OpColumns)."""
-    done = h.ops.filter(pl.col("complete_index").is_not_null())
+    # an op whose invoke or completion has no time (a history that is not well-formed) has no
+    # place on the time axis
+    done = h.ops.filter(pl.col("complete_index").is_not_null() & pl.col("complete_time").is_not_null()
+                        & pl.col("invoke_time").is_not_null())
     fs = sorted(set(done["f"].cast(pl.Utf8).to_list()))
     code = {f: i for i, f in enumerate(fs)}
     f = np.array([code[x] for x in done["f"].cast(pl.Utf8).to_list()], dtype=np.int16)

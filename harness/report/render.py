@@ -110,7 +110,8 @@ def render_report_html(history: "History | Path | list[dict]", verdict: dict, sc
     """
     with gc_paused():
         h, w = ops.read(history)
-        ctx = _context(h, verdict, scenario, meta, [*(warnings or []), *w], run_dir)
+        h, w_time = ops.timed(h)  # for drawing only: the verdict is the checkers' already
+        ctx = _context(h, verdict, scenario, meta, [*(warnings or []), *w, *w_time], run_dir)
         return _env.get_template("report.html.j2").render(**ctx)
 
 
@@ -121,8 +122,17 @@ def _broker_events(meta: dict) -> list[dict]:
     evs = meta.get("broker_events")
     if not isinstance(evs, dict):
         return []
-    return [{"name": name, "description": DESCRIPTIONS.get(name, name), **ev}
-            for name, ev in sorted(evs.items()) if isinstance(ev, dict)]
+
+    def strs(v: Any) -> list[str]:
+        return [str(x) for x in v] if isinstance(v, list) else []
+
+    # every field the template shows, whatever an older or hand-edited meta.json holds
+    return [{"name": str(name), "description": DESCRIPTIONS.get(name, str(name)),
+             "count": ev.get("count") if isinstance(ev.get("count"), int) else "?",
+             "partitions": strs(ev.get("partitions")),
+             "transactional_ids": strs(ev.get("transactional_ids")),
+             "node": str(ev.get("node", "?")), "first": str(ev.get("first", ""))}
+            for name, ev in sorted(evs.items(), key=lambda kv: str(kv[0])) if isinstance(ev, dict)]
 
 
 def _context(h: "History", verdict: dict, scenario: dict, meta: dict | None,
@@ -468,7 +478,8 @@ def _op_row(h: "History", r: dict, op: int, completion: bool, referenced: set[in
     idx = r["complete_index"] if completion else r["invoke_index"]
     t = r["complete_time"] if completion else r["invoke_time"]
     partner = r["invoke_index"] if completion else r["complete_index"]
-    lat = (r["complete_time"] - r["invoke_time"]) if completion else None
+    lat = (r["complete_time"] - r["invoke_time"]) if completion and isinstance(
+        r["complete_time"], int) and isinstance(r["invoke_time"], int) else None  # a time may be unknown
     value = ops.op_value(h, op, completion, mops)
     meta = {k: r[k] for k in ("transactional_id", "group_id") if r.get(k)}
     if r.get("final"):

@@ -301,6 +301,7 @@ def test_check_run_judges_a_killed_controllers_folder(tmp_path):
     from checkers.verdict import check_run
     d = RunDir(tmp_path)
     text = "".join(line + "\n" for line in _unseen(final=False).lines())
+    text += '{"index":8,"time":9000000,"process":1,"type":"invoke","f":"poll","value":[["poll"]]}\n'
     d.history.write_text(text[:-9])  # the last line cut mid-way: a killed controller
     d.scenario.write_text("name: s\nexpected: [unseen]\n")
     v = check_run(tmp_path)
