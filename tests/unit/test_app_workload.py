@@ -10,6 +10,7 @@ from harness.run.scenario import ScenarioError, load_scenario
 from harness.workers.app_instance import write_client_properties
 from harness.workers.app_match import compile_match
 from harness.workloads.app import App, AppSpec, placeholders_in
+from harness.workloads.base import WorkerSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -129,3 +130,19 @@ def test_examples_are_user_code():
         assert "harness" not in (ex / f).read_text().replace("kafka-eos-chaos", "").split('"""', 2)[2], f
     java = (ex / "streams" / "CopyStreams.java").read_text()
     assert "exactly_once_v2" in java and "at_least_once" in java and "harness" not in java.split("import", 1)[1]
+
+
+def test_security_reaches_every_app_worker_and_the_catch_up(tmp_path):
+    """On a secured external cluster the instances' client.properties, the readers, the drain
+    and the catch-up wait all carry the cluster's security settings."""
+    from harness.cluster.client_access import RunNames, cluster_workload
+
+    spec = AppSpec.model_validate({"app": {"command": ["x", "{client_properties}"], "cwd": str(tmp_path)}})
+    sec = {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "sasl.username": "u", "sasl.password": "p"}
+    w = cluster_workload(App, spec, "h:9093", 1, RunNames.for_run("r1"), sec)
+    w.prepare(tmp_path / "run")
+    specs = w.readers() + w.writers() + [w.drain()]
+    assert all(s.cfg.get("security") == sec for s in specs), [s.name for s in specs if s.cfg.get("security") != sec]
+    catch_up = w.secure(WorkerSpec("c", "app-catch-up", {}))
+    assert catch_up.cfg["security"] == sec
+    assert all(t.startswith("eosc-r1-") for t in w.in_topics() + w.out_topics())
