@@ -5,9 +5,11 @@ Never imports harness or nemesis (ARCHITECTURE.md). Public API:
 * :func:`check` - run all finders, return the verdict dict (see ``checkers.verdict``).
 * :func:`load_history` - tolerant history.jsonl reader -> :class:`History`.
 * one finder per anomaly, ``<anomaly>_cases(h) -> list[dict]`` (ANOMALIES.md).
+* :data:`ANOMALIES` - the catalogue: every anomaly name a finder reports (``checkers.catalogue``).
 """
 
 from .app import app_cases
+from .catalogue import ANOMALIES
 from .cycles import cycle_cases, g0_cases, g1c_cases
 from .duplicate import duplicate_cases
 from .g1a import g1a_cases
@@ -29,7 +31,7 @@ from .zombie_write import zombie_write_cases
 from .verdict import LIVENESS, check
 
 __all__ = [
-    "History", "LIVENESS", "check", "load_history",
+    "ANOMALIES", "History", "LIVENESS", "check", "load_history",
     "duplicate_cases", "g1a_cases", "inconsistent_offsets_cases", "lost_write_cases",
     "nonmonotonic_poll_cases", "poll_skip_cases", "realtime_lag_cases", "unseen_cases",
     "precommitted_read_cases", "nonmonotonic_send_cases", "cycle_cases", "g0_cases",

@@ -16,12 +16,13 @@ the version existed reads as version 1: its top-level liveness bounds
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .safe_load import read_json, read_yaml
 
 FORMAT_VERSION = 1
 LIVENESS_NAMES = ("stalled-lso", "realtime-lag", "unavailable")
@@ -184,32 +185,60 @@ class RunDir:
 
     def read_meta(self) -> tuple[RunMeta, list[str]]:
         """(RunMeta, problems): an absent meta.json gives the defaults (a history from another
-        tool has none); an unreadable one gives the defaults and says why in ``problems``."""
-        if not self.meta.is_file():
+        tool has none); an unreadable one (not a file, not JSON, beyond the limits of
+        checkers.safe_load) gives the defaults and says why in ``problems``."""
+        if not self.meta.exists():
             return RunMeta(), []
         try:
-            data = json.loads(self.meta.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            return RunMeta(), [f"{self.meta} is unreadable ({type(exc).__name__}): defaults used"]
+            data = read_json(self.meta)
+        except (OSError, ValueError, RecursionError) as exc:
+            return RunMeta(), [f"{self.meta} is unreadable ({type(exc).__name__}: {_short(exc)}): "
+                               "defaults used"]
         if not isinstance(data, dict):
             return RunMeta(), [f"{self.meta} is not a JSON object: defaults used"]
-        return RunMeta.coerce(data)
+        try:
+            return RunMeta.coerce(data)
+        except RecursionError:  # read_json bounds the depth; never a traceback
+            return RunMeta(), [f"{self.meta} is nested too deep: defaults used"]
 
     def expected(self) -> list[str]:
         """The ``expected`` list of scenario.yaml as run ([] when absent or unreadable)."""
+        return self.read_expected()[0]
+
+    def read_expected(self) -> tuple[list[str], list[str]]:
+        """(the ``expected`` list of scenario.yaml as run, problems): [] and no problem when
+        there is no scenario.yaml (a history from another tool); [] and the reason when it
+        cannot be read (not UTF-8, not YAML, beyond the limits of checkers.safe_load, not a
+        mapping, ``expected`` not a list) or names anomalies outside the catalogue."""
         import yaml
 
+        from .catalogue import describe_unknown
+
+        if not self.scenario.exists():
+            return [], []
+        why = f"{self.scenario} is unreadable"
         try:
-            data = yaml.safe_load(self.scenario.read_text(encoding="utf-8")) or {}
-        except (OSError, ValueError, yaml.YAMLError):
-            return []
-        exp = data.get("expected") if isinstance(data, dict) else None
-        return [str(x) for x in exp] if isinstance(exp, list) else []
+            data = read_yaml(self.scenario)
+        except (OSError, ValueError, yaml.YAMLError) as exc:
+            return [], [f"{why} ({type(exc).__name__}: {_short(exc)}): no anomaly is taken as expected"]
+        data = {} if data is None else data
+        exp = data.get("expected", []) if isinstance(data, dict) else None
+        if not isinstance(exp, list) or not all(isinstance(x, str) for x in exp):
+            return [], [f"{why} (not a scenario mapping with expected: [anomaly, ...]): no anomaly is "
+                        "taken as expected"]
+        bad = describe_unknown(exp, f"{self.scenario} expected")
+        return list(exp), [bad] if bad else []
 
     def read_verdict(self) -> dict | None:
         """verdict.json, or None when it is missing or unreadable (a killed controller)."""
         try:
-            v = json.loads(self.verdict.read_text(encoding="utf-8"))
+            v = read_json(self.verdict)
         except (OSError, ValueError):
             return None
         return v if isinstance(v, dict) else None
+
+
+def _short(exc: BaseException, limit: int = 200) -> str:
+    """An exception's message on one line, at most ``limit`` characters."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

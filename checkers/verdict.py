@@ -285,15 +285,18 @@ def _stats(h: History) -> dict:
 def check_run(run_dir: str | Path, max_examples: int = 10, history: Any = None) -> dict:
     """Re-check a run folder: its history.jsonl with its meta.json (``RunMeta``) and the
     ``expected`` list of its scenario.yaml. A folder whose controller was killed (a history
-    prefix, no verdict.json, maybe no meta.json) is judged too; meta problems become
-    unknown reasons. ``history``: the folder's history already loaded (a History), to read it
-    once. The verdict carries meta.json's ``versions``. Raises FileNotFoundError when the
-    folder has no history.jsonl."""
+    prefix, no verdict.json, maybe no meta.json) is judged too; problems of meta.json and of
+    scenario.yaml (unreadable: no anomaly is taken as expected) become unknown reasons.
+    ``history``: the folder's history already loaded (a History), to read it once. The
+    verdict carries meta.json's ``versions``. Raises FileNotFoundError when the folder has no
+    history.jsonl."""
     d = RunDir(run_dir)
     if not d.history.is_file():
         raise FileNotFoundError(f"{d.history} does not exist")
     meta, problems = d.read_meta()
-    v = check(history if history is not None else d.history, meta=meta, allowed=d.expected(),
+    expected, bad_scenario = d.read_expected()  # a garbled scenario.yaml is said, never ignored
+    problems += bad_scenario
+    v = check(history if history is not None else d.history, meta=meta, allowed=expected,
               max_examples=max_examples)
     if meta.versions:
         v["versions"] = meta.versions

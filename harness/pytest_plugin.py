@@ -97,9 +97,13 @@ def _named_paths(config: pytest.Config) -> list[Path]:
 def _looks_like_scenario(path: Path) -> bool:
     """A YAML mapping with ``name``, a scenario key and no ``suite``, not a run folder's
     scenario.yaml (results/<scenario>/<run-id>/ has history.jsonl and logs/ beside it)."""
+    from checkers.safe_load import file_problem, read_yaml
+
+    if file_problem(path):
+        return False
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError):
+        data = read_yaml(path)
+    except (OSError, ValueError, yaml.YAMLError):
         return False
     in_run_folder = (path.parent / "history.jsonl").exists() or (path.parent / "logs").is_dir()
     return (isinstance(data, dict) and "suite" not in data and "name" in data
@@ -280,7 +284,9 @@ def res_scenario(scn, res):
     if scn.seed is not None:
         return scn
     try:
-        seed = yaml.safe_load((Path(res.run_dir) / "scenario.yaml").read_text()).get("seed")
+        from checkers.safe_load import read_yaml
+
+        seed = read_yaml(Path(res.run_dir) / "scenario.yaml").get("seed")
     except Exception:  # the title only loses the seed
         return scn
     return scn.model_copy(update={"seed": seed})

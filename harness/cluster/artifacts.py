@@ -32,8 +32,21 @@ TOXIPROXY_VERSION = "v2.12.0"
 KNOWN_KAFKA_VERSIONS = (DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION)
 
 
+#: what a Kafka or kafka-clients version looks like (4.3.1, 3.9.1, 4.0.0-rc1): it names a cache
+#: folder and a Maven artifact, so nothing else (``../../etc``, ``4.3.1/x``) may pass
+VERSION = re.compile(r"[0-9]{1,4}(\.[0-9]{1,4}){1,3}([-+][0-9A-Za-z]{1,32}(\.[0-9A-Za-z]{1,32})*)?")
+
+
 class ArtifactError(RuntimeError):
     """A prerequisite is missing or a download failed; the message says what to install or fix."""
+
+
+def check_version(version: str, what: str = "Kafka") -> str:
+    """``version`` when it looks like a release version (VERSION); else ArtifactError saying so."""
+    if not isinstance(version, str) or not VERSION.fullmatch(version):
+        raise ArtifactError(f"{what} version {version!r} is not a version like {DEFAULT_KAFKA_VERSION} "
+                            "(digits and dots, maybe a -suffix)")
+    return version
 
 
 def cache_dir() -> Path:
@@ -125,7 +138,7 @@ def kafka_dist(version: str = DEFAULT_KAFKA_VERSION, *, fetch: bool = True) -> K
     Raises ArtifactError when Java or Maven is missing, or when Maven cannot resolve the
     version (a typo, or no route to Maven Central); the message is one line (maven_failure).
     """
-    home = cache_dir() / "kafka" / version
+    home = cache_dir() / "kafka" / check_version(version)
     dist = KafkaDist(version, home)
     if (home / ".complete").exists():
         return dist

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import yaml
 
-from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, dump_log_command
+from checkers.safe_load import read_yaml
+from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, VERSION, dump_log_command
 
 _BATCH = re.compile(r"^baseOffset: (\d+) lastOffset: (\d+) .*?producerId: (-?\d+) producerEpoch: (-?\d+)"
                     r".*?isTransactional: (true|false) isControl: (true|false)")
@@ -72,10 +73,11 @@ def kafka_version_of(run_dir: Path) -> str:
     """The Kafka version the run used (``kafka_version`` of the scenario.yaml the runner
     wrote), else the default."""
     try:
-        data = yaml.safe_load((run_dir / "scenario.yaml").read_text()) or {}
-    except (OSError, yaml.YAMLError):
+        data = read_yaml(run_dir / "scenario.yaml") or {}
+    except (OSError, ValueError, yaml.YAMLError):
         return DEFAULT_KAFKA_VERSION
-    return str(data.get("kafka_version") or DEFAULT_KAFKA_VERSION)
+    v = data.get("kafka_version") if isinstance(data, dict) else None
+    return v if isinstance(v, str) and VERSION.fullmatch(v) else DEFAULT_KAFKA_VERSION
 
 
 def aligned(replicas: list[Replica]) -> list[tuple[int, list[Record | None], bool]]:

@@ -50,6 +50,8 @@ from typing import Any, Iterable, Literal
 import yaml
 from pydantic import Field, field_validator
 
+from checkers.safe_load import file_problem, read_yaml
+
 from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION
 from harness.run.scenario import (Scenario, ScenarioError, load_scenario, read_yaml_mapping,
                               validate_model, with_backend)
@@ -104,9 +106,13 @@ def _seed_list(seeds: list[int] | int) -> list[int]:
 
 
 def _read_yaml(path: Path) -> Any:
+    """The file's YAML (checkers.safe_load's limits), or None when it cannot be read (not a
+    regular file, not UTF-8, not YAML, beyond a limit): loading it as a scenario says why."""
+    if file_problem(path):
+        return None
     try:
-        return yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError):
+        return read_yaml(path)
+    except (OSError, ValueError, yaml.YAMLError):
         return None
 
 

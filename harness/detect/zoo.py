@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterable
 
 import yaml
 
-from harness.run.scenario import START_AFTER_OK, Scenario, validate_model
+from harness.run.scenario import START_AFTER_OK, Scenario, read_yaml_mapping, validate_model
 from harness.detect.suite import (FINISHED, INVALID, Cell, SuiteListener, current_record, read_records)
 from harness.detect.suite_run import run_suite
 
@@ -81,12 +81,9 @@ def deep_merge(base: Any, over: Any) -> Any:
 
 
 def _yaml(path: Path) -> Any:
-    if not path.is_file():
-        raise ZooError(f"zoo file {path} does not exist")
-    try:
-        return yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ZooError(f"{path} is not valid YAML: {exc}") from exc
+    """A zoo or base file's YAML (harness.run.scenario.read_yaml_mapping: not a regular file,
+    not UTF-8, not YAML, beyond the limits of checkers.safe_load: a ZooError in a line or two)."""
+    return read_yaml_mapping(path, "zoo", ZooError)[1]
 
 
 def load_entry(path: str | Path) -> ZooEntry:

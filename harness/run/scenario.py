@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from checkers.run import Liveness, check_fail_on
+from checkers.safe_load import YAMLLimitError, file_problem, read_yaml
 from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
 from harness.workloads import TxnQueueSpec, WorkloadSpec
 from harness.workloads.base import Strict
@@ -367,19 +368,26 @@ def external_workload(ext: ExternalSpec, workload) -> None:
 
 
 def read_yaml_mapping(path: str | Path, what: str, error: type[Exception]) -> tuple[Path, Any]:
-    """(path, parsed YAML) of a ``what`` file ("scenario", "suite"). Raises ``error`` when the
-    file is missing, not UTF-8 or not valid YAML."""
+    """(path, parsed YAML) of a ``what`` file ("scenario", "suite", "zoo"), read with the limits
+    of checkers.safe_load. Raises ``error`` in a line or two when the path is missing or not a
+    regular file (a directory, a FIFO), or the file is not UTF-8, not valid YAML or beyond a
+    limit (an alias bomb, deep nesting, too large)."""
     p = Path(path)
-    if not p.is_file():
-        raise error(f"{what} file {p} does not exist")
+    why = file_problem(p)
+    if why:
+        raise error(f"{what} file {p} {why}")
     try:
-        return p, yaml.safe_load(p.read_text(encoding="utf-8"))
+        return p, read_yaml(p)
     except UnicodeDecodeError as exc:
-        line = p.read_bytes()[:exc.start].count(b"\n") + 1
+        line = exc.object[:exc.start].count(b"\n") + 1
         raise error(f"{p} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} on line {line}): "
                     "save it as UTF-8") from None
+    except YAMLLimitError as exc:  # checkers.safe_load: alias bombs, deep nesting, huge files
+        raise error(f"{p} is refused: {exc}") from None
     except yaml.YAMLError as exc:
         raise error(f"{p} is not valid YAML: {exc}") from exc
+    except OSError as exc:
+        raise error(f"{what} file {p} cannot be read: {exc.strerror or exc}") from None
 
 
 def validate_model(model: type[BaseModel], data: dict, p: Path, what: str,

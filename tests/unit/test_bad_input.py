@@ -128,3 +128,146 @@ def test_a_meta_json_of_an_older_run_renders(tmp_path):
     d = _run_folder(tmp_path, (src / "history.jsonl").read_text().splitlines(), src)
     _, report = check_and_render(d)
     assert "skipped-txn-markers" in report.read_text()
+
+
+# ---------------------------------------------------------------- 2. hostile YAML and JSON
+
+def _within(seconds: float, fn):
+    """``fn()``, failing the test when it is still running after ``seconds`` (a hang)."""
+    import threading
+
+    box: dict = {}
+
+    def go():
+        try:
+            box["result"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            box["error"] = exc
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f"still running after {seconds} s"
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+BOMB = "".join([
+    'a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n',
+    *(f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi")),
+])
+
+
+def test_yaml_limits_refuse_bombs_deep_nesting_recursion_and_size():
+    import yaml
+
+    from checkers.safe_load import MAX_YAML_BYTES, YAMLLimitError, load_yaml
+
+    for doc, why in [(BOMB, "alias"), ("a: &a [*a]\n", "recursive"), ("[" * 5000 + "]" * 5000, "deeper"),
+                     ("".join("  " * i + "- x:\n" for i in range(200)), "deeper"),
+                     ("description: " + "[" * 5000, "deeper"), ("x: " + "y" * MAX_YAML_BYTES, "bytes")]:
+        with pytest.raises(YAMLLimitError, match=why):
+            _within(10, lambda doc=doc: load_yaml(doc))
+        assert issubclass(YAMLLimitError, yaml.YAMLError) and issubclass(YAMLLimitError, ValueError)
+    # what the shipped files use still loads: anchors, merge keys, a few aliases
+    assert load_yaml("x: &x {a: 1}\ny: *x\nz: {<<: *x, b: 2}\n") == {
+        "x": {"a": 1}, "y": {"a": 1}, "z": {"a": 1, "b": 2}}
+    for f in Path(__file__).resolve().parents[2].glob("scenarios/**/*.yaml"):
+        load_yaml(f.read_text())
+
+
+def test_json_depth_limit():
+    from checkers.safe_load import JSONLimitError, json_depth, load_json
+
+    with pytest.raises(JSONLimitError, match="nested 3000 levels"):
+        load_json("[" * 3000 + "]" * 3000)
+    assert json_depth(b'{"a": "[[[[", "b": [[1]]}') == 3
+    assert load_json('{"a": [1, {"b": "]]}"}]}') == {"a": [1, {"b": "]]}"}]}
+
+
+def test_a_billion_laughs_scenario_yaml_beside_a_history_is_said_not_hung(tmp_path):
+    d = _run_folder(tmp_path, _smoke_lines())
+    (d / "scenario.yaml").write_text(BOMB + "expected: [G0, G0-process, G0-realtime]\n")
+    v = _within(60, lambda: check_run(d))
+    assert any("scenario.yaml is unreadable" in r and "alias" in r for r in _get(v, "unknown_reasons")), \
+        _get(v, "unknown_reasons")
+    _, report = _within(60, lambda: check_and_render(d))
+    assert "scenario.yaml could not be read" in report.read_text()
+
+
+def test_a_meta_json_nested_3000_deep_is_said_not_raised(tmp_path):
+    d = _run_folder(tmp_path, _smoke_lines())
+    (d / "meta.json").write_text('{"drain": ' + "[" * 3000 + "]" * 3000 + "}")
+    v, reasons = _judged(d)
+    assert _get(v, "valid") == "unknown"
+    assert any("meta.json is unreadable" in r and "3000" in r for r in reasons), reasons
+
+
+def test_a_garbled_scenario_yaml_beside_a_history_is_said(tmp_path):
+    """It used to be ignored: the expected anomalies were dropped and VALID became INVALID
+    with nothing said."""
+    d = _run_folder(tmp_path, _smoke_lines())
+    (d / "scenario.yaml").write_text("name: smoke\nexpected: [G0, {{\n")
+    v, reasons = _judged(d)
+    assert any("scenario.yaml is unreadable" in r and "no anomaly is taken as expected" in r
+               for r in reasons), reasons
+    (d / "scenario.yaml").write_bytes(b"name: smoke\nexpected: [G0]\n\xff\n")
+    assert any("UnicodeDecodeError" in r for r in _get(check_run(d), "unknown_reasons"))
+    (d / "scenario.yaml").write_text("name: smoke\nexpected: [G0, G0-proces]\n")
+    reasons = _get(check_run(d), "unknown_reasons")
+    assert any("'G0-proces' (did you mean 'G0-process'?)" in r for r in reasons), reasons
+
+
+def test_a_scenario_nested_5000_deep_or_with_an_alias_bomb_is_one_error(tmp_path):
+    from harness.run.scenario import ScenarioError, load_scenario
+
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("name: deep\ndescription: " + "[" * 5000 + "]" * 5000 + "\n")
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(BOMB.replace("\n", "\n", 1) + "name: bomb\nnemesis:\n  faults:\n"
+                    "  - {fault: toxic, toxic: latency, latency: *i}\n")
+    for p, why in [(deep, "deeper than"), (bomb, "alias")]:
+        with pytest.raises(ScenarioError, match=why) as exc:
+            _within(30, lambda p=p: load_scenario(p))
+        assert len(str(exc.value).splitlines()) <= 2
+
+
+def test_non_utf8_files_through_suite_and_zoo_dry_run_are_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from harness.cli.main import app
+
+    (tmp_path / "zoo").mkdir()
+    (tmp_path / "zoo" / "a.yaml").write_bytes(b"name: z\nmust_find: [G1a]\n\xff\n")
+    (tmp_path / "bad.yaml").write_bytes(b"name: s\nduration: 5\n\xff\n")
+    (tmp_path / "suite.yaml").write_text('suite: s\nscenarios: ["*.yaml"]\n')
+    runner = CliRunner()
+    for args in (["zoo", "--dry-run", "--zoo", str(tmp_path / "zoo")],
+                 ["suite", str(tmp_path / "suite.yaml"), "--dry-run"]):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2, res.output
+        assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+        assert "is not UTF-8 text (byte 0xff on line 3)" in res.output
+
+
+def test_the_catalogue_holds_every_name_the_checkers_emit_and_docs_list():
+    import re
+
+    import checkers
+    from checkers.catalogue import check_names, suggest
+
+    root = Path(__file__).resolve().parents[2]
+    emitted = set()
+    for f in (root / "checkers").glob("*.py"):
+        emitted |= set(re.findall(r'"anomaly": *"([^"]+)"', f.read_text()))
+    assert emitted and emitted <= checkers.ANOMALIES, emitted - checkers.ANOMALIES
+    table = (root / "docs" / "checkers.md").read_text().split("| anomaly | finder (module)")[1]
+    documented = {n.strip() for row in re.findall(r"^\| ([^|`]+) \| `", table, re.M)
+                  for n in re.split(r"[,/]| with ", row) if n.strip()}
+    # the app workload's names are in docs/your-pipeline.md's table
+    app = (root / "docs" / "your-pipeline.md").read_text().split("| anomaly | meaning |")[1].split("\n\n")[0]
+    documented |= set(re.findall(r"^\| `([^`]+)`", app, re.M))
+    assert documented == set(checkers.ANOMALIES), documented ^ set(checkers.ANOMALIES)
+    assert suggest("g1a") == "G1a" and suggest("lost-writes") == "lost-write"
+    with pytest.raises(ValueError, match=r"'not-an-anomaly'.*docs/checkers.md"):
+        check_names(["G0", "not-an-anomaly"], "expected")
