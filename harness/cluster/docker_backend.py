@@ -22,7 +22,11 @@ fits them to the cluster service (harness.cluster.service.Backend):
   client-broker grudge needs a client address of its own, and the netns code paths (pool,
   agent, toxiproxy) stay the same;
 - each broker writes its output live to ``logs/n<i>.log`` (the run's log dir is mounted), so
-  broker events are read as on netns.
+  broker events are read as on netns;
+- with ``cluster.lazyfs`` (lose-unsynced) each log dir is the FUSE layer mounted on this host
+  over ``nodes/n<i>/data`` and bound into the container in place of the volume; with
+  ``cluster.faketime`` (clock-skew) the host's libfaketime and a control-file directory are
+  bound in and preloaded, as on netns.
 
 Everything the run makes carries the labels ``eos-chaos.harness=1`` and ``eos-chaos.run=<run
 id>``; ``clean`` removes this run's, ``clean_leftovers`` (and ``eos-chaos cleanup``) every run's.
@@ -89,11 +93,38 @@ class DockerNetwork:
 
 class DockerNode:
     """One broker container as a nemesis NodeProcess; ``killed`` tells a kill of ours from a
-    crash (``dead_nodes``)."""
+    crash (``dead_nodes``). ``storage``: the FUSE layer under its log dir (lose-unsynced),
+    ``clock_file``: libfaketime's control file (clock-skew), as on netns (harness.cluster.kafka)."""
 
-    def __init__(self, node_id: int, container):
+    def __init__(self, node_id: int, container, storage=None, clock_file: Path | None = None):
         self.node_id, self.container = node_id, container
         self.killed = False
+        self.storage, self.clock_file = storage, clock_file
+        self.clock_offset_s = 0.0
+        if clock_file is not None:
+            self._write_clock(0.0)
+
+    def _write_clock(self, offset_s: float) -> None:
+        self.clock_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.clock_file.with_suffix(".tmp")
+        tmp.write_text(f"{offset_s:+g}s\n")
+        tmp.replace(self.clock_file)
+
+    def set_clock_offset(self, offset_s: float) -> float:
+        """The container's wall clock at real time + ``offset_s`` (within a second, no restart)."""
+        if self.clock_file is None:
+            raise RuntimeError(f"node {self.node_id} does not run under libfaketime")
+        before, self.clock_offset_s = self.clock_offset_s, float(offset_s)
+        self._write_clock(self.clock_offset_s)
+        return before
+
+    def lose_unsynced(self) -> dict:
+        """Lose what the (killed) container wrote and did not fsync (LazyMount.lose_unsynced)."""
+        if self.storage is None:
+            raise RuntimeError(f"node {self.node_id} has no FUSE layer under its log dir")
+        if self.container.running():
+            raise RuntimeError(f"node {self.node_id} is running: kill it before losing its unsynced writes")
+        return self.storage.lose_unsynced()
 
     def kill(self) -> bool:
         was = self.container.kill()
@@ -148,8 +179,10 @@ class DockerBackend:
     # -- lifecycle -----------------------------------------------------------------------
     def clean_leftovers(self) -> list[str]:
         from harness.cluster.docker import cleanup
+        from harness.cluster.fuse_mounts import cleanup_mounts
 
-        return net.cleanup() + cleanup()
+        problems = net.cleanup() + cleanup()  # containers first: they keep their log dirs busy
+        return problems + cleanup_mounts()
 
     def prepare(self) -> None:
         from harness.cluster.docker import BrokerContainer, build_kafka_image, create_network, ensure_engine
@@ -162,10 +195,19 @@ class DockerBackend:
         _plug_client_namespace(self.client, self.tnet, client_host)
         cluster_id = random_cluster_id()
         for i in self.node_ids():
+            storage = None
+            if self.spec.lazyfs:  # the log dir on the FUSE layer, mounted here and bound in
+                from harness.cluster.fuse_mounts import LazyMount
+
+                storage = LazyMount(self.workdir / f"n{i}" / "data", self.workdir / f"n{i}" / "lazyfs",
+                                    self.logdir / f"lazyfs-n{i}.log", f"n{i}")
+                storage.mount()
+            clock_dir = self.workdir / f"n{i}" / "clock" if self.spec.faketime else None
             c = BrokerContainer(self.client, self.run_id, i, self.image, self.tnet, self.workdir / f"n{i}",
-                                cluster_id, log_path=self.logdir / f"n{i}.log", heap_mb=self.spec.heap_mb)
+                                cluster_id, log_path=self.logdir / f"n{i}.log", heap_mb=self.spec.heap_mb,
+                                data_bind=storage.mountpoint if storage else None, clock_dir=clock_dir)
             self._containers[i] = c
-            self.nodes[i] = DockerNode(i, c)
+            self.nodes[i] = DockerNode(i, c, storage, clock_dir / "faketime.rc" if clock_dir else None)
         self.network = DockerNetwork({f"n{i}": ContainerHost(f"n{i}", self.tnet.address(i), c)
                                       for i, c in self._containers.items()}, client_host)
 
@@ -183,6 +225,25 @@ class DockerBackend:
             c.create()
         for c in self._containers.values():
             c.start()
+        self._sync_formatted()
+
+    def _sync_formatted(self, timeout: float = 120.0) -> None:
+        """With the FUSE layer: once each container has formatted its log dir (meta.properties
+        there; the start script formats on the first start), everything so far counts as on
+        disk, as on netns (kafka-storage leaves bootstrap.checkpoint unsynced)."""
+        pending = {i: n.storage for i, n in self.nodes.items() if n.storage is not None}
+        deadline = time.monotonic() + timeout
+        while pending and time.monotonic() < deadline:
+            for i, st in list(pending.items()):
+                if (st.backing / "meta.properties").exists():
+                    st.sync_all()
+                    del pending[i]
+            time.sleep(0.2)
+        if pending:
+            from harness.cluster.docker import DockerError
+
+            raise DockerError(f"nodes {sorted(pending)} did not format their log dirs in {timeout:g} s "
+                              f"(see {self.logdir}/n*.log)")
 
     @property
     def client_host(self) -> net.Host | None:
@@ -220,6 +281,12 @@ class DockerBackend:
                 n.container.kill()
             except Exception as exc:
                 problems.append(f"could not kill container of n{i}: {type(exc).__name__}: {exc}")
+        for i, n in sorted(self.nodes.items()):  # the layers, once no container uses them
+            if n.storage is not None:
+                try:
+                    problems += n.storage.unmount()
+                except Exception as exc:
+                    problems.append(f"could not unmount the FUSE layer of n{i}: {type(exc).__name__}: {exc}")
         return problems
 
     def clean(self) -> list[str]:
@@ -231,7 +298,8 @@ class DockerBackend:
         problems: list[str] = []
         for i, n in sorted(self.nodes.items()):
             try:
-                self._copy_data(n.container)
+                if n.storage is None:  # on the FUSE layer the data is in nodes/n<i>/data already
+                    self._copy_data(n.container)
             except Exception as exc:  # the verdict stands without the segments; say so
                 problems.append(f"could not copy n{i}'s log dir out of its volume: {type(exc).__name__}: {exc}")
             try:
@@ -255,8 +323,13 @@ class DockerBackend:
                            capture_output=True, text=True, timeout=300)
 
     def meta(self) -> dict[str, Any]:
-        return {"image": self.image, "docker_network": self.tnet.name if self.tnet else None,
-                "client_address": self.network.client.address if self.network else None}
+        out = {"image": self.image, "docker_network": self.tnet.name if self.tnet else None,
+               "client_address": self.network.client.address if self.network else None}
+        if self.spec.lazyfs:
+            out["log_dirs"] = "lazyfs"
+        if self.spec.faketime:
+            out["clock"] = "libfaketime"
+        return out
 
 
 def _host_in(subnet) -> str:

@@ -215,7 +215,11 @@ class KafkaNode:
     def clock_env(self) -> list[str]:
         """``env VAR=... `` before the JVM's argv when the node runs under libfaketime: the wall
         clock (CLOCK_REALTIME: currentTimeMillis) offset by the control file, the monotonic
-        clock (nanoTime, sleeps, waits) untouched."""
+        clock (nanoTime, sleeps, waits) untouched. FAKETIME_FORCE_MONOTONIC_FIX=0: libfaketime
+        0.9.10 turns its pthread_cond_timedwait "monotonic fix" on by itself with this glibc,
+        and then every timed wait of the JVM (Object.wait, parkNanos) returns at once: 200
+        wait(1 ms) took 0.2 ms instead of 220 ms, and a cluster's KRaft elections never settled
+        (docs/faults.md "clock-skew")."""
         if self.clock_file is None:
             return []
         lib = libfaketime_path()
@@ -224,7 +228,7 @@ class KafkaNode:
         if not self.clock_file.exists():
             self._write_clock(self.clock_offset_s)
         return ["env", f"LD_PRELOAD={lib}", f"FAKETIME_TIMESTAMP_FILE={self.clock_file}",
-                "FAKETIME_CACHE_DURATION=1", "FAKETIME_DONT_FAKE_MONOTONIC=1"]
+                "FAKETIME_CACHE_DURATION=1", "FAKETIME_DONT_FAKE_MONOTONIC=1", "FAKETIME_FORCE_MONOTONIC_FIX=0"]
 
     def _write_clock(self, offset_s: float) -> None:
         tmp = self.clock_file.with_suffix(".tmp")

@@ -340,16 +340,16 @@ BROKER_LAYERS = {"lazyfs": "lazyfs", "faketime": "faketime"}
 
 def broker_layers(scn: "Scenario") -> None:
     """Turn on the cluster flags the scenario's faults need (lose-unsynced: ``lazyfs``,
-    clock-skew: ``faketime``); refuse them on backends that cannot start brokers that way
-    (ValueError in one line)."""
+    clock-skew: ``faketime``); refuse them on the external backend, which cannot start
+    brokers that way (ValueError in one line)."""
     from nemesis.registry import needs
 
     wanted = [flag for need, flag in BROKER_LAYERS.items() if need in needs([f.fault for f in scn.nemesis.all_faults()])]
     wanted += [flag for flag in BROKER_LAYERS.values() if getattr(scn.cluster, flag) and flag not in wanted]
-    if wanted and scn.cluster.backend != "netns":
-        raise ValueError(f"{' and '.join(wanted)} (faults lose-unsynced / clock-skew) run on the netns backend "
-                         f"only, not {scn.cluster.backend}: the broker must start on this machine with its log dir "
-                         "on the harness's FUSE layer or its JVM under libfaketime; use --backend netns")
+    if wanted and scn.cluster.backend == "external":
+        raise ValueError(f"{' and '.join(wanted)} (faults lose-unsynced / clock-skew) run on the netns and docker "
+                         "backends only, not external: the broker must start on this machine with its log dir "
+                         "on the harness's FUSE layer or its JVM under libfaketime; use --backend netns or docker")
     for flag in wanted:
         setattr(scn.cluster, flag, True)
 

@@ -269,8 +269,11 @@ def test_faults_turn_on_the_broker_layers_and_other_backends_refuse_them():
     scn = Scenario.model_validate({"name": "c", "nemesis": {"faults": ["clock-skew"]}})
     assert scn.cluster.faketime and not scn.cluster.lazyfs
     assert FAULTS["lose-unsynced"].needs == ("lazyfs",)
-    with pytest.raises(ValueError, match="netns backend only"):
-        Scenario.model_validate({"name": "d", "cluster": {"backend": "docker"},
+    scn = Scenario.model_validate({"name": "d", "cluster": {"backend": "docker"},
+                                   "nemesis": {"faults": ["lose-unsynced", "clock-skew"]}})
+    assert scn.cluster.lazyfs and scn.cluster.faketime
+    with pytest.raises(ValueError, match="netns and docker backends only"):
+        Scenario.model_validate({"name": "e", "cluster": {"backend": "external", "external": {"bootstrap": "h:9092"}},
                                  "nemesis": {"faults": ["lose-unsynced"]}})
     with pytest.raises(ValueError, match="at least 3 nodes"):
         Scenario.model_validate({"name": "x", "cluster": {"nodes": 1}, "nemesis": {"faults": ["lose-unsynced"]}})
@@ -296,3 +299,39 @@ def test_a_node_under_libfaketime_gets_its_control_file(tmp_path):
     assert node.set_clock_offset(-120.5) == 0.0
     assert node.clock_file.read_text() == "-120.5s\n"
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_a_jvm_under_the_nodes_libfaketime_settings_is_offset_and_still_waits(tmp_path):
+    """The settings KafkaNode.clock_env gives a broker, on a real JVM: currentTimeMillis moved
+    by the control file's offset, timed waits as long as asked (with libfaketime's automatic
+    pthread_cond_timedwait "monotonic fix" they returned at once)."""
+    import subprocess
+    import time
+
+    from harness.cluster.kafka import KafkaNode, libfaketime_path
+
+    if libfaketime_path() is None or shutil.which("java") is None:
+        pytest.skip("needs java and libfaketime")
+
+    class Host:
+        address = "198.18.0.11"
+
+        def exec_prefix(self):
+            return []
+
+    node = KafkaNode(1, Host(), dist=None, workdir=tmp_path, log_path=tmp_path / "n1.log")
+    node.clock_file = tmp_path / "faketime.rc"
+    env = node.clock_env()
+    assert "FAKETIME_FORCE_MONOTONIC_FIX=0" in env
+    node.set_clock_offset(300)
+    src = tmp_path / "Probe.java"
+    src.write_text("public class Probe { public static void main(String[] a) throws Exception {"
+                   " long now = System.currentTimeMillis(); Object o = new Object(); long t = System.nanoTime();"
+                   " for (int i = 0; i < 50; i++) synchronized (o) { o.wait(2); }"
+                   " System.out.println(now + \" \" + (System.nanoTime() - t) / 1000000); } }")
+    real = time.time()
+    out = subprocess.run(env + ["java", str(src)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    now_ms, waited_ms = map(int, out.stdout.split())
+    assert 250 <= now_ms / 1000 - real <= 360, "the wall clock is 300 s ahead"
+    assert waited_ms >= 90, f"50 waits of 2 ms took {waited_ms} ms: timed waits return early"

@@ -33,6 +33,8 @@ CONFIG_DIR = "/mnt/eos-chaos"
 DATA_DIR = "/var/lib/kafka/data"
 #: where the directory of ``log_path`` is mounted
 LOG_DIR = "/mnt/eos-chaos-logs"
+#: where a clock-skew run's control file directory is mounted (BrokerContainer.clock_dir)
+CLOCK_DIR = "/mnt/eos-chaos-clock"
 PREFIX = "eosc"
 
 
@@ -146,7 +148,8 @@ class BrokerContainer:
     """
 
     def __init__(self, client: docker.DockerClient, run_id: str, node_id: int, image: str, net: DockerNet,
-                 config_dir: Path, cluster_id: str, log_path: Path | None = None, heap_mb: int = 512):
+                 config_dir: Path, cluster_id: str, log_path: Path | None = None, heap_mb: int = 512,
+                 data_bind: Path | None = None, clock_dir: Path | None = None):
         self.client = client
         self.run_id = run_id
         self.node_id = node_id
@@ -156,6 +159,12 @@ class BrokerContainer:
         self.cluster_id = cluster_id
         self.log_path = Path(log_path).resolve() if log_path is not None else None
         self.heap_mb = heap_mb
+        #: a host directory mounted at DATA_DIR in place of the named volume (the lose-unsynced
+        #: FUSE layer, harness.cluster.fuse_mounts); None: the volume
+        self.data_bind = Path(data_bind).resolve() if data_bind is not None else None
+        #: a host directory holding libfaketime's control file ``faketime.rc`` (clock-skew),
+        #: mounted at CLOCK_DIR with the host's libfaketime; None: the real clock
+        self.clock_dir = Path(clock_dir).resolve() if clock_dir is not None else None
         self.name = resource_name(run_id, f"n{node_id}")
         self.volume = resource_name(run_id, f"n{node_id}-data")
         self._container = None
@@ -179,9 +188,25 @@ class BrokerContainer:
         if not (self.config_dir / "server.properties").exists():
             raise DockerError(f"{self.config_dir}/server.properties is missing: write the node's config first")
         volumes = {
-            self.volume: {"bind": DATA_DIR, "mode": "rw"},
+            (str(self.data_bind) if self.data_bind else self.volume): {"bind": DATA_DIR, "mode": "rw"},
             str(self.config_dir): {"bind": CONFIG_DIR, "mode": "ro"},
         }
+        environment = {"KAFKA_HEAP_OPTS": f"-Xms{self.heap_mb}m -Xmx{self.heap_mb}m",
+                       "KAFKA_LOG4J_OPTS": log4j_opts(self.config_dir)}
+        if self.clock_dir is not None:
+            from harness.cluster.kafka import libfaketime_path
+
+            lib = libfaketime_path()
+            if lib is None:
+                raise DockerError("libfaketime is not installed (Debian: apt-get install -y libfaketime)")
+            # the host's library (the image is Debian too); the directory, not the file, so that
+            # the control file can be replaced atomically (a file bind would keep the old inode)
+            volumes[str(Path(lib).parent)] = {"bind": "/opt/eosc-faketime", "mode": "ro"}
+            volumes[str(self.clock_dir)] = {"bind": CLOCK_DIR, "mode": "ro"}
+            environment.update({"LD_PRELOAD": f"/opt/eosc-faketime/{Path(lib).name}",
+                                "FAKETIME_TIMESTAMP_FILE": f"{CLOCK_DIR}/faketime.rc",
+                                "FAKETIME_CACHE_DURATION": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+                                "FAKETIME_FORCE_MONOTONIC_FIX": "0"})  # why: KafkaNode.clock_env
         log_file = None
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -190,7 +215,8 @@ class BrokerContainer:
             log_file = f"{LOG_DIR}/{self.log_path.name}"
         lab = labels(self.run_id, node=str(self.node_id))
         try:
-            self.client.volumes.create(self.volume, labels=lab)
+            if self.data_bind is None:
+                self.client.volumes.create(self.volume, labels=lab)
             self._container = self.client.containers.create(
                 self.image,
                 entrypoint=["/bin/sh", "-c"],
@@ -199,10 +225,7 @@ class BrokerContainer:
                 hostname=f"n{self.node_id}",
                 labels=lab,
                 user="0:0",  # the official image runs as appuser; the log file on the host is root's
-                environment={
-                    "KAFKA_HEAP_OPTS": f"-Xms{self.heap_mb}m -Xmx{self.heap_mb}m",
-                    "KAFKA_LOG4J_OPTS": log4j_opts(self.config_dir),
-                },
+                environment=environment,
                 volumes=volumes,
                 network=self.net.name,
                 networking_config={self.net.name: self.client.api.create_endpoint_config(
