@@ -11,9 +11,9 @@ exactly once whatever instance dies when.
 
 ``--client-properties`` reads ``key=value`` lines (bootstrap.servers, security.protocol, sasl.*,
 ssl.*) for both clients. ``--commit-offsets-outside-txn`` is the classic mistake, kept as the
-negative control: the transaction commits the outputs, then ``consumer.commit()`` commits the
-offsets outside it; an instance killed in between re-reads a batch whose outputs are already
-committed and writes them again.
+negative control: the transaction commits only the outputs, and the consumer commits its offsets
+itself, outside it (``enable.auto.commit``, every 5 s); an instance killed restarts from offsets
+up to 5 s old, re-reads records whose outputs are already committed and writes them again.
 
 Exit codes: 0 after SIGTERM (the current transaction finished first), 3 when fenced by a newer
 instance with the same transactional.id (a zombie) or on any fatal error.
@@ -54,7 +54,8 @@ def main():
     consumer = Consumer({
         **common, "group.id": a.group,
         "isolation.level": "read_committed",   # never read records of aborted transactions
-        "enable.auto.commit": False,           # offsets are committed with the transaction
+        # offsets are committed with the transaction; the broken variant lets the consumer commit
+        "enable.auto.commit": a.commit_offsets_outside_txn, "auto.commit.interval.ms": 5000,
         "auto.offset.reset": "earliest",
         # static membership: a restarted instance takes its partitions back at once instead of
         # the whole group waiting out the dead member's session
@@ -90,8 +91,6 @@ def main():
                 producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
                                                      consumer.consumer_group_metadata())
             producer.commit_transaction()
-            if a.commit_offsets_outside_txn:   # the mistake: offsets outside the transaction
-                consumer.commit(asynchronous=False)
         except KafkaException as e:
             err = e.args[0]
             if err.txn_requires_abort() or err.retriable():

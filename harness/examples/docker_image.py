@@ -10,11 +10,13 @@ A user's own image needs none of this: ``app: {image: my/app:1.2, command: [...]
 """
 from __future__ import annotations
 
+import hashlib
 import shutil
 import tempfile
 from pathlib import Path
 
 IMAGE = "kafka-eos-chaos/copy-service:example"
+SOURCE_LABEL = "eos-chaos.source-digest"
 DOCKERFILE = """FROM {base}
 COPY lib/ /opt/app/lib/
 COPY copy_service.py /opt/app/copy_service.py
@@ -32,10 +34,12 @@ def build_copy_service_image(client, force: bool = False) -> str:
     from harness.cluster.docker.engine import DockerError
     from harness.cluster.docker.image import BASE_TAG, IMAGE_LABEL, build_base_image
 
-    if not force:
+    source = Path(__file__).with_name("copy_service.py")
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:12]
+    if not force:  # rebuilt when the service's source changed (its digest is a label)
         try:
-            client.images.get(IMAGE)
-            return IMAGE
+            if client.images.get(IMAGE).labels.get(SOURCE_LABEL) == digest:
+                return IMAGE
         except ImageNotFound:
             pass
     build_base_image(client)
@@ -46,10 +50,10 @@ def build_copy_service_image(client, force: bool = False) -> str:
         libs = pkg.parent / f"{pkg.name}.libs"  # the bundled librdkafka and its dependencies
         if libs.is_dir():
             shutil.copytree(libs, ctx / "lib" / libs.name)
-        shutil.copy(Path(__file__).with_name("copy_service.py"), ctx / "copy_service.py")
+        shutil.copy(source, ctx / "copy_service.py")
         (ctx / "Dockerfile").write_text(DOCKERFILE.format(base=BASE_TAG))
         try:
-            client.images.build(path=str(ctx), tag=IMAGE, labels={IMAGE_LABEL: "1"}, rm=True)
+            client.images.build(path=str(ctx), tag=IMAGE, labels={IMAGE_LABEL: "1", SOURCE_LABEL: digest}, rm=True)
         except (BuildError, APIError) as exc:
             raise DockerError(f"building {IMAGE} failed: {exc}") from None
     return IMAGE
