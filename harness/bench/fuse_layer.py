@@ -1,4 +1,5 @@
-"""``eos-chaos bench fuse``: the write rate of the lose-unsynced FUSE layer (harness.cluster.unsynced_fs).
+"""The write rate of the lose-unsynced FUSE layer (harness.cluster.unsynced_fs):
+``sudo .venv/bin/python -m harness.bench.fuse_layer [--block B] [--seconds S] [--fsync-every N]``.
 
 Sequential appends of ``block`` bytes (Kafka's segment writes: a record batch at a time) to one
 file, with an fsync every ``fsync_every`` blocks (0: none, as Kafka's segments between rolls),
@@ -71,3 +72,23 @@ def run_fuse_bench(block: int = 16384, seconds: float = 5.0, fsync_every: int = 
 
         shutil.rmtree(base, ignore_errors=True)
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(description="write rate of the lose-unsynced FUSE layer (root)")
+    ap.add_argument("--block", type=int, action="append", help="bytes per write (repeatable; default 1024 16384 131072)")
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--fsync-every", type=int, default=0)
+    args = ap.parse_args(argv)
+    for block in args.block or [1024, 16384, 131072]:
+        out = run_fuse_bench(block, args.seconds, args.fsync_every)
+        out.pop("layer_stats", None)
+        print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -182,7 +182,7 @@ class DockerBackend:
         from harness.cluster.fuse_mounts import cleanup_mounts
 
         problems = net.cleanup() + cleanup()  # containers first: they keep their log dirs busy
-        return problems + cleanup_mounts()
+        return problems + cleanup_mounts(clusters_only=True)
 
     def prepare(self) -> None:
         from harness.cluster.docker import BrokerContainer, build_kafka_image, create_network, ensure_engine

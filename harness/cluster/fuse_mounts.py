@@ -13,6 +13,7 @@ import ctypes
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -109,14 +110,22 @@ def _end_layer(pids: list[int], grace_s: float = 5.0) -> None:
             pass
 
 
-def cleanup_mounts(under: str | Path | None = None) -> list[str]:
-    """Unmount every harness FUSE mount (only those at or below ``under`` when given), lazily
-    when busy, and end its process; return what could not be unmounted, one line each (empty
-    when none is left)."""
+#: where a cluster's layers are mounted (harness.cluster.kafka, docker_backend): n<i>/lazyfs in
+#: the run's nodes/ folder
+CLUSTER_MOUNT = re.compile(r"/n\d+/lazyfs$")
+
+
+def cleanup_mounts(under: str | Path | None = None, clusters_only: bool = False) -> list[str]:
+    """Unmount every harness FUSE mount (only those at or below ``under`` when given; only a
+    cluster's, ``.../n<i>/lazyfs``, with ``clusters_only``: what a run's leftover cleanup may
+    take, leaving a unit test's or a benchmark's layer alone), lazily when busy, and end its
+    process; return what could not be unmounted, one line each (empty when none is left)."""
     problems = []
     root = None if under is None else os.path.join(os.path.realpath(under), "")
     for source, target in harness_mounts():
         if root is not None and not os.path.join(target, "").startswith(root):
+            continue
+        if clusters_only and not CLUSTER_MOUNT.search(target):
             continue
         pids = layer_pids(target)
         why = _umount(target)

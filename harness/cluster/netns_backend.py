@@ -36,7 +36,7 @@ class NetnsBackend:
         from harness.cluster.fuse_mounts import cleanup_mounts
 
         # processes first (a broker keeps its log dir busy), then the FUSE layers under them
-        return net.cleanup() + cleanup_mounts()
+        return net.cleanup() + cleanup_mounts(clusters_only=True)
 
     def prepare(self) -> None:
         self.network.up()

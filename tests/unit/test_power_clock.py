@@ -170,6 +170,14 @@ def test_cleanup_unmounts_a_layer_whose_controller_is_gone(tmp_path):
     proc.wait(timeout=10)  # the layer's process is gone (exited or killed by cleanup)
 
 
+def test_a_runs_leftover_cleanup_takes_only_cluster_layers():
+    from harness.cluster.fuse_mounts import CLUSTER_MOUNT
+
+    assert CLUSTER_MOUNT.search("/work/main/results/power-loss/20261125T021559Z-s1/nodes/n2/lazyfs")
+    assert not CLUSTER_MOUNT.search("/tmp/pytest-of-root/pytest-3/test_real_mount0/mnt")
+    assert not CLUSTER_MOUNT.search("/tmp/eosc-fuse-bench-x/mnt")
+
+
 def test_harness_mounts_are_found_by_type_with_escaped_paths():
     text = (f"eosc-lazyfs:n1 /r/a\\040b/nodes/n1/lazyfs {MOUNT_TYPE} rw,nosuid 0 0\n"
             "tmpfs /tmp tmpfs rw 0 0\n"
