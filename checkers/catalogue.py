@@ -40,8 +40,8 @@ def suggest(name: str) -> str | None:
 
 
 def describe_unknown(names: Iterable[str], field: str) -> str | None:
-    """One line naming each unknown name of ``field`` with the nearest known one, or None
-    when every name is known."""
+    """One line naming each unknown name of ``field`` (a prefix; "" for none) with the nearest
+    known one, or None when every name is known."""
     bad = unknown_names(names)
     if not bad:
         return None
@@ -49,8 +49,8 @@ def describe_unknown(names: Iterable[str], field: str) -> str | None:
     for n in bad:
         s = suggest(n)
         parts.append(f"{n!r} (did you mean {s!r}?)" if s else repr(n))
-    return (f"{field}: unknown anomaly {', '.join(parts)}; the names are in docs/checkers.md "
-            "(ANOMALIES.md)")
+    return (f"{field + ': ' if field else ''}unknown anomaly {', '.join(parts)}; the names are in "
+            "docs/checkers.md (ANOMALIES.md)")
 
 
 def check_names(names: Iterable[str], field: str) -> None:

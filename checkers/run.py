@@ -28,6 +28,8 @@ FORMAT_VERSION = 1
 LIVENESS_NAMES = ("stalled-lso", "realtime-lag", "unavailable")
 #: what fail_on takes: the liveness reports, and unseen judged without a final drain
 FAIL_ON_NAMES = (*LIVENESS_NAMES, "unseen")
+#: the largest liveness bound (s): a week, the longest load a scenario may have
+MAX_BOUND_S = 7 * 24 * 3600.0
 _LIVENESS_KEYS = ("stalled_lso_bound_s", "realtime_lag_bound_s", "unavailable_bound_s",
                   "unavailable_fs")
 
@@ -48,13 +50,13 @@ class Liveness(BaseModel):
       slow abort).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    realtime_lag_bound_s: float | None = Field(None, gt=0)
-    unavailable_bound_s: float = Field(10.0, gt=0)
+    realtime_lag_bound_s: float | None = Field(None, gt=0, le=MAX_BOUND_S)
+    unavailable_bound_s: float = Field(10.0, gt=0, le=MAX_BOUND_S)
     unavailable_fs: list[Literal["txn", "send", "poll"]] = Field(
         default_factory=lambda: ["txn", "send"], min_length=1)
-    stalled_lso_bound_s: float = Field(30.0, gt=0)
+    stalled_lso_bound_s: float = Field(30.0, gt=0, le=MAX_BOUND_S)
 
 
 def check_fail_on(fail_on: list[str], liveness: Liveness) -> None:

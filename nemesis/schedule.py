@@ -7,6 +7,11 @@ from typing import Any
 
 from nemesis.registry import FAULTS, SPEC_KEYS
 
+#: at most this many faults in one seeded draw: more is a scenario mistake (an interval near 0
+#: over a long load), refused when the scenario is loaded (harness.run.scenario.check_targets)
+#: and, as a last guard against a draw that never ends, here
+MAX_FAULTS = 100_000
+
 
 @dataclass(frozen=True)
 class Step:
@@ -36,8 +41,9 @@ def fault_schedule(seed: int, faults: list[dict[str, Any]], nodes: list[int], cl
     resolved when applied). Parameters other than the targeting keys go into the op's
     ``value.params``.
 
-    Returns steps sorted by time. Raises ValueError for an unknown fault name or a client
-    pattern that matches no client. Same arguments, same schedule.
+    Returns steps sorted by time. Raises ValueError for an unknown fault name, a client
+    pattern that matches no client, or more than MAX_FAULTS faults (gaps near 0). Same
+    arguments, same schedule.
     """
     unknown = [f["fault"] for f in faults if f["fault"] not in FAULTS]
     if unknown:
@@ -62,6 +68,9 @@ def fault_schedule(seed: int, faults: list[dict[str, Any]], nodes: list[int], cl
         if own is not None:   # one fault at a time: the next waits for this long one
             gap = max(gap, want + quiet_s)
         length = min(want, gap - quiet_s, duration - t)
+        if gap <= 0 or len(steps) >= 2 * MAX_FAULTS:
+            raise ValueError(f"the fault schedule would hold more than {MAX_FAULTS:,} faults in {duration:g} s "
+                             "(interval_s and the faults' lengths near 0): make them longer")
         steps.append(Step(round(t, 3), kind.start_f, value))
         steps.append(Step(round(t + length, 3), kind.end_f, dict(value)))
         t += gap

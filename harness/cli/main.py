@@ -136,28 +136,28 @@ def run(
                                    "when the run is valid (they are always kept when it is not)"),
     backend: Optional[str] = typer.Option(None, help="cluster backend: netns, docker or external "
                                           "(default: the scenario's cluster.backend, else netns)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="check what a run checks before it starts a cluster "
+                                 "(the scenario, versions, tools, the fault schedule drawn for the seed, shown as "
+                                 "a table) and start nothing; no root. Exit 0 if the run would start, 2 if not"),
 ) -> None:
     """Run SCENARIO on a fresh cluster; print the verdict and the report's path."""
     from harness.run.runner import Progress, run_scenario
-    from harness.run.scenario import BACKENDS, ScenarioError, load_scenario, with_backend
+    from harness.run.scenario import BACKENDS, ScenarioError, load_scenario, with_backend, with_overrides
 
     try:
         if backend is not None and backend not in BACKENDS:
             raise ScenarioError(f"--backend {backend}: choose one of {', '.join(BACKENDS)}")
         scn = with_backend(load_scenario(scenario), backend)
+        # the command line's values are checked like the file's (--duration inf, --seed -1, a
+        # --kafka-version that is not a version: one line, before anything starts)
+        scn = with_overrides(scn, seed=seed, duration=duration, kafka_version=kafka_version)
     except ScenarioError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2)
+    if dry_run:
+        _dry_run(scn, scenario)
     require_root()
     _require_tools(scn)
-    update: dict = {}
-    if seed is not None:
-        update["seed"] = seed
-    if duration is not None:
-        update["duration"] = duration
-    if kafka_version is not None:
-        update["cluster"] = scn.cluster.model_copy(update={"kafka_version": kafka_version})
-    scn = scn.model_copy(update=update)
 
     stop = threading.Event()
     # Ctrl-C or SIGTERM ends the load early; heal, drain, check and teardown still run
@@ -194,6 +194,40 @@ def run(
     out.print(f"history: {res.run_dir / 'history.jsonl'}")
     out.print(f"report:  {res.report if res.report else '(none: see notes above)'}")
     raise typer.Exit(EXIT.get(res.verdict.get("valid"), 2))
+
+
+def _dry_run(scn, source: Path) -> None:
+    """``run --dry-run``: print what harness.run.preflight found, the fault schedule as a table;
+    exit 0 when the run would start, 2 with one line when it would not."""
+    from rich.table import Table
+
+    from harness.run.preflight import PreflightError, preflight
+
+    try:
+        pf = preflight(scn)
+    except PreflightError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
+    for what, how in pf.checks:
+        out.print(f"[green]ok[/]  {what}: {how}", soft_wrap=True, highlight=False)
+    if pf.seed_drawn:
+        out.print(f"seed: none in the scenario; a run draws one. This schedule is seed {pf.seed}'s "
+                  f"(`--seed {pf.seed}` runs it)", soft_wrap=True, highlight=False)
+    faults = pf.faults()
+    table = Table("#", "begins (s)", "ends (s)", "fault", "target", "parameters",
+                  title=f"fault schedule of {scn.name}, seed {pf.seed}, {scn.duration:g} s of load",
+                  caption="s after the load starts; roles (coordinator, leader, controller) are resolved "
+                          "when the fault begins")
+    for i, f in enumerate(faults, 1):
+        table.add_row(str(i), f"{f.begins:g}", "end of load" if f.ends is None else f"{f.ends:g}", f.fault,
+                      f.target, f.params)
+    if faults:
+        out.print(table)
+    else:
+        out.print("fault schedule: no fault (none fits before the load ends)", highlight=False)
+    out.print(f"dry run: `eos-chaos run {source}` would start (nothing was started)", soft_wrap=True,
+              highlight=False)
+    raise typer.Exit(0)
 
 
 @app.command()

@@ -112,6 +112,31 @@ def maven_failure(version: str, output: str) -> str:
             "-- is Maven Central reachable (proxy settings in ~/.m2/settings.xml)?")
 
 
+def maven_knows(group: str, artifact: str, version: str, timeout: float = 180.0) -> None:
+    """Ask Maven (its settings and proxy, as a run's fetch would) whether
+    ``group:artifact:version`` resolves, fetching only its pom: what ``eos-chaos run --dry-run``
+    does for a version that is not cached. Raises ArtifactError in one line when Maven is
+    missing, times out or cannot resolve it."""
+    mvn = _require("mvn", "install Maven (Debian: apt-get install -y maven)")
+    gav = f"{group}:{artifact}:{check_version(version)}"
+    with tempfile.TemporaryDirectory(prefix="eosc-mvn-") as tmp:
+        try:
+            proc = subprocess.run([mvn, "-q", "-B", "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:get",
+                                   f"-Dartifact={gav}:pom", "-Dtransitive=false"],
+                                  cwd=tmp, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise ArtifactError(f"Maven did not answer within {timeout:g} s whether {gav} exists "
+                                "(is Maven Central reachable?)") from None
+    if proc.returncode != 0:
+        if artifact == "kafka_2.13":
+            raise ArtifactError(maven_failure(version, proc.stdout + proc.stderr))
+        out = proc.stdout + proc.stderr
+        if "Could not find artifact" in out or "was not found in" in out:
+            raise ArtifactError(f"{gav} is not on Maven Central")
+        raise ArtifactError(f"Maven could not resolve {gav} -- is Maven Central reachable (proxy settings "
+                            "in ~/.m2/settings.xml)?")
+
+
 @dataclass(frozen=True)
 class KafkaDist:
     """A cached Kafka classpath: ``libs`` holds every jar a broker needs."""

@@ -45,17 +45,16 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Annotated, Any, Iterable, Literal
 
 import yaml
 from pydantic import Field, field_validator
 
 from checkers.safe_load import file_problem, read_yaml
-
 from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION
-from harness.run.scenario import (Scenario, ScenarioError, load_scenario, read_yaml_mapping,
-                              validate_model, with_backend)
-from harness.workloads.base import Strict
+from harness.run.scenario import (Scenario, ScenarioError, kafka_version, load_scenario, read_yaml_mapping,
+                              validate_model, with_backend, with_overrides)
+from harness.workloads.base import MAX_INT64, MAX_LOAD_S, Strict
 
 #: statuses of a cell. The first three are verdicts (``valid`` True / False / "unknown").
 VALID, INVALID, UNKNOWN, ERROR, INTERRUPTED, NOT_RUN = (
@@ -72,23 +71,44 @@ class SuiteError(ValueError):
     """The suite file is missing, not YAML, not a suite, or names scenarios that do not load."""
 
 
+#: a run's seed (harness.run.scenario.Scenario.seed), and a count of seeds 1..N
+Seed = Annotated[int, Field(ge=0, le=MAX_INT64)]
+SeedCount = Annotated[int, Field(le=10_000)]
+
+
+def _versions(v: list[str] | None) -> list[str] | None:
+    for x in v or []:
+        kafka_version(x)
+    return v
+
+
 class SuiteEntry(Strict):
     """One ``scenarios:`` entry; unset fields fall back to the suite's."""
 
     path: str
-    seeds: list[int] | int | None = None
+    seeds: list[Seed] | SeedCount | None = None
     kafka_versions: list[str] | None = None
-    duration: float | None = Field(None, gt=0)
+    duration: float | None = Field(None, gt=0, le=MAX_LOAD_S)
+
+    @field_validator("kafka_versions")
+    @classmethod
+    def _versions(cls, v: list[str] | None) -> list[str] | None:
+        return _versions(v)
 
 
 class Suite(Strict):
     suite: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     scenarios: list[str | SuiteEntry] = Field(min_length=1)
-    seeds: list[int] | int = Field(default_factory=lambda: [1])
+    seeds: list[Seed] | SeedCount = Field(default_factory=lambda: [1])
     kafka_versions: list[str] = Field(default_factory=lambda: [DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION],
                                       min_length=1)
-    duration: float | None = Field(None, gt=0, description="seconds of load per run")
+    duration: float | None = Field(None, gt=0, le=MAX_LOAD_S, description="seconds of load per run")
+
+    @field_validator("kafka_versions")
+    @classmethod
+    def _versions(cls, v: list[str] | None) -> list[str] | None:
+        return _versions(v)
     #: cluster backends (netns, docker, external): one cell per backend; omitted, each
     #: scenario's own cluster.backend
     backends: list[Literal["netns", "docker", "external"]] | None = Field(None, min_length=1)
@@ -247,9 +267,10 @@ def expand(suite: Suite, base_dir: str | Path, *, seeds: Iterable[int] | None = 
                         on = with_backend(scn, backend)
                     except ScenarioError as exc:
                         raise SuiteError(str(exc)) from exc
-                    merged = on.model_copy(update={
-                        "seed": seed, "duration": float(dur),
-                        "cluster": on.cluster.model_copy(update={"kafka_version": version})})
+                    try:  # validated like the file: --duration inf or a bad version is one line
+                        merged = with_overrides(on, seed=seed, duration=float(dur), kafka_version=version)
+                    except ScenarioError as exc:
+                        raise SuiteError(str(exc)) from None
                     keyed.append(((s_i, e_i, v_i, b_i), Cell(merged, _display_path(path))))
     cells = [c for _, c in sorted(keyed, key=lambda kc: kc[0])]
     seen: set[str] = set()

@@ -40,7 +40,9 @@ from typing import Any, Callable, Iterable
 
 import yaml
 
-from harness.run.scenario import START_AFTER_OK, Scenario, read_yaml_mapping, validate_model
+from checkers.catalogue import describe_unknown
+from harness.run.scenario import (START_AFTER_OK, Scenario, ScenarioError, read_yaml_mapping, validate_model,
+                                  with_overrides)
 from harness.detect.suite import (FINISHED, INVALID, Cell, SuiteListener, current_record, read_records)
 from harness.detect.suite_run import run_suite
 
@@ -99,6 +101,9 @@ def load_entry(path: str | Path) -> ZooEntry:
         raise ZooError(f"{p}: give either must_find: [anomaly, ...] (a mutant) or control: true")
     if must is not None and not (isinstance(must, list) and all(isinstance(x, str) for x in must)):
         raise ZooError(f"{p}: must_find must be a list of anomaly names, e.g. [G1a]")
+    unknown = describe_unknown(must or [], "must_find")  # a mutant no finder can ever catch
+    if unknown:
+        raise ZooError(f"{p}: {unknown}")
     merged = data
     if zoo.get("base"):
         base_path = (p.parent / str(zoo["base"])).resolve()
@@ -157,10 +162,11 @@ def cells(entries: list[ZooEntry], zoo_dir: str | Path, *, runs: int, duration: 
     out = []
     for seed in range(first_seed, first_seed + runs):
         for e in entries:
-            upd: dict = {"seed": seed}
-            if duration:
-                upd["duration"] = float(duration)
-            out.append(Cell(e.scenario.model_copy(update=upd), sources[e.name]))
+            try:  # validated like the file: --duration inf is one line
+                scn = with_overrides(e.scenario, seed=seed, duration=float(duration) if duration else None)
+            except ScenarioError as exc:
+                raise ZooError(str(exc)) from None
+            out.append(Cell(scn, sources[e.name]))
     return out
 
 

@@ -14,23 +14,31 @@ falls back to a default. Example (scenarios/smoke.yaml)::
 """
 from __future__ import annotations
 
+import fnmatch
+import math
+import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from checkers.catalogue import check_names
 from checkers.run import Liveness, check_fail_on
 from checkers.safe_load import YAMLLimitError, file_problem, read_yaml
 from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
 from harness.workloads import TxnQueueSpec, WorkloadSpec
-from harness.workloads.base import Strict
+from harness.workloads.base import MAX_INT64, MAX_LOAD_S, MAX_TIME_S, Strict
 from nemesis.registry import FAULTS
-from nemesis.schedule import explicit_schedule, fault_schedule
+from nemesis.schedule import MAX_FAULTS, explicit_schedule, fault_schedule
 
 
 class ScenarioError(ValueError):
     """The scenario file is missing, not YAML, or not a valid scenario; says what to fix."""
+
+
+#: a length of time inside a scenario, in seconds: 0 to a day (harness.workloads.base)
+Seconds = Annotated[float, Field(ge=0, le=MAX_TIME_S)]
 
 
 BACKENDS = ("netns", "docker", "external")
@@ -46,7 +54,7 @@ class ExternalNode(Strict):
     """One node of an external cluster: its Kafka ``node.id``, ``host`` and ``name`` as the
     command templates use them (``{id}``, ``{host}``, ``{name}``)."""
 
-    id: int = Field(ge=0)
+    id: int = Field(ge=0, le=2**31 - 1)
     host: str = ""
     name: str = ""
 
@@ -61,7 +69,7 @@ class ExternalSpec(Strict):
     java_client: dict[str, str] = Field(default_factory=dict, description="Java client security settings")
     nodes: list[ExternalNode] = Field(default_factory=list)
     commands: dict[str, str] = Field(default_factory=dict, description="node-control command templates")
-    command_timeout_s: float = Field(120.0, gt=0)
+    command_timeout_s: float = Field(120.0, gt=0, le=MAX_TIME_S)
 
     @field_validator("client", "java_client")
     @classmethod
@@ -107,7 +115,7 @@ class DockerSpec(Strict):
 class ClusterSpec(Strict):
     nodes: int = Field(3, ge=1, le=9)
     kafka_version: str = DEFAULT_KAFKA_VERSION
-    heap_mb: int = Field(512, ge=128)
+    heap_mb: int = Field(512, ge=128, le=1 << 20)
     broker: dict[str, str] = Field(default_factory=dict, description="extra server.properties settings")
     backend: Literal["netns", "docker", "external"] = "netns"
     docker: DockerSpec | None = None
@@ -118,6 +126,11 @@ class ClusterSpec(Strict):
     lazyfs: bool = False
     #: every broker JVM under libfaketime with a clock control file; on by itself with clock-skew
     faketime: bool = False
+
+    @field_validator("kafka_version")
+    @classmethod
+    def _version(cls, v: str) -> str:
+        return kafka_version(v)
 
     @model_validator(mode="after")
     def _backend_fields(self) -> "ClusterSpec":
@@ -151,15 +164,15 @@ class FaultSpec(BaseModel):
     are the fault's own parameters.
     """
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     fault: str
     target: Literal["random", "coordinator", "leader", "controller"] = "random"
     clients: list[str] | None = None
     transactional_id: str | None = None
     key: str | None = None
-    weight: float = Field(1.0, gt=0)
-    duration_s: tuple[float, float] | None = None
+    weight: float = Field(1.0, gt=0, le=1e6)
+    duration_s: tuple[Seconds, Seconds] | None = None
 
     @model_validator(mode="after")
     def _known(self) -> "FaultSpec":
@@ -171,6 +184,8 @@ class FaultSpec(BaseModel):
             raise ValueError("target coordinator needs transactional_id")
         if self.target == "leader" and not self.key:
             raise ValueError("target leader needs key (topic/partition)")
+        for k, v in (self.model_extra or {}).items():  # the fault's own parameters
+            finite_numbers(v, k)
         FAULTS[self.fault].validate(self.as_dict())
         return self
 
@@ -185,8 +200,8 @@ class ScheduledFault(Strict):
     schedule.json names it (``{node: 2}``, ``{client: processor-1}``), omitted the fault kind
     chooses it from the run's seed (nemesis.schedule.explicit_schedule)."""
 
-    at: float = Field(ge=0)
-    duration: float = Field(gt=0)
+    at: float = Field(ge=0, le=MAX_LOAD_S)
+    duration: float = Field(gt=0, le=MAX_LOAD_S)
     fault: FaultSpec
     value: dict[str, Any] | None = None
 
@@ -202,12 +217,12 @@ START_AFTER_OK = "start-after-ok"
 
 class NemesisSpec(Strict):
     faults: list[FaultSpec] = Field(default_factory=lambda: [FaultSpec(fault="kill"), FaultSpec(fault="pause")])
-    interval_s: tuple[float, float] = (10.0, 15.0)
-    fault_duration_s: tuple[float, float] = (5.0, 10.0)
+    interval_s: tuple[Seconds, Seconds] = (10.0, 15.0)
+    fault_duration_s: tuple[Seconds, Seconds] = (5.0, 10.0)
     #: seconds of calm load before the first fault
-    first_fault_s: float = Field(5.0, ge=0)
+    first_fault_s: float = Field(5.0, ge=0, le=MAX_LOAD_S)
     #: seconds without a fault after each fault ends, so the cluster can recover
-    quiet_s: float = Field(0.0, ge=0)
+    quiet_s: float = Field(0.0, ge=0, le=MAX_TIME_S)
     #: client name globs (as a fault's ``clients``): the fault schedule and the load's
     #: ``duration`` count from the moment each glob has a worker that completed an ok op (a
     #: Spark driver's first committed batch, say), waiting at most ``duration`` s for it; a
@@ -234,6 +249,10 @@ class NemesisSpec(Strict):
     @field_validator("faults", mode="before")
     @classmethod
     def _names(cls, v):
+        if isinstance(v, str):  # `faults: kill` would read as the faults k, i, l, l
+            raise ValueError(f"faults is a list: write faults: [{v}], not faults: {v}")
+        if v is not None and not isinstance(v, list):
+            return v  # pydantic says what a list needs
         # a bare name is a fault with default parameters: `faults: [kill, pause]`
         return [{"fault": f} if isinstance(f, str) else f for f in v or []]
 
@@ -248,8 +267,8 @@ class NemesisSpec(Strict):
 class Scenario(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
-    duration: float = Field(60.0, gt=0, description="seconds of load and faults")
-    seed: int | None = None
+    duration: float = Field(60.0, gt=0, le=MAX_LOAD_S, description="seconds of load and faults")
+    seed: int | None = Field(None, ge=0, le=MAX_INT64)
     workload: WorkloadSpec = Field(default_factory=lambda: TxnQueueSpec())
     cluster: ClusterSpec = Field(default_factory=ClusterSpec)
     nemesis: NemesisSpec = Field(default_factory=NemesisSpec)
@@ -285,9 +304,16 @@ class Scenario(Strict):
             data = dict(data, workload={"name": "txn-queue", **data["workload"]})
         return data
 
+    @field_validator("expected")
+    @classmethod
+    def _catalogued(cls, v: list[str]) -> list[str]:
+        check_names(v, "")  # a typo would never match: checkers.ANOMALIES
+        return v
+
     @model_validator(mode="after")
     def _sane(self) -> "Scenario":
         check_fail_on(self.fail_on, self.liveness)
+        check_targets(self)
         if self.cluster.nodes < 3 and any(f.fault in ("kill", "lose-unsynced") for f in self.nemesis.all_faults()):
             raise ValueError("killing a node needs at least 3 nodes (RF 3, min.insync.replicas 2)")
         if self.cluster.backend == "external":
@@ -295,6 +321,124 @@ class Scenario(Strict):
             external_workload(self.cluster.external, self.workload)
         broker_layers(self)
         return self
+
+
+def kafka_version(v: str) -> str:
+    """``v`` when it is a version like 4.3.1 (harness.cluster.artifacts.VERSION: it names a
+    cache folder and a Maven artifact); else ValueError in one line."""
+    from harness.cluster.artifacts import ArtifactError, check_version
+
+    try:
+        return check_version(v)
+    except ArtifactError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def finite_numbers(v: Any, where: str) -> None:
+    """ValueError when ``v`` (a fault parameter as YAML read it) holds a number that is not
+    finite or an integer beyond 64 bits."""
+    if isinstance(v, bool):
+        return
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ValueError(f"{where}: {v} is not a finite number")
+    if isinstance(v, int) and not -MAX_INT64 - 1 <= v <= MAX_INT64:
+        raise ValueError(f"{where}: {v} does not fit in 64 bits")
+    if isinstance(v, dict):
+        for k, x in v.items():
+            finite_numbers(x, f"{where}.{k}")
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            finite_numbers(x, f"{where}.{i}")
+
+
+def node_ids(cluster: ClusterSpec) -> list[int]:
+    """The Kafka node ids of a run on ``cluster``, numbered as its backend numbers them."""
+    if cluster.backend == "external" and cluster.external is not None and cluster.external.nodes:
+        return sorted(n.id for n in cluster.external.nodes)
+    return list(range(1, cluster.nodes + 1))
+
+
+def client_names(scn: "Scenario") -> list[str] | None:
+    """The client worker names a run of ``scn`` starts (readers, then writers), from its
+    workload without a cluster and without side effects (no Java build, no Spark jars);
+    None when they cannot be known here."""
+    from harness.workloads import WORKLOADS
+    from harness.workloads.spark import SPARK_WORKER
+
+    spec = scn.workload
+    try:
+        if spec.name == "spark":  # the driver, then a txn-queue's clients (harness.workloads.spark)
+            q = WORKLOADS["txn-queue"].__mro__[1](TxnQueueSpec(
+                producers=spec.producers, consumers=spec.consumers, topics=spec.topics,
+                partitions=spec.partitions), "127.0.0.1:9", 1)
+            return [SPARK_WORKER] + [w.name for w in q.readers() + q.writers()]
+        cls = WORKLOADS[spec.name]
+        cls = cls.__mro__[1] if cls.__name__ == "WithClient" else cls  # no Java build (client_choice)
+        w = cls(spec, "127.0.0.1:9", scn.seed or 1)
+        return [s.name for s in w.readers()] + [s.name for s in w.writers()]
+    except Exception:  # noqa: BLE001 - a workload that cannot say: its globs are checked at run time
+        return None
+
+
+def check_targets(scn: "Scenario") -> None:
+    """What a run would find wrong only with the cluster up, said at load (ValueError, one
+    line): a node id of an explicit schedule beyond the cluster; a client glob (a fault's
+    ``clients``, ``start_after_ok``) or a schedule's client that matches no client of the
+    workload; a seeded draw that would start faults back to back at one instant or more
+    than MAX_FAULTS of them."""
+    n = scn.nemesis
+    nodes = node_ids(scn.cluster)
+    for i, e in enumerate(n.schedule or []):
+        bad = sorted(x for x in _nodes_named(e.value or {}, f"nemesis.schedule.{i}.value") if x not in nodes)
+        if bad:
+            raise ValueError(f"nemesis.schedule.{i}.value names node {', '.join(map(str, bad))}, but the "
+                             f"cluster's nodes are {', '.join(map(str, nodes))}")
+    names = client_names(scn)
+    if names is not None:
+        globs = [(f"nemesis.faults.{i}.clients", f.clients) for i, f in enumerate(n.faults)]
+        globs += [(f"nemesis.schedule.{i}.fault.clients", e.fault.clients) for i, e in enumerate(n.schedule or [])]
+        globs.append(("nemesis.start_after_ok", n.start_after_ok))
+        for where, patterns in globs:
+            for p in patterns or []:
+                if not any(fnmatch.fnmatch(c, p) for c in names):
+                    raise ValueError(f"{where}: {p!r} matches no client of this workload (clients: "
+                                     f"{', '.join(names)})")
+        for i, e in enumerate(n.schedule or []):
+            c = (e.value or {}).get("client")
+            if c is not None and c not in names:
+                raise ValueError(f"nemesis.schedule.{i}.value: no client is named {c!r} (clients: "
+                                 f"{', '.join(names)})")
+    if n.schedule is None and n.faults and scn.duration > n.first_fault_s:
+        mean = (n.interval_s[0] + n.interval_s[1]) / 2
+        gap = min(max(mean, (f.duration_s or n.fault_duration_s)[0] + n.quiet_s) for f in n.faults)
+        if gap <= 0:
+            raise ValueError("nemesis: interval_s [0, 0] with faults of length 0 (fault_duration_s or a "
+                             "fault's duration_s starting at 0) and quiet_s 0 would start faults back to "
+                             "back at one instant, without end")
+        if (scn.duration - n.first_fault_s) / gap > MAX_FAULTS:
+            raise ValueError(f"nemesis: about {(scn.duration - n.first_fault_s) / gap:,.0f} faults in "
+                             f"{scn.duration:g} s (more than {MAX_FAULTS:,}): make interval_s or the "
+                             "faults longer, or the duration shorter")
+
+
+def _nodes_named(value: dict, where: str) -> set[int]:
+    """The node ids an explicit schedule entry's ``value`` names: ``node``, ``nodes`` (a list),
+    a grudge's hosts ``n<id>``. ValueError for a node that is not an integer."""
+    out: set[int] = set()
+    named = [value["node"]] if "node" in value else []
+    if isinstance(value.get("nodes"), list):
+        named += value["nodes"]
+    for x in named:
+        if isinstance(x, bool) or not isinstance(x, int):
+            raise ValueError(f"{where}: node {x!r} is not a node id (an integer)")
+        out.add(x)
+    grudge = value.get("grudge")
+    if isinstance(grudge, dict):
+        for host, others in grudge.items():
+            for h in [host, *(others if isinstance(others, list) else [])]:
+                if isinstance(h, str) and re.fullmatch(r"n[0-9]+", h):
+                    out.add(int(h[1:]))
+    return out
 
 
 def with_backend(scn: "Scenario", backend: str | None) -> "Scenario":
@@ -310,6 +454,26 @@ def with_backend(scn: "Scenario", backend: str | None) -> "Scenario":
     except ValidationError as exc:
         msg = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
         raise ScenarioError(f"scenario {scn.name} on backend {backend}: {msg}") from None
+
+
+def with_overrides(scn: "Scenario", *, seed: int | None = None, duration: float | None = None,
+                   kafka_version: str | None = None) -> "Scenario":
+    """``scn`` with a command line's seed, duration (s) and Kafka version (None: unchanged),
+    validated again like the file: ``--duration inf``, ``--seed -1`` or a version that is not
+    one are refused with a ScenarioError in one line."""
+    update: dict[str, Any] = {k: v for k, v in (("seed", seed), ("duration", duration)) if v is not None}
+    if kafka_version is not None:
+        update["cluster"] = {**scn.cluster.model_dump(), "kafka_version": kafka_version}
+    if not update:
+        return scn
+    try:
+        return Scenario.model_validate({**scn.model_dump(), **update})
+    except ValidationError as exc:
+        flag = {"seed": "--seed", "duration": "--duration", "cluster": "--kafka-version"}
+        msg = "; ".join(f"{flag.get(str(e['loc'][0]), '.'.join(map(str, e['loc'])))}: "
+                        f"{e['msg'].removeprefix('Value error, ')}" if e["loc"] else e["msg"].removeprefix("Value error, ")
+                        for e in exc.errors())
+        raise ScenarioError(f"scenario {scn.name}: {msg}") from None
 
 
 def external_faults(ext: ExternalSpec, faults: list[str]) -> None:
@@ -398,8 +562,8 @@ def validate_model(model: type[BaseModel], data: dict, p: Path, what: str,
         return model.model_validate(data)
     except ValidationError as exc:
         # pydantic words a validator's ValueError "Value error, <message>": the message is enough
-        lines = [f"  {'.'.join(str(x) for x in e['loc']) or '(top)'}: {e['msg'].removeprefix('Value error, ')}"
-                 for e in exc.errors()]
+        lines = [f"  {'.'.join(str(x) for x in e['loc']) + ': ' if e['loc'] else ''}"
+                 f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors()]
         raise error(f"{p} is not a valid {what}:\n" + "\n".join(lines)) from exc
 
 

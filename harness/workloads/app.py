@@ -34,7 +34,7 @@ from pydantic import Field, field_validator, model_validator
 
 from harness.cluster.docker.nodes import labels as docker_labels
 from harness.workers.app_match import check_spec
-from harness.workloads.base import Strict, TopicSpec, WorkerSpec
+from harness.workloads.base import Setting, Strict, TopicSpec, WorkerSpec
 from harness.workloads.txn_queue import VALUE_STRIDE
 
 #: placeholder -> what it becomes
@@ -78,7 +78,7 @@ class AppInput(Strict):
     max_sends_per_txn: int = Field(4, ge=1, le=1000)
     #: records committed before the application starts (a batch app); 0: written during the load
     preload: int = Field(0, ge=0, le=0, description="not supported yet: 0 only")
-    producer: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka settings")
+    producer: dict[str, Setting] = Field(default_factory=dict, description="extra librdkafka settings")
 
 
 class AppPySpark(Strict):
@@ -152,7 +152,7 @@ class AppSpec(Strict):
     output: AppOutput = Field(default_factory=AppOutput)
     #: the harness's read_committed readers of input and output during the run
     consumers: int = Field(1, ge=0, le=8)
-    consumer: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka settings of the readers")
+    consumer: dict[str, Setting] = Field(default_factory=dict, description="extra librdkafka settings of the readers")
 
     @model_validator(mode="after")
     def _topics_apart(self) -> "AppSpec":

@@ -12,15 +12,35 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+#: Bounds every numeric scenario field keeps (issue 23): nothing infinite, nan or beyond what a
+#: run can do. The load of a run lasts at most MAX_LOAD_S (a week); any other time of a
+#: scenario (an interval, a fault's length, a timeout) at most MAX_TIME_S (a day).
+MAX_LOAD_S = 7 * 24 * 3600.0
+MAX_TIME_S = 24 * 3600.0
+MAX_INT64 = 2**63 - 1
+
+
+def _setting(v: Any) -> Any:
+    if isinstance(v, (str, bool)) or (isinstance(v, int) and -MAX_INT64 - 1 <= v <= MAX_INT64):
+        return v
+    if isinstance(v, int):
+        raise ValueError(f"{v} does not fit in 64 bits")
+    raise ValueError(f"a client setting is text, true/false or an integer, not {v!r}")
+
+
+#: a client setting's value (librdkafka's or the Java client's): text, a flag or a 64-bit integer
+Setting = Annotated[Union[str, bool, int], BeforeValidator(_setting)]
 
 
 class Strict(BaseModel):
-    """A scenario section: unknown fields are errors, so a typo never falls back to a default."""
+    """A scenario section: unknown fields are errors, so a typo never falls back to a default;
+    no number is infinite or nan."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class ClientSpec(Strict):

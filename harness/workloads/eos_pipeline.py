@@ -27,7 +27,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from harness.workloads.base import ClientSpec, Strict, TopicSpec, WorkerSpec
+from harness.workloads.base import ClientSpec, Setting, Strict, TopicSpec, WorkerSpec
 from harness.workers.processor import OUTPUT_FACTOR
 from harness.workloads.txn_queue import VALUE_STRIDE, TxnQueue
 
@@ -41,11 +41,11 @@ class EosPipelineSpec(ClientSpec):
     consumers: int = Field(1, ge=0, le=32)
     partitions: int = Field(4, ge=1, le=64)
     #: input transactions: 1..max_sends_per_txn records, aborted on purpose with abort_probability
-    max_sends_per_txn: int = Field(4, ge=1)
+    max_sends_per_txn: int = Field(4, ge=1, le=10_000)
     abort_probability: float = Field(0.1, ge=0.0, le=1.0)
     #: processor transactions: up to max_batch input records each; aborted on purpose (then
     #: reprocessed) with processor_abort_probability
-    max_batch: int = Field(50, ge=1)
+    max_batch: int = Field(50, ge=1, le=100_000)
     processor_abort_probability: float = Field(0.05, ge=0.0, le=1.0)
     #: transaction (KIP-98) or consumer (negative control: the consumer auto-commits its
     #: position every 5 s, outside the transaction: at-least-once)
@@ -60,8 +60,8 @@ class EosPipelineSpec(ClientSpec):
     group_metadata: Literal["member", "group-only"] = "member"
     #: the readers' and drain's isolation level (the pipeline itself is always read_committed)
     isolation_level: Literal["read_committed"] = "read_committed"
-    producer: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka settings of every producer")
-    consumer: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka settings of every consumer")
+    producer: dict[str, Setting] = Field(default_factory=dict, description="extra librdkafka settings of every producer")
+    consumer: dict[str, Setting] = Field(default_factory=dict, description="extra librdkafka settings of every consumer")
 
 
 class EosPipeline(TxnQueue):

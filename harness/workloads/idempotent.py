@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from harness.workloads.base import ClientSpec, Strict, WorkerSpec
+from harness.workloads.base import ClientSpec, Setting, Strict, WorkerSpec
 from harness.workloads.txn_queue import VALUE_STRIDE, TxnQueue
 
 
@@ -28,13 +28,13 @@ class IdempotentSpec(ClientSpec):
     consumers: int = Field(2, ge=0, le=64)
     topics: int = Field(2, ge=1, le=32)
     partitions: int = Field(4, ge=1, le=64)
-    max_sends_per_op: int = Field(8, ge=1)
+    max_sends_per_op: int = Field(8, ge=1, le=10_000)
     #: false is the negative control: librdkafka then retries without producer id/sequences
     idempotence: bool = True
     #: consumers and the drain; non-transactional records are visible either way
     isolation_level: Literal["read_committed", "read_uncommitted"] = "read_committed"
-    producer: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka producer settings")
-    consumer: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka consumer settings")
+    producer: dict[str, Setting] = Field(default_factory=dict, description="extra librdkafka producer settings")
+    consumer: dict[str, Setting] = Field(default_factory=dict, description="extra librdkafka consumer settings")
 
 
 class Idempotent(TxnQueue):

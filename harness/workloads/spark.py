@@ -42,7 +42,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from harness.workloads.base import Strict, TopicSpec, WorkerSpec
+from harness.workloads.base import MAX_INT64, MAX_TIME_S, Setting, Strict, TopicSpec, WorkerSpec
 from harness.workloads.txn_queue import TxnQueue, TxnQueueSpec
 
 SPARK_WORKER = "spark-consumer"
@@ -56,9 +56,9 @@ class SparkSpec(Strict):
     producers: int = Field(3, ge=1, le=64)
     topics: int = Field(2, ge=1, le=32)
     partitions: int = Field(3, ge=1, le=64)
-    max_sends_per_txn: int = Field(4, ge=1)
+    max_sends_per_txn: int = Field(4, ge=1, le=10_000)
     abort_probability: float = Field(0.1, ge=0.0, le=1.0)
-    producer: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka producer settings")
+    producer: dict[str, Setting] = Field(default_factory=dict, description="extra librdkafka producer settings")
     #: librdkafka read_committed consumers beside Spark (txn-queue's), 0 for Spark alone
     consumers: int = Field(0, ge=0, le=16)
     # the Spark query
@@ -72,14 +72,14 @@ class SparkSpec(Strict):
     #: Spark version whose Kafka connector jars are fetched (pyspark's own version is pinned
     #: in pyproject.toml)
     spark_version: str = "4.3.0"
-    max_offsets_per_trigger: int | None = Field(None, ge=1)
+    max_offsets_per_trigger: int | None = Field(None, ge=1, le=MAX_INT64)
     #: processing-time trigger interval in seconds; 0: the next batch starts when one ends
-    trigger_s: float = Field(0.0, ge=0)
+    trigger_s: float = Field(0.0, ge=0, le=MAX_TIME_S)
     conf: dict[str, str] = Field(default_factory=dict, description="extra Spark settings")
     kafka: dict[str, str] = Field(default_factory=dict,
                                   description="extra Kafka source options; kafka.* ones go to the Kafka sink too")
     #: seconds the final drain waits for Spark to commit up to the end of the input
-    catchup_s: float = Field(90.0, gt=0)
+    catchup_s: float = Field(90.0, gt=0, le=MAX_TIME_S)
     #: where the query's sink and checkpoint live while it runs (default: a fresh temporary
     #: folder, copied into <run_dir>/spark/ by finish)
     work_dir: str | None = None

@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from harness.workloads.base import ClientSpec, Strict, TopicSpec, WorkerSpec
+from harness.workloads.base import MAX_TIME_S, ClientSpec, Setting, Strict, TopicSpec, WorkerSpec
 
 #: values of one worker spawn are value_base, value_base + 1, ...: unique per run
 VALUE_STRIDE = 100_000_000
@@ -31,26 +31,26 @@ class TxnQueueSpec(ClientSpec):
     consumers: int = Field(2, ge=0, le=64)
     topics: int = Field(2, ge=1, le=32)
     partitions: int = Field(4, ge=1, le=64)
-    max_sends_per_txn: int = Field(4, ge=1)
+    max_sends_per_txn: int = Field(4, ge=1, le=10_000)
     abort_probability: float = Field(0.1, ge=0.0, le=1.0)
     #: read_committed is what the workload tests; read_uncommitted is the negative control.
     isolation_level: Literal["read_committed", "read_uncommitted"] = "read_committed"
-    producer: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka producer settings")
+    producer: dict[str, Setting] = Field(default_factory=dict, description="extra librdkafka producer settings")
     #: seconds to wait for delivery reports before aborting; None waits for every record's
     #: outcome (message.timeout.ms + 2 s). Shorter values abort with records in flight (F1).
-    flush_timeout_s: float | None = Field(None, gt=0)
+    flush_timeout_s: float | None = Field(None, gt=0, le=MAX_TIME_S)
     #: after aborting with records still in flight: replace the producer instance (a new
     #: epoch; avoids F1) or reuse it (what librdkafka allows; reproduces F1)
     inflight_abort: Literal["replace", "reuse"] = "replace"
-    consumer: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka consumer settings")
+    consumer: dict[str, Setting] = Field(default_factory=dict, description="extra librdkafka consumer settings")
     #: producers per worker process (threads, harness.workers.txn_producers); 1 keeps one
     #: process per producer (the ``txn-producer`` role)
     producers_per_worker: int = Field(1, ge=1, le=64)
     #: fewest records per transaction (1..max_sends_per_txn; equal to max for a fixed size);
     #: only with producers_per_worker > 1 or think_time_ms > 0
-    min_sends_per_txn: int = Field(1, ge=1)
+    min_sends_per_txn: int = Field(1, ge=1, le=10_000)
     #: pause of each producer between its transactions, ms (txn-producers role)
-    think_time_ms: float = Field(0.0, ge=0)
+    think_time_ms: float = Field(0.0, ge=0, le=MAX_TIME_S * 1000)
 
     @model_validator(mode="after")
     def _busy_options(self) -> "TxnQueueSpec":

@@ -271,3 +271,248 @@ def test_the_catalogue_holds_every_name_the_checkers_emit_and_docs_list():
     assert suggest("g1a") == "G1a" and suggest("lost-writes") == "lost-write"
     with pytest.raises(ValueError, match=r"'not-an-anomaly'.*docs/checkers.md"):
         check_names(["G0", "not-an-anomaly"], "expected")
+
+
+# ---------------------------------------------------------------- 3. bounded, checked scenario values
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _scenario_file(tmp_path: Path, edit, base: str = "smoke.yaml") -> Path:
+    import yaml
+
+    data = yaml.safe_load((ROOT / "scenarios" / base).read_text())
+    edit(data)
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump(data, sort_keys=False))
+    return p
+
+
+def _refused(tmp_path: Path, edit, match: str, base: str = "smoke.yaml") -> str:
+    from harness.run.scenario import ScenarioError, load_scenario
+
+    p = _scenario_file(tmp_path, edit, base)
+    with pytest.raises(ScenarioError, match=match) as exc:
+        _within(10, lambda: load_scenario(p))
+    return str(exc.value)
+
+
+INF, NAN = float("inf"), float("nan")
+
+
+def _set(*path_and_value):
+    *path, value = path_and_value
+
+    def edit(d):
+        for k in path[:-1]:
+            d = d.setdefault(k, {})
+        d[path[-1]] = value
+    return edit
+
+
+@pytest.mark.parametrize("value, match", [(INF, "finite"), (1e308, "less than or equal"), (1e9, "less than"),
+                                          (-5, "greater than 0"), (NAN, "finite")])
+def test_duration_is_bounded_and_finite(tmp_path, value, match):
+    _refused(tmp_path, _set("duration", value), rf"duration: .*{match}")
+
+
+@pytest.mark.parametrize("edit, match", [
+    (_set("nemesis", "interval_s", [1, INF]), r"interval_s.1: .*finite"),
+    (_set("nemesis", "fault_duration_s", [NAN, 3]), r"fault_duration_s.0: .*finite"),
+    (_set("nemesis", "faults", [{"fault": "kill", "weight": INF}]), r"weight: .*finite"),
+    (_set("nemesis", "faults", [{"fault": "kill", "weight": 1e300}]), r"weight: .*less than"),
+    (_set("nemesis", "faults", [{"fault": "kill", "duration_s": [1, INF]}]), r"duration_s.1: .*finite"),
+    (_set("nemesis", "first_fault_s", INF), "first_fault_s"),
+    (_set("nemesis", "quiet_s", -1), "quiet_s"),
+    (_set("seed", -5), "seed: .*greater than or equal to 0"),
+    (_set("seed", 2**70), "seed: .*less than"),
+    (_set("workload", "max_sends_per_txn", 10**12), "max_sends_per_txn"),
+    (_set("workload", "producer", {"linger.ms": 10**30}), r"linger.ms: .*64 bits"),
+    (_set("workload", "producer", {"linger.ms": 1.5}), r"linger.ms: a client setting is text"),
+    (_set("cluster", "heap_mb", 10**12), "heap_mb"),
+    (_set("liveness", {"stalled_lso_bound_s": INF}), "stalled_lso_bound_s: .*finite"),
+    (_set("nemesis", "faults", [{"fault": "toxic", "type": "latency", "latency_ms": 10**40}]), "64 bits"),
+    (_set("nemesis", "faults", [{"fault": "toxic", "type": "latency", "latency_ms": 100, "jitter_ms": INF}]),
+     "jitter_ms: inf is not a finite number"),
+])
+def test_every_numeric_field_is_bounded_and_finite(tmp_path, edit, match):
+    _refused(tmp_path, edit, match)
+
+
+def test_a_fault_schedule_without_gaps_is_refused_at_load_not_looped(tmp_path):
+    def edit(d):
+        d["nemesis"].update(interval_s=[0, 0], fault_duration_s=[0, 0])
+    _refused(tmp_path, edit, "back to back")
+    _refused(tmp_path, lambda d: d.update(duration=600000) or d["nemesis"].update(
+        interval_s=[0.001, 0.002], fault_duration_s=[0.001, 0.001]), "more than 100,000")
+    from nemesis.schedule import fault_schedule
+    with pytest.raises(ValueError, match="more than"):
+        _within(30, lambda: fault_schedule(1, [{"fault": "kill"}], [1, 2, 3], [], 600000.0, (0.0, 0.0),
+                                           (0.0, 0.0)))
+
+
+def test_every_numeric_scenario_and_suite_field_has_both_bounds():
+    """Walks the models: an int or float field without a lower and an upper bound is how
+    `duration: .inf` got in (client settings are checked by harness.workloads.base.Setting)."""
+    import types
+    import typing
+
+    import annotated_types as at
+    from pydantic import BaseModel
+    from pydantic.fields import FieldInfo
+
+    from harness.detect.suite import Suite
+    from harness.run.scenario import Scenario
+
+    missing = []
+
+    def walk(model, path, seen):
+        if model in seen:
+            return
+        seen.add(model)
+        for name, f in model.model_fields.items():
+            check(f.annotation, list(f.metadata), f"{path}.{name}", seen)
+
+    def check(ann, meta, path, seen):
+        origin, args = typing.get_origin(ann), typing.get_args(ann)
+        if origin is typing.Annotated:  # Field(...) inside Annotated holds its bounds in .metadata
+            extra = [x for a in args[1:] for x in (a.metadata if isinstance(a, FieldInfo) else [a])]
+            return check(args[0], meta + extra, path, seen)
+        if origin in (typing.Union, types.UnionType):
+            return [check(a, meta, path, seen) for a in args]
+        if origin is typing.Literal:
+            return
+        if origin is dict and path.endswith(("producer", "consumer")):
+            return  # Setting
+        if origin is not None:
+            return [check(a, [], path + "[]", seen) for a in args if a is not Ellipsis]
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            return walk(ann, path, seen)
+        if ann in (int, float):
+            lo = any(isinstance(m, (at.Gt, at.Ge)) for m in meta)
+            hi = any(isinstance(m, (at.Lt, at.Le)) for m in meta)
+            if not (lo and hi) and not path.endswith(("suite.seeds", "suite.scenarios[].seeds")):
+                missing.append(path)
+
+    walk(Scenario, "scenario", set())
+    walk(Suite, "suite", set())
+    assert not missing, missing
+
+
+@pytest.mark.parametrize("value", ["../../../etc/passwd", "4.3.1/../x", "", "latest", "4"])
+def test_kafka_version_is_a_version(tmp_path, value):
+    _refused(tmp_path, _set("cluster", "kafka_version", value), "is not a version like 4.3.1")
+
+
+def test_fault_targets_and_globs_are_checked_against_the_scenario(tmp_path):
+    _refused(tmp_path, _set("nemesis", "schedule", [{"at": 1, "duration": 2, "fault": "kill", "value": {"node": 9}}]),
+             "names node 9, but the cluster's nodes are 1, 2, 3")
+    _refused(tmp_path, _set("nemesis", "schedule", [{"at": 1, "duration": 2, "fault": "partition",
+                                                     "value": {"kind": "isolate-one", "grudge": {"n4": ["n1"]}}}]),
+             "names node 4")
+    _refused(tmp_path, _set("nemesis", "faults", [{"fault": "kill-client", "clients": ["nobody-*"]}]),
+             r"'nobody-\*' matches no client of this workload \(clients: consumer-0")
+    _refused(tmp_path, _set("nemesis", "start_after_ok", ["sparky"]), "start_after_ok: 'sparky' matches no client")
+    _refused(tmp_path, _set("nemesis", "schedule", [{"at": 1, "duration": 2, "fault": "kill-client",
+                                                     "value": {"client": "producer-9"}}]),
+             "no client is named 'producer-9'")
+
+
+def test_faults_as_a_string_is_one_clear_error(tmp_path):
+    msg = _refused(tmp_path, _set("nemesis", "faults", "kill"), r"write faults: \[kill\], not faults: kill")
+    assert "'k'" not in msg
+
+
+def test_anomaly_names_are_checked_against_the_catalogue(tmp_path):
+    _refused(tmp_path, _set("expected", ["not-an-anomaly"]), "expected: unknown anomaly 'not-an-anomaly'")
+    _refused(tmp_path, _set("expected", ["G0", "lost-writes"]), r"'lost-writes' \(did you mean 'lost-write'\?\)")
+    from harness.detect.zoo import ZooError, load_entry
+
+    p = tmp_path / "mutant.yaml"
+    p.write_text(f"base: {ROOT / 'scenarios' / 'smoke.yaml'}\nname: m\nmust_find: [NOT-AN-ANOMALY, g1a]\n")
+    with pytest.raises(ZooError, match=r"must_find: unknown anomaly 'NOT-AN-ANOMALY', 'g1a' \(did you mean 'G1a'\?\)"):
+        load_entry(p)
+
+
+def test_command_line_values_are_checked_like_the_file(tmp_path):
+    from typer.testing import CliRunner
+
+    from harness.cli.main import app
+    from harness.detect import suite as st
+
+    runner = CliRunner()
+    smoke = str(ROOT / "scenarios" / "smoke.yaml")
+    for args, match in [(["--duration", "-5"], "--duration: Input should be greater than 0"),
+                        (["--duration", "nan"], "--duration: Input should be a finite number"),
+                        (["--seed", "-1"], "--seed: Input should be greater than or equal to 0"),
+                        (["--kafka-version", "../../x"], "--kafka-version: Kafka version '../../x' is not")]:
+        res = runner.invoke(app, ["run", smoke, "--dry-run", *args])
+        assert res.exit_code == 2 and match in res.output, (args, res.output)
+    res = runner.invoke(app, ["suite", str(ROOT / "scenarios" / "ci.yaml"), "--dry-run", "--duration", "inf"])
+    assert res.exit_code == 2 and "--duration: Input should be a finite number" in res.output, res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit)
+    with pytest.raises(st.SuiteError, match="is not a version"):
+        st.expand(st.load_suite(ROOT / "scenarios" / "ci.yaml"), ROOT / "scenarios", kafka_versions=["x/../y"])
+
+
+# ---------------------------------------------------------------- run --dry-run
+
+def _dry(args, monkeypatch=None):
+    from typer.testing import CliRunner
+
+    from harness.cli.main import app
+
+    res = CliRunner().invoke(app, ["run", *args, "--dry-run"])
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    return res
+
+
+def test_dry_run_prints_the_schedule_of_the_seed_without_root_or_lock(monkeypatch):
+    import harness.cluster.lock as lock
+
+    monkeypatch.setattr("os.geteuid", lambda: 1000)  # not root: a run would stop here
+
+    def no_lock(*a, **k):
+        raise AssertionError("the dry run took the cluster lock")
+    monkeypatch.setattr(lock, "cluster_lock", no_lock)
+    res = _dry([str(ROOT / "scenarios" / "partition.yaml"), "--seed", "3"])
+    assert res.exit_code == 0, res.output
+    assert "fault schedule of partition, seed 3" in res.output and "begins (s)" in res.output
+    assert "ok  kafka 4.3.1" in res.output and "would start (nothing was started)" in res.output
+    again = _dry([str(ROOT / "scenarios" / "partition.yaml"), "--seed", "3"])
+    assert again.output == res.output  # the seed's schedule, as the run draws it
+    from harness.run.preflight import preflight
+    from harness.run.scenario import load_scenario, with_overrides
+    scn = with_overrides(load_scenario(ROOT / "scenarios" / "partition.yaml"), seed=3)
+    assert preflight(scn).steps == scn.nemesis.steps(3, scn.duration, [1, 2, 3], [])
+
+
+def test_dry_run_without_a_seed_says_which_it_drew():
+    res = _dry([str(ROOT / "scenarios" / "smoke.yaml")])
+    assert res.exit_code == 0 and "a run draws one. This schedule is seed" in res.output, res.output
+
+
+def test_dry_run_exits_2_with_one_error(monkeypatch, tmp_path):
+    from harness.cluster.artifacts import ArtifactError
+
+    def unknown(group, artifact, version):
+        raise ArtifactError(f"Kafka {version} is not on Maven Central (no {group}:{artifact}:{version})")
+    monkeypatch.setattr("harness.run.preflight.maven_knows", unknown)
+    monkeypatch.setenv("EOS_CHAOS_CACHE", str(tmp_path / "empty-cache"))
+    smoke = str(ROOT / "scenarios" / "smoke.yaml")
+    for args, match in [([smoke, "--kafka-version", "9.9.9"], "Kafka 9.9.9 is not on Maven Central"),
+                        ([smoke, "--duration", "inf"], "--duration: Input should be a finite number"),
+                        ([str(tmp_path)], "is a directory")]:
+        res = _dry(args)
+        assert res.exit_code == 2 and match in res.output, (args, res.output)
+        assert len(res.output.strip().splitlines()) <= 3, res.output
+    monkeypatch.setattr("shutil.which", lambda tool: None if tool == "iptables" else "/bin/" + tool)
+    res = _dry([str(ROOT / "scenarios" / "partition.yaml"), "--kafka-version", "4.3.1"])
+    assert res.exit_code == 2 and "`iptables` is not on PATH" in res.output, res.output
+
+
+def test_dry_run_refuses_what_the_run_would_only_meet_with_the_cluster_up(tmp_path):
+    p = _scenario_file(tmp_path, _set("nemesis", "faults", [{"fault": "kill-client", "clients": ["procesor-*"]}]),
+                       "eos-pipeline.yaml")
+    res = _dry([str(p)])
+    assert res.exit_code == 2 and "'procesor-*' matches no client" in res.output, res.output
