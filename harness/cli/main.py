@@ -285,14 +285,18 @@ def suite(
 def check(
     history: Path = typer.Argument(..., help="history.jsonl of a run"),
     as_json: bool = typer.Option(False, "--json", help="print the verdict as JSON"),
-    max_examples: int = typer.Option(10, help="examples kept per anomaly"),
+    max_examples: int = typer.Option(10, min=0, help="examples kept per anomaly"),
 ) -> None:
     """Re-check a history (meta.json and scenario.yaml beside it are used when present)."""
     from checkers.run import RunDir
+    from checkers.safe_load import file_problem
     from checkers.verdict import check_run
 
-    if not history.is_file():
-        console.print(f"[red]error:[/] {history} does not exist")
+    why = file_problem(history)
+    if why:  # a directory, a FIFO (reading it would block), /dev/null: say what it is
+        hint = (f" (a run folder? `eos-chaos check {history / RunDir.HISTORY}` or `eos-chaos report {history}`)"
+                if why == "is a directory" and (history / RunDir.HISTORY).is_file() else "")
+        console.print(f"[red]error:[/] {history} {why}" + ("" if why == "does not exist" else f", not a history file{hint}"))
         raise typer.Exit(2)
     if history.name != RunDir.HISTORY:  # a lone file: no run folder around it
         import checkers
@@ -311,18 +315,33 @@ def check(
 
 @app.command()
 def report(run_dir: Path = typer.Argument(..., metavar="RUN_DIR", help="a run folder (results/<scenario>/<run-id>)"),
-           max_examples: int = typer.Option(10, "--max-examples", metavar="N", help="examples kept per anomaly"),
+           max_examples: int = typer.Option(10, "--max-examples", metavar="N", min=0, help="examples kept per anomaly"),
            ) -> None:
     """Re-check RUN_DIR's history and re-render its report.html: any run folder, also one whose
     controller was killed (a history prefix and no verdict.json). Writes verdict.json and
     report.html there; exit code as for `run`."""
+    from checkers.run import RunDir
+    from checkers.safe_load import file_problem
     from harness.report.render import check_and_render
 
-    if not (run_dir / "history.jsonl").is_file():
-        console.print(f"[red]error:[/] {run_dir} has no history.jsonl: give a run folder "
-                      "(results/<scenario>/<run-id>)")
+    d = RunDir(run_dir)
+    why = file_problem(d.history)
+    if why:
+        console.print(f"[red]error:[/] {d.history} {why}: give a run folder (results/<scenario>/<run-id>)"
+                      if why != "does not exist" else
+                      f"[red]error:[/] {run_dir} has no history.jsonl: give a run folder (results/<scenario>/<run-id>)")
         raise typer.Exit(2)
-    verdict, path = check_and_render(run_dir, max_examples)
+    for out_file in (d.verdict, d.report):  # what `report` writes: a directory there is one line
+        if out_file.exists() and file_problem(out_file):
+            console.print(f"[red]error:[/] {out_file} {file_problem(out_file)}: `report` writes that file; "
+                          "move it away and run again")
+            raise typer.Exit(2)
+    try:
+        verdict, path = check_and_render(run_dir, max_examples)
+    except OSError as exc:  # a read-only folder, a full disk: one line
+        console.print(f"[red]error:[/] cannot write the verdict and report in {run_dir}: "
+                      f"{exc.strerror or exc}{f' ({exc.filename})' if exc.filename else ''}")
+        raise typer.Exit(2)
     out.print(_summary(verdict))
     out.print(f"report:  {path}", soft_wrap=True)
     raise typer.Exit(EXIT.get(verdict.get("valid"), 2))
@@ -464,7 +483,7 @@ app.add_typer(bench_app, name="bench")
 
 
 @bench_app.command("checker")
-def bench_checker(ops: int = typer.Option(100_000, help="ops in the synthetic history"),
+def bench_checker(ops: int = typer.Option(100_000, min=1, max=100_000_000, help="ops in the synthetic history"),
                   seed: int = typer.Option(0), as_json: bool = typer.Option(False, "--json")) -> None:
     """Check a synthetic history of N ops from a simulated correct Kafka; print ops/s and peak RSS."""
     from checkers.bench import run_bench

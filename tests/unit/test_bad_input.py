@@ -516,3 +516,51 @@ def test_dry_run_refuses_what_the_run_would_only_meet_with_the_cluster_up(tmp_pa
                        "eos-pipeline.yaml")
     res = _dry([str(p)])
     assert res.exit_code == 2 and "'procesor-*' matches no client" in res.output, res.output
+
+
+# ---------------------------------------------------------------- 5. messages that said the wrong thing
+
+def _cli(args):
+    from typer.testing import CliRunner
+
+    from harness.cli.main import app
+
+    res = CliRunner().invoke(app, args)
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    return res
+
+
+def test_check_says_what_a_path_is(tmp_path):
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    run = _run_folder(tmp_path, _smoke_lines()[:40])
+    for path, says in [(tmp_path, "is a directory, not a history file"), (fifo, "is a FIFO (named pipe)"),
+                       (Path("/dev/null"), "is a character device"),
+                       (run, f"a run folder? `eos-chaos check {run / 'history.jsonl'}`"),
+                       (tmp_path / "nope.jsonl", "does not exist")]:
+        res = _within(20, lambda path=path: _cli(["check", str(path)]))
+        assert res.exit_code == 2 and says in res.output, (path, res.output)
+        assert "does not exist" not in res.output or path.name == "nope.jsonl"
+
+
+def test_report_where_its_outputs_are_directories_is_one_line(tmp_path):
+    for name in ("report.html", "verdict.json"):
+        d = _run_folder(tmp_path / name, _smoke_lines())
+        (d / name).mkdir()
+        res = _cli(["report", str(d)])
+        assert res.exit_code == 2, res.output
+        assert f"{d / name} is a directory: `report` writes that file" in res.output
+        assert len(res.output.strip().splitlines()) == 1, res.output
+
+
+def test_negative_counts_are_refused_with_exit_2(tmp_path):
+    d = _run_folder(tmp_path, _smoke_lines())
+    for args in (["check", "--max-examples", "-1", str(d / "history.jsonl")],
+                 ["report", "--max-examples", "-1", str(d)], ["bench", "checker", "--ops", "-1"],
+                 ["bench", "checker", "--ops", "0"]):
+        res = _cli(args)
+        assert res.exit_code == 2, (args, res.output)
+        assert "greater than or equal" in res.output, res.output
+    assert not (d / "verdict.json").exists()
