@@ -27,6 +27,8 @@ WINDOW_CLOSERS: dict[str, tuple[str, ...]] = {
     "zombie": ("resume-zombie", "heal"),
     "partition": ("heal-partition", "heal"),
     "toxic": ("untoxic", "heal"),
+    "lose-unsynced": ("power-on", "heal"),
+    "clock-skew": ("clock-reset", "heal"),
     "clock": ("reset-clock", "heal"),
     "skew": ("reset-clock", "heal"),
 }

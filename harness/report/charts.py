@@ -23,7 +23,7 @@ EXTRA_COLORS = ("#e377c2", "#bcbd22", "#393b79", "#637939", "#843c39", "#7b4173"
 OUTCOME_DASH = {"ok": "", "fail": "7 4", "info": "2 3"}
 FAULT_COLORS = {
     "kill": "#d62728", "stop": "#d62728", "crash": "#d62728", "pause": "#ff7f0e",
-    "partition": "#9467bd", "toxic": "#8c564b",
+    "partition": "#9467bd", "toxic": "#8c564b", "lose-unsynced": "#7f0000", "clock-skew": "#17becf",
 }
 DEFAULT_FAULT_COLOR = "#4a6fa5"
 
