@@ -14,7 +14,7 @@ from nemesis.client_faults import ClientKillNemesis, ClientPauseNemesis, ClientS
 from nemesis.clock import ClockNemesis, choose_clock_target, clock_params
 from nemesis.core import Composite, NemesisContext
 from nemesis.partition import PartitionNemesis, choose_partition
-from nemesis.power import LoseUnsyncedNemesis
+from nemesis.power import LoseUnsyncedNemesis, choose_power_target, power_params
 from nemesis.process import KillNemesis, PauseNemesis
 from nemesis.targets import choose_client
 from nemesis.zombie import ZombieNemesis
@@ -112,7 +112,8 @@ for _kind in (
     FaultKind("toxic", "toxic", "untoxic", ToxicNemesis, choose_toxic_target, ("toxiproxy",),
               toxic_params),
     # issue 24: power loss (unsynced writes lost under a FUSE layer) and per-broker clock skew
-    FaultKind("lose-unsynced", "lose-unsynced", "power-on", LoseUnsyncedNemesis, needs=("lazyfs",)),
+    FaultKind("lose-unsynced", "lose-unsynced", "power-on", LoseUnsyncedNemesis, choose_power_target, ("lazyfs",),
+              power_params),
     FaultKind("clock-skew", "clock-skew", "clock-reset", ClockNemesis, choose_clock_target, ("faketime",),
               clock_params),
 ):

@@ -236,6 +236,24 @@ def test_lose_unsynced_kills_then_drops_then_records_the_loss_and_power_on_start
     assert n.teardown() == []
 
 
+def test_every_node_at_once_is_killed_before_any_loses_its_writes():
+    from nemesis.power import choose_power_target
+
+    assert choose_power_target(random.Random(1), {"fault": "lose-unsynced", "nodes": "all"}, [1, 2, 3], []) == \
+        {"nodes": "all"}
+    c = Cluster()
+    n = LoseUnsyncedNemesis(NemesisContext(cluster=c))
+    done = n.invoke({"f": "lose-unsynced", "value": {"nodes": "all", "params": {"nodes": "all"}}})
+    assert [e[0] for e in c.log] == ["kill"] * 3 + ["drop"] * 3
+    v = done["value"]
+    assert v["nodes"] == [1, 2, 3] and v["lost_bytes"] == 369 and v["lost_file_count"] == 90
+    assert "n3/t0-29/0.log" in v["lost_files"]
+    done = n.invoke({"f": "power-on", "value": {"nodes": "all", "params": {"nodes": "all"}}})
+    assert c.log[-3:] == [("start", 1), ("start", 2), ("start", 3)] and "pids" in done["value"]["result"]
+    with pytest.raises(ValueError, match="one or all"):
+        FAULTS["lose-unsynced"].validate({"fault": "lose-unsynced", "nodes": "some"})
+
+
 def test_lose_unsynced_refuses_a_node_without_the_layer():
     class Bare(Cluster):
         def node(self, i):
