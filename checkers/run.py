@@ -16,6 +16,8 @@ the version existed reads as version 1: its top-level liveness bounds
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -97,6 +99,12 @@ class RunMeta(BaseModel):
     teardown_problems: list[str] = Field(default_factory=list)
     broker_events: dict = Field(default_factory=dict)
     versions: dict | None = None
+    #: False in the meta.json the runner writes when the load starts (workload meta, keys,
+    #: pipeline and sink mapping, liveness bounds, versions: a killed run keeps its contract);
+    #: the runner's write at the end makes it True. A folder whose meta.json still says False
+    #: lost its controller before the end (SIGKILL, a crash of the machine): its history is a
+    #: prefix, with no heal, drain or final reads, and check_run judges it unknown.
+    finished: bool = True
 
     @model_validator(mode="before")
     @classmethod
@@ -202,6 +210,18 @@ class RunDir:
             return RunMeta.coerce(data)
         except RecursionError:  # read_json bounds the depth; never a traceback
             return RunMeta(), [f"{self.meta} is nested too deep: defaults used"]
+
+    def write_meta(self, meta: "RunMeta | dict") -> None:
+        """Write meta.json atomically (a temporary file renamed over it): a controller killed
+        while writing leaves the earlier meta.json whole, never a truncated one. A dict is
+        written as it is (the runner's fallback when a field does not validate)."""
+        text = meta.to_json() if isinstance(meta, RunMeta) else json.dumps(meta, indent=1, default=str)
+        tmp = self.meta.with_name(self.META + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.meta)
 
     def expected(self) -> list[str]:
         """The ``expected`` list of scenario.yaml as run ([] when absent or unreadable)."""

@@ -294,6 +294,9 @@ def check_run(run_dir: str | Path, max_examples: int = 10, history: Any = None) 
     if not d.history.is_file():
         raise FileNotFoundError(f"{d.history} does not exist")
     meta, problems = d.read_meta()
+    if not meta.finished:  # written when the load started and never completed: a killed controller
+        problems.append(f"{d.META} says the run never finished (its controller was killed before the end): "
+                        "the history is a prefix, with no heal, final drain or final reads")
     expected, bad_scenario = d.read_expected()  # a garbled scenario.yaml is said, never ignored
     problems += bad_scenario
     v = check(history if history is not None else d.history, meta=meta, allowed=expected,

@@ -197,6 +197,10 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         if hasattr(workload, "prepare"):  # the app workload's work dirs and logs live in the run folder
             workload.prepare(run_dir, service.meta())
         meta.update(workload.meta(), keys=workload.keys())
+        # the run contract from the start (issue 23): a controller killed during the load still
+        # leaves the keys, pipeline/sink mapping, liveness bounds and versions; completed at the end
+        start = {**meta, "versions": collect_versions(scn, meta), "finished": False}
+        RunDir(run_dir).write_meta(RunMeta.coerce(start)[0])
         min_isr = min(2, scn.cluster.nodes)
         topics = workload.topics()
         service.create_topics(topics, replication_factor=min(3, scn.cluster.nodes), min_isr=min_isr)
@@ -245,7 +249,7 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         meta["versions"] = collect_versions(scn, meta)
         run_meta, bad = RunMeta.coerce(meta)  # the run contract (checkers.run); never fails a run
         meta["teardown_problems"] += [f"meta.json: {b}" for b in bad]
-        RunDir(run_dir).meta.write_text(run_meta.to_json() if not bad else json.dumps(meta, indent=1))
+        RunDir(run_dir).write_meta(run_meta if not bad else meta)  # atomically: never a truncated file
     return meta, problems
 
 

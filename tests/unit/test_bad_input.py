@@ -564,3 +564,78 @@ def test_negative_counts_are_refused_with_exit_2(tmp_path):
         assert res.exit_code == 2, (args, res.output)
         assert "greater than or equal" in res.output, res.output
     assert not (d / "verdict.json").exists()
+
+
+# ---------------------------------------------------------------- a killed run keeps its run contract
+
+def test_meta_json_is_written_when_the_load_starts_and_completed_at_the_end(tmp_path, monkeypatch):
+    """_execute with a fake cluster: meta.json is on disk (keys, liveness bounds, versions,
+    finished false) before the load's first step; the end completes it (finished true)."""
+    import threading
+
+    import harness.run.runner as runner
+    from checkers.run import RunDir
+    from harness.run.scenario import load_scenario, with_overrides
+
+    class Service:
+        bootstrap, client_config, client_host = "127.0.0.1:9", {}, None
+
+        def __init__(self, *a, **k): ...
+        def clean_leftovers(self): return []
+        def start(self, timeout): ...
+        def meta(self): return {"nodes": {"1": "n1"}}
+        def create_topics(self, *a, **k): ...
+        def wait_ready(self, *a, **k): ...
+        def nemesis_context(self, pool): return None
+        def teardown(self): return []
+
+    class Pool:
+        def __init__(self, *a, **k): ...
+        def spawn(self, spec):
+            return type("W", (), {"name": spec.name, "control": [{"drained": True, "complete": True}],
+                                  "wait": lambda self, timeout: True, "kill": lambda self: None})()
+        def stop(self, names, timeout): return []
+        def shutdown(self): return []
+
+    seen = {}
+
+    def load(scn, run_dir, ctx, history, progress, stop, service):
+        seen["meta"] = json.loads((run_dir / "meta.json").read_text())
+        return 0.0
+
+    monkeypatch.setattr(runner, "ClusterService", Service)
+    monkeypatch.setattr(runner, "make_backend", lambda *a, **k: None)
+    monkeypatch.setattr(runner, "Pool", Pool)
+    monkeypatch.setattr(runner, "_load", load)
+    scn = with_overrides(load_scenario(ROOT / "scenarios" / "smoke.yaml"), seed=5)
+    run_dir = tmp_path / "run"
+    (run_dir / "logs").mkdir(parents=True)
+    runner._execute(scn, run_dir, runner.Progress(), threading.Event())
+    start = seen["meta"]
+    assert start["finished"] is False and start["keys"][:2] == ["t0/0", "t0/1"]
+    assert start["liveness"]["stalled_lso_bound_s"] == 30.0 and start["versions"]["kafka"] == "4.3.1"
+    assert start["seed"] == 5 and start["workload"] == "txn-queue"
+    end = json.loads((run_dir / "meta.json").read_text())
+    assert end["finished"] is True and "timings" in end
+    assert not (run_dir / "meta.json.tmp").exists()
+
+
+def test_a_killed_runs_folder_is_unknown_with_the_reason_and_renders(tmp_path):
+    """What `report` meets in a folder whose controller was SIGKILLed during the load: a
+    history prefix and the meta.json written when the load started."""
+    from checkers.run import RunDir, RunMeta
+
+    lines = _smoke_lines()
+    for cut in (60, 300, len(lines) // 2):
+        d = _run_folder(tmp_path / str(cut), lines[:cut] + [lines[cut][:25]])
+        meta = json.loads((SMOKE / "meta.json").read_text())
+        for k in ("drain", "final_reads_complete", "timings"):
+            meta.pop(k)
+        RunDir(d).write_meta(RunMeta.coerce({**meta, "finished": False})[0])
+        v, reasons = _judged(d)
+        assert _get(v, "valid") == "unknown"
+        assert any("never finished (its controller was killed" in r for r in reasons), reasons
+        res = _cli(["report", str(d)])
+        assert res.exit_code == 2 and "never finished" in res.output and (d / "report.html").is_file()
+    # a meta.json written before the field existed is a finished run's
+    assert RunMeta.model_validate(json.loads((SMOKE / "meta.json").read_text())).finished is True
