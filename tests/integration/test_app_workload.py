@@ -72,3 +72,33 @@ def test_command_not_found_is_one_line_and_leaves_nothing(results_root):
     assert left.strip() == "", left
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert "eosc" not in netns, netns
+
+
+def _bad_app(name: str, seed: int, app: dict, output: dict | None = None):
+    scn = variant("app-copy-service", seed=seed, duration=15, suffix=f"-{name}", faults=[{"fault": "pause"}],
+                  first_fault_s=100)
+    wl = scn.workload
+    wl = wl.model_copy(update={"app": wl.app.model_copy(update=app),
+                               "output": wl.output.model_copy(update=output or {})})
+    return scn.model_copy(update={"workload": wl})
+
+
+def test_an_instance_that_exits_at_once_is_one_line_with_its_log(results_root):
+    scn = _bad_app("exits", 4, {"command": ["{python}", "-c", "import sys; print('no config here', file=sys.stderr); sys.exit(3)"]})
+    with pytest.raises(AppError) as e:
+        run_scenario(scn, results_root)
+    msg = str(e.value)
+    assert "\n" not in msg and "exited with code 3" in msg and "no config here" in msg, msg
+    left = subprocess.run(["pgrep", "-f", "harness.workers app"], capture_output=True, text=True).stdout
+    assert left.strip() == "", left
+
+
+def test_a_match_that_names_nothing_is_unknown_with_samples_not_loss(results_root):
+    # the example copies values unchanged: a JSON path finds nothing in them
+    res = run_scenario(_bad_app("match", 5, {}, {"match": {"json": "id"}, "quiet_s": 5.0, "catch_up_s": 30.0}),
+                       results_root)
+    v = res.verdict
+    assert v["valid"] == "unknown", v["anomaly_counts"]
+    why = " ".join(v["unknown_reasons"])
+    assert "named no input in any of the" in why and "samples:" in why and "value=b'" in why, why
+    assert "eos-loss" not in v["anomaly_counts"]
