@@ -16,7 +16,7 @@ itself, outside it (``enable.auto.commit``, every 5 s); an instance killed resta
 up to 5 s old, re-reads records whose outputs are already committed and writes them again.
 
 Exit codes: 0 after SIGTERM (the current transaction finished first), 3 when fenced by a newer
-instance with the same transactional.id (a zombie) or on any fatal error.
+instance with the same transactional.id or group.instance.id (a zombie) or on any fatal error.
 """
 import argparse
 import signal
@@ -75,7 +75,13 @@ def main():
 
     out_partitions = None
     while not stopping:
-        msgs = [m for m in consumer.consume(a.batch, timeout=0.5) if m.error() is None]
+        msgs = []
+        for m in consumer.consume(a.batch, timeout=0.5):
+            if m.error() is None:
+                msgs.append(m)
+            elif m.error().fatal():  # e.g. fenced by a newer instance with our group.instance.id
+                print(f"copy_service: fatal consumer error: {m.error()}", file=sys.stderr)
+                return 3
         if not msgs:
             continue
         if out_partitions is None:
@@ -96,7 +102,11 @@ def main():
             if err.txn_requires_abort() or err.retriable():
                 # discard the batch's outputs and read it again: the outputs are rewritten in
                 # the next transaction, the aborted ones are never visible to read_committed
-                producer.abort_transaction()
+                try:
+                    producer.abort_transaction()
+                except KafkaException as abort_err:  # cannot abort: start over as a new instance
+                    print(f"copy_service: fatal: abort failed: {abort_err.args[0]}", file=sys.stderr)
+                    return 3
                 rewind()
                 continue
             print(f"copy_service: fatal: {err}", file=sys.stderr)

@@ -4,8 +4,10 @@
 //   [--guarantee exactly_once_v2|at_least_once] [--instance-id ID] [--client-properties FILE]
 // processing.guarantee=exactly_once_v2 (KIP-447) makes each task's consume-produce-commit one
 // transaction; at_least_once commits offsets after the outputs, so an instance killed in between
-// writes its last records again (the negative control). Exit codes: 0 after SIGTERM (a clean
-// close), 1 when the Streams client went to ERROR, 2 bad arguments.
+// writes its last records again, and it reads read_uncommitted, so aborted input reaches the
+// output (the negative control). Exit codes: 143 after SIGTERM (the JVM's code for a shutdown on
+// a signal; the shutdown hook closes the client cleanly first), 1 when the Streams client went
+// to ERROR, 2 bad arguments.
 import java.io.FileReader;
 import java.time.Duration;
 import java.util.HashMap;
