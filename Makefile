@@ -9,7 +9,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup setup-test system-deps test-system-deps venv venv-test artifacts artifacts-test docker-setup demo test unit cleanup
+.PHONY: setup setup-test system-deps test-system-deps venv venv-test artifacts artifacts-test docker-setup demo test unit fuzz-nightly cleanup
 
 # what `make demo` needs: no Go, no Chromium, no Spark, one Kafka version
 setup: system-deps venv artifacts
@@ -78,6 +78,11 @@ demo: setup
 
 unit: setup-test
 	$(BIN)/python -m pytest tests/unit -q -p no:cacheprovider
+
+# the fuzz suite (tests/unit/test_fuzz.py, part of `make test` with a few hundred examples) with
+# 20 times its examples, drawn afresh each time (--hypothesis-profile nightly, tests/unit/conftest.py)
+fuzz-nightly: venv-test
+	$(BIN)/python -m pytest tests/unit/test_fuzz.py -q -p no:cacheprovider --hypothesis-profile nightly --hypothesis-show-statistics
 
 test: setup-test docker-setup
 	$(SUDO) $(BIN)/python -m pytest tests -q -p no:cacheprovider

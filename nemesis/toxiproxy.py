@@ -81,7 +81,7 @@ def toxic_plan(params: dict[str, Any]) -> ToxicPlan:
     """
     params = dict(params or {})
     kind = params.get("type")
-    if kind not in TOXICS:
+    if not isinstance(kind, str) or kind not in TOXICS:
         raise ValueError(f"toxic type must be one of {sorted(TOXICS)}, got {kind!r}")
     table = TOXICS[kind]
     unknown = sorted(set(params) - COMMON - set(table))
@@ -91,7 +91,7 @@ def toxic_plan(params: dict[str, Any]) -> ToxicPlan:
     if brokers not in ("one", "all"):
         raise ValueError(f"brokers must be one or all, got {brokers!r}")
     stream = params.get("stream", "downstream")
-    if stream not in STREAMS:
+    if not isinstance(stream, str) or stream not in STREAMS:
         raise ValueError(f"stream must be one of {list(STREAMS)}, got {stream!r}")
     toxicity = params.get("toxicity", 1.0)
     if isinstance(toxicity, bool) or not isinstance(toxicity, (int, float)) or not 0 <= toxicity <= 1:

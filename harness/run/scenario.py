@@ -186,7 +186,11 @@ class FaultSpec(BaseModel):
             raise ValueError("target leader needs key (topic/partition)")
         for k, v in (self.model_extra or {}).items():  # the fault's own parameters
             finite_numbers(v, k)
-        FAULTS[self.fault].validate(self.as_dict())
+        try:
+            FAULTS[self.fault].validate(self.as_dict())
+        except (TypeError, KeyError, AttributeError) as exc:  # a value of a type the kind does not take
+            raise ValueError(f"fault {self.fault}: a parameter of the wrong type ({type(exc).__name__}: "
+                             f"{exc})") from None
         return self
 
     def as_dict(self) -> dict:

@@ -334,6 +334,8 @@ def test_duration_is_bounded_and_finite(tmp_path, value, match):
     (_set("nemesis", "faults", [{"fault": "toxic", "type": "latency", "latency_ms": 10**40}]), "64 bits"),
     (_set("nemesis", "faults", [{"fault": "toxic", "type": "latency", "latency_ms": 100, "jitter_ms": INF}]),
      "jitter_ms: inf is not a finite number"),
+    (_set("nemesis", "faults", [{"fault": "toxic", "type": []}]), r"toxic type must be one of .* got \[\]"),
+    (_set("nemesis", "faults", [{"fault": "partition", "grudge": {"a": 1}}]), "unknown grudge"),
 ])
 def test_every_numeric_field_is_bounded_and_finite(tmp_path, edit, match):
     _refused(tmp_path, edit, match)
@@ -574,7 +576,6 @@ def test_meta_json_is_written_when_the_load_starts_and_completed_at_the_end(tmp_
     import threading
 
     import harness.run.runner as runner
-    from checkers.run import RunDir
     from harness.run.scenario import load_scenario, with_overrides
 
     class Service:
