@@ -89,8 +89,8 @@ def scenario_text(command: list[str], name: str) -> str:
 
 
 def init(folder: Path = typer.Argument(Path("."), help="where to write the files"),
-         command: Optional[str] = typer.Option(None, help="your application's command line (placeholders allowed), "
-                                               "e.g. 'python -m myapp --bootstrap {bootstrap}'"),
+         command: Optional[str] = typer.Option(None, help="your application's command line, with placeholders such as the "
+                                               "bootstrap servers' (docs/your-pipeline.md)"),
          name: str = typer.Option("my-pipeline", help="the scenario's name (its results folder)"),
          force: bool = typer.Option(False, help="overwrite files that exist")) -> None:
     """Write a starter scenario for your own application (and the example service when no

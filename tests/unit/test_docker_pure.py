@@ -88,9 +88,9 @@ def test_dockerfile_has_the_official_layout_and_no_run_step():
     assert f'{IMAGE_LABEL}="1"' in text and 'org.apache.kafka.version="4.3.1"' in text
 
 
-def test_mmdebstrap_argv_builds_minbase_with_the_jre():
+def test_mmdebstrap_argv_builds_minbase_with_the_jre_and_python3():
     argv = mmdebstrap_argv(Path("/tmp/out.tar"), mirror="http://deb.example/debian", security="http://sec.example/s")
-    assert "--variant=minbase" in argv and "--include=openjdk-17-jre-headless" in argv
+    assert "--variant=minbase" in argv and "--include=openjdk-17-jre-headless,python3" in argv
     assert argv[-5:] == ["bookworm", "/tmp/out.tar", "deb http://deb.example/debian bookworm main",
                          "deb http://deb.example/debian bookworm-updates main",
                          "deb http://sec.example/s bookworm-security main"]
