@@ -418,16 +418,16 @@ def eos_cluster(pytestconfig: pytest.Config, tmp_path_factory) -> Iterator[Sessi
 
     Holds the machine's cluster lock until the session ends: no scenario run (item or eos_run)
     can happen meanwhile; such tests are ordered first. Startup waits up to 180 s for 3
-    registered brokers and a controller. Teardown (ClusterService.teardown) stops the nodes,
-    the agent and the network, and fails the session's last test teardown with what it could
-    not undo.
+    registered brokers and a controller. The lock, leftovers, start and teardown are
+    harness.cluster.session.ClusterSession's; teardown stops the nodes, the agent and the
+    network, and fails the session's last test teardown with what it could not undo.
     """
     if os.geteuid() != 0:
         pytest.skip("eos_cluster needs root (network namespaces)")
     from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
     from harness.cluster.backends import make_backend
     from harness.cluster.service import ClusterService
-    from harness.cluster.lock import cluster_lock
+    from harness.cluster.session import ClusterSession
     from harness.run.scenario import ClusterSpec
 
     version = (pytestconfig.getoption("eos_kafka_version") or [DEFAULT_KAFKA_VERSION])[0]
@@ -437,18 +437,14 @@ def eos_cluster(pytestconfig: pytest.Config, tmp_path_factory) -> Iterator[Sessi
     workdir = tmp_path_factory.mktemp("eos-cluster")
     (workdir / "logs").mkdir()
     spec = ClusterSpec(kafka_version=version, backend=backend)
-    problems: list[str] = []
-    with cluster_lock():
+    service = ClusterService(make_backend(spec, workdir / "nodes", workdir / "logs",
+                                          run_id=f"pytest-{os.getpid()}"), workdir / "logs")
+    cluster = SessionCluster(service, workdir, version)
+    with ClusterSession(service, problems=cluster.problems) as session:  # the lock until the end
         pytestconfig.stash[_CLUSTER_UP] = True
-        service = None
         try:
-            service = ClusterService(make_backend(spec, workdir / "nodes", workdir / "logs",
-                                                  run_id=f"pytest-{os.getpid()}"), workdir / "logs")
-            problems += [f"leftover of an earlier run removed: {p}" for p in service.clean_leftovers()]
-            service.start(timeout=180)
-            yield SessionCluster(service, workdir, version, problems)
+            yield cluster
         finally:
-            left = service.teardown() if service else []
             pytestconfig.stash[_CLUSTER_UP] = False
-    if left:
-        pytest.fail("eos_cluster teardown could not undo: " + "; ".join(left), pytrace=False)
+    if session.left:
+        pytest.fail("eos_cluster teardown could not undo: " + "; ".join(session.left), pytrace=False)

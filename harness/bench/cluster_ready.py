@@ -10,30 +10,25 @@ from pathlib import Path
 from typing import Callable
 
 from harness.cluster.backends import make_backend
-from harness.cluster.service import ClusterService
 from harness.cluster.lock import cluster_lock
+from harness.cluster.service import ClusterService
+from harness.cluster.session import ClusterSession
 from harness.run.scenario import ClusterSpec
 
 
 def one(backend: str, kafka_version: str, workdir: Path) -> dict[str, float]:
     """Start a cluster on ``backend`` until ``cluster_ready`` (every broker registered, an
     active controller), then tear it down. Seconds: ``ready_s`` (prepare + start + ready),
-    ``teardown_s``. Raises what the service raises; problems left raise RuntimeError."""
+    ``teardown_s``. The caller holds the cluster lock. Raises what the service raises;
+    problems left raise RuntimeError."""
     spec = ClusterSpec(backend=backend, kafka_version=kafka_version)
     service = ClusterService(make_backend(spec, workdir / "nodes", workdir / "logs",
                                           run_id=f"bench-{workdir.name}"), workdir / "logs")
-    service.clean_leftovers()
-    t0 = time.monotonic()
-    try:
-        service.start(timeout=180)
-        ready = time.monotonic() - t0
-    finally:
-        t1 = time.monotonic()
-        left = service.teardown()
-        down = time.monotonic() - t1
-    if left:
-        raise RuntimeError(f"teardown on {backend} left: {left}")
-    return {"ready_s": round(ready, 2), "teardown_s": round(down, 2)}
+    with ClusterSession(service, lock=False) as session:  # run_cluster_ready holds the lock
+        ready = time.monotonic() - session.started
+    if session.left:
+        raise RuntimeError(f"teardown on {backend} left: {session.left}")
+    return {"ready_s": round(ready, 2), "teardown_s": session.teardown_s}
 
 
 def run_cluster_ready(backends: list[str], runs: int, kafka_version: str,

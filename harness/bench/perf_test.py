@@ -1,8 +1,8 @@
 """A real 3-node KRaft cluster for a benchmark, and Kafka's producer perf test on it.
 
-``bench_cluster`` brings the cluster up through the cluster service
-(harness.cluster.service, netns backend), holding the machine's cluster lock (harness.cluster.lock)
-throughout, and tears everything down on exit, also after an error. Clients reach the brokers
+``bench_cluster`` brings the cluster up through a cluster session (harness.cluster.session,
+netns backend), holding the machine's cluster lock throughout, and tears everything down on
+exit, also after an error. Clients reach the brokers
 only from the client namespace: run them with ``BenchCluster.client_cmd(argv)``.
 """
 from __future__ import annotations
@@ -57,33 +57,27 @@ class BenchCluster:
 def bench_cluster(version: str = DEFAULT_KAFKA_VERSION, heap_mb: int = 512,
                   overrides: dict[str, str] | None = None) -> Iterator[BenchCluster]:
     """Hold the cluster lock, start 3 KRaft nodes on Kafka ``version`` with the netns backend
-    (harness.cluster.service.ClusterService; broker settings ``overrides`` on top of the
+    (harness.cluster.session.ClusterSession; broker settings ``overrides`` on top of the
     harness's), yield a BenchCluster.
 
     Raises what the service raises when the cluster cannot come up; teardown runs in every
     case and raises RuntimeError listing what it could not undo."""
     from harness.cluster.backends import make_backend
     from harness.cluster.service import ClusterService
-    from harness.cluster.lock import cluster_lock
+    from harness.cluster.session import ClusterSession
     from harness.run.scenario import ClusterSpec
 
     workdir = Path(tempfile.mkdtemp(prefix="eosc-bench-"))
     spec = ClusterSpec(kafka_version=version, heap_mb=heap_mb, broker=dict(overrides or {}))
-    left: list[str] = []
     try:
-        with cluster_lock():
-            service = ClusterService(make_backend(spec, workdir / "nodes", workdir / "logs",
-                                                  run_id=f"bench-{workdir.name}"), workdir / "logs")
-            service.clean_leftovers()
-            try:
-                service.start(timeout=180)
-                yield BenchCluster(service, workdir, version)
-            finally:
-                left = service.teardown()
+        service = ClusterService(make_backend(spec, workdir / "nodes", workdir / "logs",
+                                              run_id=f"bench-{workdir.name}"), workdir / "logs")
+        with ClusterSession(service) as session:
+            yield BenchCluster(service, workdir, version)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    if left:
-        raise RuntimeError("bench cluster teardown could not undo: " + "; ".join(left))
+    if session.left:
+        raise RuntimeError("bench cluster teardown could not undo: " + "; ".join(session.left))
 
 
 # -- kafka-producer-perf-test -------------------------------------------------------------------

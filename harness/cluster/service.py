@@ -1,7 +1,9 @@
 """One cluster service for every backend, with a ducktape-style lifecycle.
 
-The runner, the pytest fixture ``eos_cluster`` and the integration tests bring a cluster up
-and down only through ClusterService::
+The runner, the pytest fixture ``eos_cluster``, the findings' reproducers, the benches and the
+integration tests bring a cluster up and down only through ClusterService, and all but some
+integration tests through harness.cluster.session.ClusterSession (the machine's lock,
+leftovers, start and teardown as one context manager)::
 
     service = ClusterService(backend, logdir, proxies=True, seed=7)
     service.clean_leftovers()   # what a crashed earlier run left: [descriptions]

@@ -2,10 +2,11 @@
 (harness.cluster.netns_backend through harness.cluster.service.ClusterService), optionally with
 toxiproxy in front of every broker; no workload and no nemesis schedule.
 
-``findings_cluster(run_dir, ...)`` holds the machine's cluster lock (harness.cluster.lock), starts the
-service, yields a ``FindingsCluster`` and tears everything down on exit, also after an error.
-The brokers' log dirs (``run_dir/nodes/n*/data``) are kept for DumpLogSegments
-(harness.cluster.segments). What teardown could not undo is in ``FindingsCluster.problems``.
+``findings_cluster(run_dir, ...)`` holds the machine's cluster lock, starts the service, yields a
+``FindingsCluster`` and tears everything down on exit, also after an error: a
+harness.cluster.session.ClusterSession. The brokers' log dirs (``run_dir/nodes/n*/data``) are
+kept for DumpLogSegments (harness.cluster.segments). The leftovers removed before the start and
+what teardown could not undo are in ``FindingsCluster.problems``.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import yaml
 from harness.cluster.artifacts import kafka_dist
 from harness.cluster.netns_backend import NetnsBackend
 from harness.cluster.service import ClusterService
-from harness.cluster.lock import cluster_lock
+from harness.cluster.session import ClusterSession
 from harness.cluster.toxiproxy_server import API_HOST, API_PORT
 
 
@@ -65,11 +66,6 @@ def findings_cluster(run_dir: Path, *, kafka_version: str, nodes: int = 3, proxi
     backend = NetnsBackend(kafka_dist(kafka_version), run_dir / "nodes", logs, nodes=nodes,
                            heap_mb=heap_mb, overrides=broker)
     service = ClusterService(backend, logs, proxies=proxies)
-    with cluster_lock():
-        fc = FindingsCluster(run_dir, service, backend,
-                             [f"leftover of an earlier run removed: {p}" for p in service.clean_leftovers()])
-        try:
-            service.start(timeout=180)
-            yield fc
-        finally:
-            fc.problems += service.teardown()
+    fc = FindingsCluster(run_dir, service, backend)
+    with ClusterSession(service, problems=fc.problems):
+        yield fc

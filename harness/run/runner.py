@@ -18,7 +18,6 @@ import random
 import shutil
 import threading
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,8 +30,8 @@ from harness.cluster.broker_events import scan_broker_logs
 from harness.cluster.backends import make_backend
 from harness.cluster.client_access import cluster_workload, renamed_targets, run_names
 from harness.cluster.service import ClusterService, cluster_ready  # noqa: F401 (cluster_ready: old import path)
+from harness.cluster.session import ClusterSession
 from harness.run.history_writer import HistoryWriter
-from harness.cluster.lock import cluster_lock
 from harness.run.pool import Pool
 from harness.run.scenario import START_AFTER_OK, Scenario
 from harness.run.versions import collect_versions
@@ -116,11 +115,8 @@ def run_scenario(scn: Scenario, results_root: Path, *, source: str | None = None
     scn, run_dir = prepare_run_dir(scn, results_root, source)
     progress.phase = "waiting"
     try:
-        # an external cluster is not on this machine: its run makes no namespaces or containers
-        # and removes nobody's leftovers, so it does not take the machine's lock
-        stop = stop or threading.Event()
-        with nullcontext() if scn.cluster.backend == "external" else cluster_lock(stop=stop):
-            meta, problems = _execute(scn, run_dir, progress, stop)
+        # _execute's ClusterSession takes the machine's cluster lock (not for an external cluster)
+        meta, problems = _execute(scn, run_dir, progress, stop or threading.Event())
     except BaseException:
         discard_node_data(run_dir)
         raise
@@ -184,12 +180,13 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
                   "liveness": scn.liveness.model_dump(), "backend": scn.cluster.backend}
     timings: dict[str, float] = {}
     problems: list[str] = []
+    # lock, leftovers, start, teardown (harness.cluster.session); its problems land in ours
+    session = ClusterSession(service, stop=stop, problems=problems,
+                             on_phase=lambda phase: setattr(progress, "phase", phase))
+    session.acquire()  # the machine's cluster lock: a run stopped while queued has started nothing
     try:
-        progress.phase = "cleanup"
-        problems += [f"leftover of an earlier run removed: {p}" for p in service.clean_leftovers()]
-        progress.phase = "cluster"
-        t0 = time.monotonic()
-        service.start(timeout=180)
+        session.open()  # phases cleanup and cluster: leftovers removed, brokers registered
+        t0 = session.started
         meta.update(service.meta())
         ext = scn.cluster.external
         workload = cluster_workload(WORKLOADS[scn.workload.name], scn.workload, service.bootstrap, scn.seed,
@@ -242,7 +239,8 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         timings["heal_and_drain_s"] = round(time.monotonic() - t0, 2)
     finally:
         progress.phase = "teardown"
-        problems += _teardown(pool, history, service)
+        problems += _teardown(pool, history)
+        session.close()  # the cluster: what it could not undo goes into problems; lock released
         meta["timings"] = timings
         meta["teardown_problems"] = problems
         meta["broker_events"] = scan_broker_logs(logs)
@@ -314,12 +312,12 @@ def _heal(history: HistoryWriter, nemesis: Composite, cluster: ClusterService) -
                     "value": {"result": done, "problems": problems}})
 
 
-def _teardown(pool, history, service: ClusterService) -> list[str]:
+def _teardown(pool, history) -> list[str]:
+    """The run's workers and history, before the cluster's own teardown (ClusterSession.close)."""
     problems: list[str] = []
     steps = [
         ("workers", lambda: pool.shutdown() if pool else []),
         ("history", lambda: history.close() if history else None),
-        ("cluster", service.teardown),
     ]
     for what, step in steps:
         try:

@@ -580,6 +580,7 @@ def test_meta_json_is_written_when_the_load_starts_and_completed_at_the_end(tmp_
 
     class Service:
         bootstrap, client_config, client_host = "127.0.0.1:9", {}, None
+        backend = type("Backend", (), {"name": "netns"})()  # the session takes the (private) lock
 
         def __init__(self, *a, **k): ...
         def clean_leftovers(self): return []
@@ -608,6 +609,7 @@ def test_meta_json_is_written_when_the_load_starts_and_completed_at_the_end(tmp_
     monkeypatch.setattr(runner, "make_backend", lambda *a, **k: None)
     monkeypatch.setattr(runner, "Pool", Pool)
     monkeypatch.setattr(runner, "_load", load)
+    monkeypatch.setenv("EOS_CHAOS_LOCK", str(tmp_path / "lock"))  # never queue behind a real run
     scn = with_overrides(load_scenario(ROOT / "scenarios" / "smoke.yaml"), seed=5)
     run_dir = tmp_path / "run"
     (run_dir / "logs").mkdir(parents=True)
