@@ -1,10 +1,10 @@
 """kafka-eos-chaos checkers: pure functions of a history (and run metadata) -> verdict.
 
-Never imports harness or nemesis (ARCHITECTURE.md). Public API:
+Never imports harness or nemesis (docs/architecture.md). Public API:
 
 * :func:`check` - run all finders, return the verdict dict (see ``checkers.verdict``).
 * :func:`load_history` - tolerant history.jsonl reader -> :class:`History`.
-* one finder per anomaly, ``<anomaly>_cases(h) -> list[dict]`` (ANOMALIES.md).
+* one finder per anomaly, ``<anomaly>_cases(h) -> list[dict]`` (docs/anomalies.md).
 * :data:`ANOMALIES` - the catalogue: every anomaly name a finder reports (``checkers.catalogue``).
 """
 

@@ -1,4 +1,4 @@
-"""HistoryBuilder: write histories event by event in the HISTORY.md shape.
+"""HistoryBuilder: write histories event by event in the docs/history.md shape.
 
 Used by the unit tests (tiny handmade histories), by ``checkers.simulate`` and by anyone who
 wants a history without a cluster. Times are ns since run start; by default each event is

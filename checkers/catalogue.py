@@ -1,4 +1,4 @@
-"""The anomaly catalogue: every name a finder reports (ANOMALIES.md, docs/checkers.md).
+"""The anomaly catalogue: every name a finder reports (docs/anomalies.md, docs/checkers.md).
 
 A scenario's ``expected``, a zoo mutant's ``must_find`` and a meta.json's ``fail_on`` name
 anomalies; a name that is not here can never be found, so it is a typo: ``check_names``
@@ -9,16 +9,16 @@ from __future__ import annotations
 import difflib
 from typing import Iterable
 
-#: ANOMALIES.md "Jepsen parity"
+#: docs/anomalies.md "Jepsen parity"
 JEPSEN = ("duplicate", "inconsistent-offsets", "lost-write", "unseen", "G1a", "precommitted-read",
           "int-poll-skip", "poll-skip", "int-nonmonotonic-poll", "nonmonotonic-poll",
           "int-nonmonotonic-send", "nonmonotonic-send", "G0", "G1c", "G0-process", "G1c-process",
           "G0-realtime", "G1c-realtime")
-#: ANOMALIES.md "Beyond Jepsen" (eos-* of a pipeline: checkers.pipeline; of an app: checkers.app)
+#: docs/anomalies.md "Beyond Jepsen" (eos-* of a pipeline: checkers.pipeline; of an app: checkers.app)
 BEYOND = ("torn-transaction", "zombie-write", "eos-duplicate", "eos-loss", "offsets-ahead",
           "offsets-behind", "sink-duplicate", "sink-loss", "eos-aborted-read", "eos-phantom",
           "eos-reorder")
-#: ANOMALIES.md "Liveness and performance" (reports: fail a run only through fail_on)
+#: docs/anomalies.md "Liveness and performance" (reports: fail a run only through fail_on)
 LIVENESS_REPORTS = ("stalled-lso", "realtime-lag", "unavailable", "app-stalled")
 
 ANOMALIES: frozenset[str] = frozenset((*JEPSEN, *BEYOND, *LIVENESS_REPORTS))
@@ -50,7 +50,7 @@ def describe_unknown(names: Iterable[str], field: str) -> str | None:
         s = suggest(n)
         parts.append(f"{n!r} (did you mean {s!r}?)" if s else repr(n))
     return (f"{field + ': ' if field else ''}unknown anomaly {', '.join(parts)}; the names are in "
-            "docs/checkers.md (ANOMALIES.md)")
+            "docs/checkers.md (docs/anomalies.md)")
 
 
 def check_names(names: Iterable[str], field: str) -> None:

@@ -35,9 +35,9 @@ def duplicated_values(h: History) -> pl.DataFrame:
 def duplicate_cases(h: History) -> list[dict]:
     """duplicate: one value appears at more than one offset of a key.
 
-    Values are unique per key (HISTORY.md), so a second offset holding the same value is a
+    Values are unique per key (docs/history.md), so a second offset holding the same value is a
     second copy of one write: an idempotent-producer retry that was not deduplicated, or an
-    application-level resend (KAFKA-EOS.md). Sources: sends with a known offset and polls.
+    application-level resend (Kafka's exactly-once design, KIP-98/KIP-447). Sources: sends with a known offset and polls.
 
     Example: {"anomaly": "duplicate", "key", "value", "offsets": [...], "writer": op ref|None,
     "observed_by": {offset: [op invoke indices]}, "explanation"}.

@@ -9,7 +9,7 @@ another began that lands after it, a poll that returns a value before its writer
 invoked, a read_committed poll that returns a transaction's value before that transaction
 asked to commit. This finder tells the two apart.
 
-Each op x has three events on the harness's one clock (HISTORY.md: one CLOCK_MONOTONIC):
+Each op x has three events on the harness's one clock (docs/history.md: one CLOCK_MONOTONIC):
 its invoke I(x), its commit point C(x) (a transaction's commit on the coordinator; a send's
 acknowledged append; a poll's read) and its completion K(x), with I(x) <= C(x) <= K(x).
 Every append of a transaction precedes its commit, and every record a read_committed

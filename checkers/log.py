@@ -1,6 +1,6 @@
 """Derived data shared by the finders: writes, reads, and each key's committed log.
 
-Terms (shared/design/ANOMALIES.md):
+Terms (docs/anomalies.md):
 
 * A write *must have committed* when its op completed ``ok``, or completed ``info`` and any
   of the op's values was read by any poll (a transaction is atomic, so one read value

@@ -67,7 +67,7 @@ def lost_write_cases(h: History) -> list[dict]:
 
 
 def committed_because(row: dict) -> str:
-    """Why a write must have committed (ANOMALIES.md terms): ``ok`` (its op completed ok),
+    """Why a write must have committed (docs/anomalies.md terms): ``ok`` (its op completed ok),
     ``op-read`` (an info op, one of whose values a poll returned: a transaction is atomic) or
     ``acknowledged`` (a non-transactional info send whose delivery report gave an offset).
     ``row`` is a writes(h) row."""

@@ -10,7 +10,7 @@ Run metadata (``meta["pipeline"]``)::
 
 The processor writes each input value to the mapped output key, unchanged, or encoded as
 ``input * value_divisor + attempt`` so that every processing attempt writes a value of its
-own (values stay unique per key, HISTORY.md) and outputs are grouped by the input they carry
+own (values stay unique per key, docs/history.md) and outputs are grouped by the input they carry
 (with fan-in, writers must keep values unique across the input keys). When
 ``committed_offsets`` is absent, the last ok op with ``f == "committed-offsets"`` (value
 {key: offset}) is used, if any.
@@ -53,7 +53,7 @@ def _committed_offsets(h: History, spec: dict) -> dict[str, int]:
 
 
 def pipeline_cases(h: History, pipeline: dict | None = None) -> list[dict]:
-    """eos-duplicate / eos-loss / offsets-ahead / offsets-behind (ANOMALIES.md; KIP-98
+    """eos-duplicate / eos-loss / offsets-ahead / offsets-behind (docs/anomalies.md; KIP-98
     ``send_offsets_to_transaction``, KIP-447):
 
     * eos-duplicate: a committed input record yields more than one committed output record

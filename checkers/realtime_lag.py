@@ -113,7 +113,7 @@ def lag_quantiles_ms(h: History) -> dict | None:
 
 def realtime_lag_cases(h: History, bound_s: float | None = None) -> list[dict]:
     """realtime-lag: time from a write's commit to its first observation by each consumer
-    (ANOMALIES.md, liveness). A liveness report: a case is a (write, consumer) pair whose lag
+    (docs/anomalies.md, liveness). A liveness report: a case is a (write, consumer) pair whose lag
     exceeded ``bound_s`` seconds (``meta.liveness.realtime_lag_bound_s``); with no bound there are
     no cases, only the quantiles in ``stats.realtime_lag_ms``.
 

@@ -1,6 +1,6 @@
 """The run contract: the files of a run folder and the metadata beside its history.
 
-A run folder (``results/<scenario>/<run-id>/``, ARCHITECTURE.md) holds what one run left:
+A run folder (``results/<scenario>/<run-id>/``, docs/architecture.md) holds what one run left:
 ``RunDir`` names every file in one place. ``meta.json`` is a ``RunMeta``: what the runner
 writes and the checkers, ``eos-chaos check``/``report``, the pytest plugin and the report
 read. It lives here, in checkers, because the checkers read it and must not import harness;
@@ -37,7 +37,7 @@ _LIVENESS_KEYS = ("stalled_lso_bound_s", "realtime_lag_bound_s", "unavailable_bo
 
 
 class Liveness(BaseModel):
-    """Bounds of the liveness reports (ANOMALIES.md "Liveness and performance"). A case is
+    """Bounds of the liveness reports (docs/anomalies.md "Liveness and performance"). A case is
     reported when a bound is exceeded; it fails the run only when its name is in
     ``fail_on``.
 

@@ -7,7 +7,7 @@ final drain by a fresh consumer (``meta.final``) after every transaction is reso
 partition's log holds data records, control records (one marker per partition per
 commit/abort) and aborted data, so offsets have gaps exactly where a real broker's would.
 
-The history it writes obeys HISTORY.md and every guarantee of KAFKA-EOS.md, so ``check``
+The history it writes obeys docs/history.md and every guarantee of Kafka's exactly-once design, KIP-98/KIP-447, so ``check``
 must find it valid; ``inject`` then breaks exactly one thing.
 """
 

@@ -28,7 +28,7 @@ def _records(sink: dict) -> list[tuple[str, int]]:
 
 
 def sink_cases(h: History, sink: dict | None = None) -> list[dict]:
-    """sink-duplicate / sink-loss (ANOMALIES.md; Spark Structured Streaming with
+    """sink-duplicate / sink-loss (docs/anomalies.md; Spark Structured Streaming with
     ``kafka.isolation.level=read_committed`` and a checkpoint; SPARK-25005):
 
     * sink-duplicate: the sink holds one committed source record more than once.

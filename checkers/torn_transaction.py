@@ -11,7 +11,7 @@ from .log import describe_op, final_keys, index, writes
 
 def torn_transaction_cases(h: History) -> list[dict]:
     """torn-transaction: in the final complete reads, a transaction's writes are partly
-    visible and partly not (ANOMALIES.md; atomicity of KIP-98 transactions).
+    visible and partly not (docs/anomalies.md; atomicity of KIP-98 transactions).
 
     Judged on the op's sends to keys the final drain covered (``checkers.log.final_keys``);
     *visible* means returned by a final-drain poll (``meta.final``). Any outcome counts: an

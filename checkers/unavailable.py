@@ -32,7 +32,7 @@ def gaps(h: History, fs=DEFAULT_FS) -> pl.DataFrame:
 
 
 def unavailable_cases(h: History, bound_s: float | None = None, fs=None) -> list[dict]:
-    """unavailable: windows with no successful op of a kind (ANOMALIES.md, liveness).
+    """unavailable: windows with no successful op of a kind (docs/anomalies.md, liveness).
 
     For each f in ``fs`` (``meta.liveness.unavailable_fs``, default txn and send: empty polls are
     not recorded, so poll gaps only mean nothing was written), a window longer than

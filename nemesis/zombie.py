@@ -1,5 +1,5 @@
 """Zombie faults: a transactional client is paused past its timeouts, a replacement takes over
-its transactional.id, then the old instance resumes (KIP-98 zombie fencing; KAFKA-EOS.md).
+its transactional.id, then the old instance resumes (KIP-98 zombie fencing; Kafka's exactly-once design, KIP-98/KIP-447).
 
 ``zombie`` (start op, value ``{"client": "processor-1", "params": {"fresh_id": false}}``):
 retires the client's current incarnation and SIGSTOPs it, then starts a replacement worker

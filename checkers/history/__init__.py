@@ -1,4 +1,4 @@
-"""Tolerant reader of a run's history (``history.jsonl``, shared/design/HISTORY.md).
+"""Tolerant reader of a run's history (``history.jsonl``, docs/history.md).
 
 ``load_history(source)`` never raises on bad content: a truncated or garbled last line is
 dropped, garbled lines in the middle are skipped, malformed events and micro-operations are

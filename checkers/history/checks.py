@@ -1,4 +1,4 @@
-"""Well-formedness of the paired history (HISTORY.md) beyond what reading and pairing see:
+"""Well-formedness of the paired history (docs/history.md) beyond what reading and pairing see:
 micro-op keys that are not ``topic/partition`` and negative offsets. Each is a loader
 problem, so a history with one is judged unknown, never valid or invalid on its artifacts."""
 
@@ -11,7 +11,7 @@ import polars as pl
 from .events import _Events
 from .model import END, MAX_PROBLEMS
 
-#: HISTORY.md: a key is "topic/partition" (a topic has no "/"; a partition is a number)
+#: docs/history.md: a key is "topic/partition" (a topic has no "/"; a partition is a number)
 KEY = re.compile(r"[^/]+/[0-9]+")
 
 
@@ -20,7 +20,7 @@ def check_keys(ev: _Events, keys: list[str]) -> None:
     bad = [k for k in keys if not KEY.fullmatch(k)]
     if bad:
         ev.problems.add_first(len(bad), (
-            (END, 3, f"key {k[:80]!r} is not topic/partition (HISTORY.md)")
+            (END, 3, f"key {k[:80]!r} is not topic/partition (docs/history.md)")
             for k in bad[:MAX_PROBLEMS]))
 
 

@@ -1,5 +1,5 @@
 """The parsed history: ``History`` (ops and micro-ops as polars frames) and the constants
-of the history format (shared/design/HISTORY.md). Column shapes: see the package docstring."""
+of the history format (docs/history.md). Column shapes: see the package docstring."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-#: fs whose values are lists of micro-operations (HISTORY.md "Micro-operations")
+#: fs whose values are lists of micro-operations (docs/history.md "Micro-operations")
 BULK_FS = frozenset({"send", "poll", "txn"})
 COMPLETION_TYPES = frozenset({"ok", "fail", "info"})
 EVENT_TYPES = ["invoke", "ok", "fail", "info"]

@@ -43,7 +43,7 @@ def _pair(ev: _Events) -> pl.DataFrame:
     idx = col(E["index"].to_numpy())
     f = E["f"] if order is None else E["f"].gather(order)
     nt = np.flatnonzero(col(E["time"].is_null().to_numpy()))
-    if len(nt):  # HISTORY.md: every event has an int time (ns since the run started)
+    if len(nt):  # docs/history.md: every event has an int time (ns since the run started)
         ev.problems.add_first(len(nt), (
             (int(pos[r]), 1, f"{where(int(pos[r]))}: event {idx[r]} has no integer time "
                              "(ns since the run started)") for r in nt[:MAX_PROBLEMS]))

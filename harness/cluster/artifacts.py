@@ -1,7 +1,7 @@
 """Fetch and cache what a run needs from outside: Kafka broker jars, the toxiproxy server.
 
 Kafka is not shipped as a tarball by any registry reachable here, but Maven Central has every
-jar (ENVIRONMENT.md). A generated POM that depends on ``org.apache.kafka:kafka_2.13:<version>``
+jar (no container registry is reachable from the machines this runs on). A generated POM that depends on ``org.apache.kafka:kafka_2.13:<version>``
 plus a logging binding, resolved with ``mvn dependency:copy-dependencies``, gives a classpath
 on which ``kafka.Kafka`` runs a broker and ``kafka.tools.StorageTool`` formats KRaft log dirs.
 

@@ -2,7 +2,7 @@
 
 Every node is both broker and controller (``process.roles=broker,controller``) with a static
 quorum (``controller.quorum.voters``), so the same configuration runs on Kafka 3.9 and 4.x.
-Broker defaults follow KAFKA-EOS.md: transaction state log RF 3 / min ISR 2 / 50 partitions,
+Broker defaults follow Kafka's exactly-once design, KIP-98/KIP-447: transaction state log RF 3 / min ISR 2 / 50 partitions,
 data topics RF 3 with ``min.insync.replicas=2``, no unclean leader election.
 
 Process control per node: ``kill`` (SIGKILL), ``stop`` (SIGTERM, controlled shutdown),
@@ -49,7 +49,7 @@ def libfaketime_path() -> str | None:
             return p
     return None
 
-#: broker settings of KAFKA-EOS.md ("the normal production shape") plus what a test needs.
+#: broker settings of Kafka's exactly-once design, KIP-98/KIP-447 ("the normal production shape") plus what a test needs.
 BROKER_DEFAULTS: dict[str, str] = {
     "transaction.state.log.replication.factor": "3",
     "transaction.state.log.min.isr": "2",

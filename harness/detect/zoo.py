@@ -4,7 +4,7 @@ A zoo file (``scenarios/zoo/*.yaml``) is a scenario written as a change to anoth
 
     # what is broken and why a run must catch it
     base: ../smoke.yaml            # optional: the scenario this one changes (relative to this file)
-    must_find: [G1a]               # a mutant: anomalies that catch it (ANOMALIES.md names)
+    must_find: [G1a]               # a mutant: anomalies that catch it (docs/anomalies.md names)
     name: read-uncommitted
     workload: {isolation_level: read_uncommitted}
 

@@ -1,4 +1,4 @@
-"""Short definitions of the anomaly names, after /work/shared/design/ANOMALIES.md.
+"""Short definitions of the anomaly names, after /work/docs/anomalies.md.
 
 The report shows these next to each anomaly a checker found. The checkers' finder docstrings are
 the authoritative definitions; this table is a copy for people reading a report offline, kept short.

@@ -1,4 +1,4 @@
-"""The history writer: one append-only, durable ``history.jsonl`` per run (HISTORY.md).
+"""The history writer: one append-only, durable ``history.jsonl`` per run (docs/history.md).
 
 Client workers and the nemesis hand events to one HistoryWriter, which gives each the next
 ``index`` and appends it as one JSON line. Every line is written with one ``write(2)`` on an

@@ -8,7 +8,7 @@ falls back to a default. Example (scenarios/smoke.yaml)::
     workload: {name: txn-queue, producers: 4, consumers: 2}
     cluster: {nodes: 3, kafka_version: 4.3.1}
     nemesis: {faults: [kill, pause], interval_s: [10, 15], fault_duration_s: [5, 10]}
-    expected: []            # anomalies this scenario allows (ANOMALIES.md names)
+    expected: []            # anomalies this scenario allows (docs/anomalies.md names)
 
 ``load_scenario`` raises ScenarioError with every problem and the fields' paths.
 """

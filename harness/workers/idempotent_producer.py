@@ -6,7 +6,7 @@ Config keys: ``bootstrap``, ``keys`` (list of "topic/partition"), ``seed``, ``va
 several records to one partition, in order), ``producer`` (extra librdkafka settings, e.g.
 ``enable.idempotence: false`` for the negative control), ``flush_timeout_s``.
 
-Each op is one ``send`` op (HISTORY.md): invoke ``[["send", key, value], ...]``, then every
+Each op is one ``send`` op (docs/history.md): invoke ``[["send", key, value], ...]``, then every
 record is produced asynchronously and ``flush()`` waits for all delivery reports. The
 completion lists ``["send", key, [offset, value]]`` in send order (offset ``null`` for a
 record whose delivery failed). Outcome: ``ok`` when every record was acknowledged; ``info``

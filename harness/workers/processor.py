@@ -17,7 +17,7 @@ One processor instance is a transactional producer plus a consumer in group ``gr
    ``input_value * OUTPUT_FACTOR + spawn * 1000 + n``, where ``spawn`` is unique per worker
    spawn (``cfg["spawn"]``) and ``n`` counts this worker's attempts at that input. So
    ``output // OUTPUT_FACTOR`` is the input value, and every send of an output key carries a
-   value no other send carries (HISTORY.md), also when an input is processed again after an
+   value no other send carries (docs/history.md), also when an input is processed again after an
    abort, a crash or a rebalance, which exactly-once processing must do;
    ``send_offsets_to_transaction`` with the next offset of every input partition of
    the batch and the consumer's group metadata (KIP-447: the group coordinator rejects the

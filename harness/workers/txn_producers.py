@@ -19,7 +19,7 @@ when that slice runs out; its seed is ``seed * 1000 + j``.
 
 Stop (a ``stop`` line or stdin closed): every member finishes its transaction, then the worker
 writes ``{"ctl": {"done": true, ...}}`` and exits. A SIGKILLed worker leaves its members'
-in-flight ops without completions; the checkers read them as ``info`` (HISTORY.md). Retirement
+in-flight ops without completions; the checkers read them as ``info`` (docs/history.md). Retirement
 (a zombie fault, harness.workers.retire): each member exits once its instance is fenced, so
 the replacement worker's members keep their transactional.ids.
 """

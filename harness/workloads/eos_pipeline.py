@@ -13,7 +13,7 @@ Drain: role ``pipeline-drain``, which records the group's committed offsets (a
 ``meta()["pipeline"]`` is what checkers.pipeline needs: ``{"keys": {"in/p": "out/p"},
 "group_id": "eosc-proc", "value_divisor": 1000000}``: an output value ``// value_divisor``
 is the input value it came from (harness.workers.processor ``output_value``: each attempt at
-an input writes a distinct value, as HISTORY.md requires of every send). Checked besides the queue anomalies: eos-duplicate, eos-loss,
+an input writes a distinct value, as docs/history.md requires of every send). Checked besides the queue anomalies: eos-duplicate, eos-loss,
 offsets-ahead, offsets-behind. A killed processor is restarted under the same
 transactional.id (``respawn``); a zombie fault (nemesis.zombie) starts a replacement.
 

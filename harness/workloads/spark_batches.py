@@ -294,7 +294,7 @@ def progress_mismatches(sb: SinkBatches, events: list[dict]) -> list[str]:
 
 def crash_events(events: list[dict], kill_times: dict[int, int], process_base: int,
                  meta: dict | None = None) -> list[dict]:
-    """A ``crash`` op (invoke + info, HISTORY.md) for every driver instance that died: killed
+    """A ``crash`` op (invoke + info, docs/history.md) for every driver instance that died: killed
     (its pid in ``kill_times``: pid -> ns on the history's clock, from the nemesis's
     kill-client results), or followed by a later instance without having stopped gracefully
     (no ``stopped`` event). At the kill time, else at the instance's last event line. The

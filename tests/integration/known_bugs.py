@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-#: what a hanging transaction does to a read_committed history (ANOMALIES.md): writes of
+#: what a hanging transaction does to a read_committed history (docs/anomalies.md): writes of
 #: committed transactions never seen (unseen, torn-transaction, lost-write), readers stopped
 #: at the stalled last stable offset or moved past a hidden range (stalled-lso, poll-skip)
 HANGING_TXN_KINDS = frozenset({"torn-transaction", "unseen", "lost-write", "stalled-lso", "poll-skip",

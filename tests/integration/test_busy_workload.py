@@ -4,7 +4,7 @@
 One run of 28 s of load (about 90 s in all), the kill 14 s in (a loaded machine takes
 seconds to start 32 producers). The verdict must be valid; the history must hold more logical
 producers than OS processes; the killed worker's in-flight ops (transactions, or inits still
-running) must be open invokes (read as info, HISTORY.md) and its restart must bring new
+running) must be open invokes (read as info, docs/history.md) and its restart must bring new
 processes for the same transactional.ids.
 """
 import json

@@ -7,7 +7,7 @@ host's network, and hand out docker-py clients.
   policy alone, so the netns backend's bridge keeps forwarding on a machine where dockerd runs;
 - ``--ip-masq=false``: no NAT (no container talks to anything outside the test range);
 - ``--bridge=none``: no docker0, which would take 172.17.0.0/16, a private range no test traffic
-  may use here (ENVIRONMENT.md);
+  may use here (no container registry is reachable from the machines this runs on);
 - ``--default-address-pool base=198.19.0.0/16,size=24``: every network dockerd picks itself sits
   on 198.18.0.0/15, the range set aside for network testing (RFC 2544).
 

@@ -1,4 +1,4 @@
-"""The Kafka image, built locally: no container registry is reachable here (ENVIRONMENT.md).
+"""The Kafka image, built locally: the machines this runs on reach package registries only, no container registry.
 
 Two layers of cache:
 
