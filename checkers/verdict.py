@@ -34,12 +34,29 @@ from typing import Any, Callable, Iterable
 
 import polars as pl
 
-from .app import app_stats
+from .app import app_cases, app_stats
+from .cycles import cycle_cases
+from .duplicate import duplicate_cases
+from .event_order import impossible_cycle_cases
+from .g1a import g1a_cases
 from .history import History, as_history
+from .inconsistent_offsets import inconsistent_offsets_cases
 from .log import final_keys, index, log
-from .timing import laps
-from .realtime_lag import lag_quantiles_ms
+from .lost_write import lost_write_cases
+from .nonmonotonic_poll import nonmonotonic_poll_cases
+from .nonmonotonic_send import nonmonotonic_send_cases
+from .pipeline import pipeline_cases
+from .poll_skip import poll_skip_cases
+from .precommitted_read import precommitted_read_cases
+from .realtime_lag import lag_quantiles_ms, realtime_lag_cases
 from .run import RunDir, RunMeta
+from .sink import sink_cases
+from .stalled_lso import stalled_lso_cases
+from .timing import laps
+from .torn_transaction import torn_transaction_cases
+from .unavailable import unavailable_cases
+from .unseen import unseen_cases
+from .zombie_write import zombie_write_cases
 
 LIVENESS = frozenset({"stalled-lso", "realtime-lag", "unavailable", "app-stalled"})
 WORKERS = max(1, min(4, os.cpu_count() or 1))  # finders run side by side on threads
@@ -49,42 +66,30 @@ HEAVY = {"cycle_cases": 0, "impossible_cycle_cases": 1, "poll_skip_cases": 2,
          "unavailable_cases": 6}
 
 
-def _finders() -> list[tuple[str, Callable[[History, dict], list[dict]]]]:
-    """(finder name, call) in report order. Imported lazily so a broken finder module
-    becomes an unknown reason, not an ImportError of the whole package."""
-    import importlib
-
-    spec = [
-        ("duplicate_cases", "duplicate", None),
-        ("inconsistent_offsets_cases", "inconsistent_offsets", None),
-        ("lost_write_cases", "lost_write", None),
-        ("unseen_cases", "unseen", None),
-        ("g1a_cases", "g1a", None),
-        ("poll_skip_cases", "poll_skip", None),
-        ("nonmonotonic_poll_cases", "nonmonotonic_poll", None),
-        ("precommitted_read_cases", "precommitted_read", None),
-        ("nonmonotonic_send_cases", "nonmonotonic_send", None),
-        ("cycle_cases", "cycles", None),
-        ("impossible_cycle_cases", "event_order", None),
-        ("torn_transaction_cases", "torn_transaction", None),
-        ("zombie_write_cases", "zombie_write", None),
-        ("pipeline_cases", "pipeline", lambda m: {"pipeline": m.pipeline}),
-        ("sink_cases", "sink", lambda m: {"sink": m.sink}),
-        ("app_cases", "app", lambda m: {"app": m.app}),
-        ("stalled_lso_cases", "stalled_lso",
-         lambda m: {"bound_s": m.liveness.stalled_lso_bound_s}),
-        ("realtime_lag_cases", "realtime_lag",
-         lambda m: {"bound_s": m.liveness.realtime_lag_bound_s}),
-        ("unavailable_cases", "unavailable",
-         lambda m: {"bound_s": m.liveness.unavailable_bound_s, "fs": m.liveness.unavailable_fs}),
-    ]
-    out = []
-    for fname, module, kw in spec:
-        def call(h, meta, fname=fname, module=module, kw=kw):
-            fn = getattr(importlib.import_module(f"checkers.{module}"), fname)
-            return fn(h, **(kw(meta) if kw else {}))
-        out.append((fname, call))
-    return out
+#: (finder name, finder, its arguments from the run's RunMeta or None) in report order; each
+#: runs on its own in ``check``: one that raises becomes an unknown reason, never a crash
+FINDERS: tuple[tuple[str, Callable[..., list[dict]], Callable[[RunMeta], dict] | None], ...] = (
+    ("duplicate_cases", duplicate_cases, None),
+    ("inconsistent_offsets_cases", inconsistent_offsets_cases, None),
+    ("lost_write_cases", lost_write_cases, None),
+    ("unseen_cases", unseen_cases, None),
+    ("g1a_cases", g1a_cases, None),
+    ("poll_skip_cases", poll_skip_cases, None),
+    ("nonmonotonic_poll_cases", nonmonotonic_poll_cases, None),
+    ("precommitted_read_cases", precommitted_read_cases, None),
+    ("nonmonotonic_send_cases", nonmonotonic_send_cases, None),
+    ("cycle_cases", cycle_cases, None),
+    ("impossible_cycle_cases", impossible_cycle_cases, None),
+    ("torn_transaction_cases", torn_transaction_cases, None),
+    ("zombie_write_cases", zombie_write_cases, None),
+    ("pipeline_cases", pipeline_cases, lambda m: {"pipeline": m.pipeline}),
+    ("sink_cases", sink_cases, lambda m: {"sink": m.sink}),
+    ("app_cases", app_cases, lambda m: {"app": m.app}),
+    ("stalled_lso_cases", stalled_lso_cases, lambda m: {"bound_s": m.liveness.stalled_lso_bound_s}),
+    ("realtime_lag_cases", realtime_lag_cases, lambda m: {"bound_s": m.liveness.realtime_lag_bound_s}),
+    ("unavailable_cases", unavailable_cases,
+     lambda m: {"bound_s": m.liveness.unavailable_bound_s, "fs": m.liveness.unavailable_fs}),
+)
 
 
 def check(
@@ -118,13 +123,13 @@ def check(
     unknown += judgeable(h)
 
     found: dict[str, list[dict]] = {}
-    finders = _finders()
+    finders = FINDERS
 
     def run(i: int):
-        fname, call = finders[i]
+        fname, finder, kw = finders[i]
         try:
-            out = call(h, meta)
-        except Exception as e:  # noqa: BLE001
+            out = finder(h, **(kw(meta) if kw else {}))
+        except Exception as e:  # noqa: BLE001 - one finder's crash is an unknown reason, the others run
             tb = traceback.extract_tb(e.__traceback__)[-1]
             out = (f"finder {fname} crashed: {type(e).__name__}: {e} "
                    f"({Path(tb.filename).name}:{tb.lineno})")
@@ -160,7 +165,7 @@ def check(
         for i in order:
             results[i] = run(i)
         stats_v = stats()
-    for (fname, _), cases in zip(finders, results):
+    for cases in results:
         if isinstance(cases, str):
             unknown.append(cases)
             continue

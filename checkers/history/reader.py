@@ -168,7 +168,7 @@ def _read_part(data: bytes, line0: int) -> _Part:
                 if df.height == len(rows):
                     frames.append((df, rows))
                     return
-            except Exception:  # noqa: BLE001 - a garbled line somewhere in the range
+            except Exception:  # noqa: BLE001 - a garbled line somewhere in the range: bisected below, reported there
                 pass
         if hi - lo <= _BISECT_MIN:  # read one by one; blank as Python strips (\x0b, \x0c)
             exact.extend(int(k) for k in rows if line(int(k)).strip())

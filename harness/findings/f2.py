@@ -120,14 +120,15 @@ def _partition(agent, topic: str, part: int) -> dict | None:
 
 def _wait(what: str, cond, timeout: float) -> float:
     t0 = time.monotonic()
+    last = ""
     while time.monotonic() - t0 < timeout:
         try:
             if cond():
                 return round(time.monotonic() - t0, 2)
-        except Exception:  # the agent may fail while a broker is down: not yet
-            pass
+        except Exception as exc:  # the agent may fail while a broker is down: not yet; quoted on timeout
+            last = f" (last error: {type(exc).__name__}: {exc})"
         time.sleep(0.5)
-    raise F2Error(f"timed out after {timeout:.0f} s waiting for {what}")
+    raise F2Error(f"timed out after {timeout:.0f} s waiting for {what}{last}")
 
 
 def _cut(host, peer: str, add: bool) -> None:
@@ -140,7 +141,7 @@ def _cut(host, peer: str, add: bool) -> None:
 
 def _judge(run_dir: Path, meta: dict) -> dict:
     """The checkers' verdict on the driver's history (verdict.json), and the HTML report when
-    it renders; returns ``{"valid", "anomaly_counts"}``."""
+    it renders; returns ``{"valid", "anomaly_counts"}``, with ``report_error`` when it does not."""
     import checkers
 
     try:
@@ -148,13 +149,14 @@ def _judge(run_dir: Path, meta: dict) -> dict:
     except Exception as exc:  # the driver's figures stand without a verdict
         return {"valid": "unknown", "error": f"{type(exc).__name__}: {exc}"}
     (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=1, default=str))
+    out = {"valid": verdict.get("valid"), "anomaly_counts": verdict.get("anomaly_counts")}
     try:
         from harness.report import render_report
 
         render_report(run_dir)
-    except Exception:  # the verdict stands without a report
-        pass
-    return {"valid": verdict.get("valid"), "anomaly_counts": verdict.get("anomaly_counts")}
+    except Exception as exc:  # the verdict stands without a report; f2.json says why there is none
+        out["report_error"] = f"{type(exc).__name__}: {exc}"
+    return out
 
 
 def run_f2(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION) -> F2Result:

@@ -29,7 +29,7 @@ from checkers.verdict import check_run
 from harness.cluster.broker_events import scan_broker_logs
 from harness.cluster.backends import make_backend
 from harness.cluster.client_access import cluster_workload, renamed_targets, run_names
-from harness.cluster.service import ClusterService, cluster_ready  # noqa: F401 (cluster_ready: old import path)
+from harness.cluster.service import ClusterService
 from harness.cluster.session import ClusterSession
 from harness.run.history_writer import HistoryWriter
 from harness.run.pool import Pool
