@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 
 from nemesis.process import NodeFault
-from nemesis.targets import choose_node_target
+from nemesis.targets import choose_node_target, only_params
 
 DEFAULT_OFFSET_S = (-300.0, 300.0)
 #: Kafka rejects records more than an hour ahead (message.timestamp.after.max.ms, 4.0+) and the
@@ -38,7 +38,6 @@ def offset_range(params: dict) -> tuple[float, float]:
 
 
 def clock_params(name: str, params: dict) -> None:
-    from nemesis.registry import only_params
 
     only_params(name, params, frozenset({"offset_s"}))
     offset_range(params)

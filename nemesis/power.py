@@ -14,7 +14,7 @@ or ``nodes: all``: every node at once (a rack losing power).
 from __future__ import annotations
 
 from nemesis.process import NodeFault
-from nemesis.targets import choose_node_target
+from nemesis.targets import choose_node_target, only_params
 
 #: files named in an op value at most (the largest losses); the count is always there
 MAX_FILES = 20
@@ -30,7 +30,6 @@ def loss_fields(report: dict) -> dict:
 
 def power_params(name: str, params: dict) -> None:
     """``nodes: all``: every node loses power at once (a rack); default one node (``target``)."""
-    from nemesis.registry import only_params
 
     only_params(name, params, frozenset({"nodes"}))
     if params.get("nodes", "one") not in ("one", "all"):

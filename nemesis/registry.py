@@ -19,7 +19,7 @@ from nemesis.process import KillNemesis, PauseNemesis
 from nemesis.targets import choose_client
 from nemesis.zombie import ZombieNemesis
 from nemesis.grudge import GRUDGE_KINDS
-from nemesis.targets import SPEC_KEYS, choose_node_target  # noqa: F401 (re-exported: the spec keys belong to the registry's callers too)
+from nemesis.targets import SPEC_KEYS, choose_node_target, only_params  # noqa: F401 (re-exported: the spec keys belong to the registry's callers too)
 from nemesis.toxiproxy import ToxicNemesis, choose_toxic_target, toxic_plan
 
 #: (rng, fault spec as a dict, node ids, client names) -> the op value naming the target
@@ -27,15 +27,6 @@ Chooser = Callable[[random.Random, dict[str, Any], list[int], list[str]], dict[s
 
 def choose_client_target(rng: random.Random, spec: dict, nodes: list[int], clients: list[str]) -> dict:
     return {"client": choose_client(rng, clients, spec.get("clients") or ["*"])}
-
-
-def only_params(name: str, params: dict[str, Any], allowed: frozenset[str] = frozenset()) -> None:
-    """Parameter check of a fault kind that takes ``allowed`` beyond SPEC_KEYS (none by
-    default): any other key is a ValueError naming it."""
-    extra = sorted(set(params) - allowed)
-    if extra:
-        raise ValueError(f"fault {name} takes only {sorted(allowed | (SPEC_KEYS - {'fault'}))}; "
-                         f"unknown: {extra}")
 
 
 def partition_params(name: str, params: dict[str, Any]) -> None:

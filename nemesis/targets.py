@@ -129,3 +129,12 @@ def choose_node_target(rng: random.Random, spec: dict, nodes: list[int], clients
     if role == "leader":
         return {"role": role, "key": spec["key"]}
     return {"role": role}
+
+
+def only_params(name: str, params: dict[str, Any], allowed: frozenset[str] = frozenset()) -> None:
+    """Parameter check of a fault kind that takes ``allowed`` beyond SPEC_KEYS (none by
+    default): any other key is a ValueError naming it."""
+    extra = sorted(set(params) - allowed)
+    if extra:
+        raise ValueError(f"fault {name} takes only {sorted(allowed | (SPEC_KEYS - {'fault'}))}; "
+                         f"unknown: {extra}")
