@@ -8,7 +8,7 @@ Never imports harness or nemesis (docs/architecture.md). Public API:
 * :data:`ANOMALIES` - the catalogue: every anomaly name a finder reports (``checkers.catalogue``).
 """
 
-from .app import app_cases
+from .app_end_to_end import app_cases
 from .catalogue import ANOMALIES
 from .cycles import cycle_cases, g0_cases, g1c_cases
 from .duplicate import duplicate_cases

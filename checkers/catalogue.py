@@ -14,7 +14,7 @@ JEPSEN = ("duplicate", "inconsistent-offsets", "lost-write", "unseen", "G1a", "p
           "int-poll-skip", "poll-skip", "int-nonmonotonic-poll", "nonmonotonic-poll",
           "int-nonmonotonic-send", "nonmonotonic-send", "G0", "G1c", "G0-process", "G1c-process",
           "G0-realtime", "G1c-realtime")
-#: docs/anomalies.md "Beyond Jepsen" (eos-* of a pipeline: checkers.pipeline; of an app: checkers.app)
+#: docs/anomalies.md "Beyond Jepsen" (eos-* of a pipeline: checkers.pipeline; of an app: checkers.app_end_to_end)
 BEYOND = ("torn-transaction", "zombie-write", "eos-duplicate", "eos-loss", "offsets-ahead",
           "offsets-behind", "sink-duplicate", "sink-loss", "eos-aborted-read", "eos-phantom",
           "eos-reorder")

@@ -91,7 +91,7 @@ class RunMeta(BaseModel):
     keys: list[str] | None = None
     pipeline: dict | None = None
     sink: dict | None = None
-    #: the app workload's input and output keys, semantics, order, lag bound (checkers/app.py)
+    #: the app workload's input and output keys, semantics, order, lag bound (checkers/app_end_to_end.py)
     app: dict | None = None
     drain: dict | None = None
     final_reads_complete: bool | None = None

@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterable
 
 import polars as pl
 
-from .app import app_cases, app_stats
+from .app_end_to_end import app_cases, app_stats
 from .cycles import cycle_cases
 from .duplicate import duplicate_cases
 from .event_order import impossible_cycle_cases
@@ -139,7 +139,7 @@ def check(
     def stats():
         try:
             out = _stats(h)
-            if meta.app:  # input/output counts per partition, input-to-output lag (checkers.app)
+            if meta.app:  # input/output counts per partition, input-to-output lag (checkers.app_end_to_end)
                 out["app"] = app_stats(h, meta.app)
             return out
         except Exception as e:  # noqa: BLE001

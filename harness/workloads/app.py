@@ -6,7 +6,7 @@ application (``app``: ``instances`` processes of the user's ``command``, each su
 ``app`` worker, harness.workers.app_instance) turns them into output records, and the
 harness's read_committed readers observe the output topics during the run and drain them at the
 end. ``output.match`` says how an output record names its input (harness.workers.app_match);
-checkers.app judges loss, duplicates, aborted reads, phantoms, order and lag.
+checkers.app_end_to_end judges loss, duplicates, aborted reads, phantoms, order and lag.
 
 Instances run in the client namespace beside the harness's own clients; they are client
 workers named ``app-<i>``, so every client fault applies to them by name (``clients:

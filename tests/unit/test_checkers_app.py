@@ -1,4 +1,4 @@
-"""checkers.app: the app workload's end-to-end anomalies on tiny histories, each a minimal
+"""checkers.app_end_to_end: the app workload's end-to-end anomalies on tiny histories, each a minimal
 positive and a near miss (issue 22: each new anomaly fails before the change)."""
 
 from checkers import app_cases, check, load_history

@@ -1,0 +1,165 @@
+"""The layout docs/architecture.md describes, checked on the source (ast, nothing imported):
+no import cycle among the modules of harness, checkers and nemesis (function-local imports
+count), checkers imports neither harness nor nemesis, nemesis does not import harness, at most
+6 modules at the top of harness/, one file name per module, and no pointer to the design notes
+outside the repository."""
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("harness", "checkers", "nemesis")
+#: file names several packages may each have
+SHARED_NAMES = {"__init__.py", "__main__.py", "cli.py", "base.py"}
+MAX_TOP_MODULES = 6
+
+
+def _files() -> dict[str, Path]:
+    """Dotted module name -> file, for every module of the three packages."""
+    out = {}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+FILES = _files()
+
+
+def _imported(module: str, node: ast.Import | ast.ImportFrom) -> set[str]:
+    """The project modules an import statement of ``module`` loads (``from P import name``:
+    the submodule P.name when there is one, else P)."""
+    if isinstance(node, ast.Import):
+        names = {a.name for a in node.names}
+    else:
+        if node.level:  # relative: from the module's package, one level up per extra dot
+            package = module.split(".")
+            if FILES[module].name != "__init__.py":
+                package.pop()
+            base = ".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else []))
+        else:
+            base = node.module or ""
+        names = {f"{base}.{a.name}" if f"{base}.{a.name}" in FILES else base for a in node.names}
+    out = set()
+    for name in names:
+        while name not in FILES and "." in name:  # an attribute of a module: the module
+            name = name.rsplit(".", 1)[0]
+        if name in FILES and name != module:
+            out.add(name)
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the project modules it imports anywhere in its source (top level, functions,
+    ``if TYPE_CHECKING`` blocks: every import statement)."""
+    graph = {}
+    for module, path in FILES.items():
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                deps |= _imported(module, node)
+        graph[module] = deps
+    return graph
+
+
+GRAPH = import_graph()
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def _edges_into(source: str, target: str) -> list[str]:
+    return sorted(f"{m} -> {d}" for m, ds in GRAPH.items() if m.split(".")[0] == source
+                  for d in ds if d.split(".")[0] == target)
+
+
+def test_the_graph_sees_every_kind_of_import():
+    """The parser itself: relative, ``from P import module``, function-local imports."""
+    assert "checkers.history" in GRAPH["checkers.verdict"]  # from .history import ...
+    assert "checkers.history.model" in GRAPH["checkers.history.reader"]  # from .model import ...
+    assert "harness.cluster.namespaces" in GRAPH["harness.cluster.netns_backend"]  # from P import module
+    assert "harness.run.runner" in GRAPH["harness.pytest_plugin"]  # imported inside a function
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_among_harness_checkers_nemesis():
+    found = cycles(GRAPH)
+    assert not found, "import cycles (function-local imports count): " + "; ".join(" <-> ".join(c) for c in found)
+
+
+def test_checkers_imports_neither_harness_nor_nemesis():
+    bad = _edges_into("checkers", "harness") + _edges_into("checkers", "nemesis")
+    assert not bad, f"checkers must stay pure functions of a history: {bad}"
+
+
+def test_nemesis_does_not_import_harness():
+    bad = _edges_into("nemesis", "harness")
+    assert not bad, f"nemesis reaches the cluster through nemesis.core's protocols only: {bad}"
+
+
+def test_few_modules_at_the_top_of_harness():
+    top = sorted(p.name for p in (ROOT / "harness").glob("*.py"))
+    assert len(top) <= MAX_TOP_MODULES, \
+        f"{len(top)} modules at the top of harness/ (a stage package is the place): {top}"
+
+
+def test_one_file_name_per_module():
+    names = Counter(p.name for p in FILES.values() if p.name not in SHARED_NAMES)
+    twice = {n: sorted(str(p.relative_to(ROOT)) for p in FILES.values() if p.name == n)
+             for n, k in names.items() if k > 1}
+    assert not twice, f"modules sharing a file name: {twice}"
+
+
+def test_nothing_points_at_the_design_notes_outside_the_repository():
+    needle = "shared" + "/design"  # spelled apart: this file is scanned too
+    roots = [ROOT / "README.md"] + [ROOT / d for d in ("docs", "harness", "checkers", "nemesis", "scenarios", "tests")]
+    files = [r for r in roots if r.is_file()] + [p for r in roots if r.is_dir() for p in sorted(r.rglob("*"))
+                                                 if p.is_file() and "__pycache__" not in p.parts]
+    hits = [str(p.relative_to(ROOT)) for p in files if needle.encode() in p.read_bytes()]
+    assert not hits, f"{needle} is not part of this repository (docs/history.md, docs/anomalies.md, " \
+                     f"docs/architecture.md are): {hits}"
