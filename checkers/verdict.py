@@ -21,7 +21,7 @@ names fail only when listed in ``meta["fail_on"]``), or some case is one Kafka c
 (``"impossible": True``, event_order.py: an expected G0-realtime does not excuse it); otherwise "unknown" when the history
 is too incomplete to judge (no completed read or write), not well-formed (a loader problem:
 its cases go to ``suspect``, never under an anomaly's name) or a finder crashed; otherwise
-True (ANOMALIES.md "Verdicts").
+True (docs/anomalies.md "Verdicts").
 """
 
 from __future__ import annotations
@@ -238,7 +238,7 @@ def judgeable(h: History) -> list[str]:
     (a vacuous history, e.g. only ``assign`` ops), writes but no completed read (the prefix
     of a run killed before its consumers read: no ok poll or app-poll, no ok op that polled a
     record), garbled lines mid-file, or a history that
-    is not well-formed (HISTORY.md: an index gap, a completion with no open invoke or timed
+    is not well-formed (docs/history.md: an index gap, a completion with no open invoke or timed
     before its invoke, a process with two ops in flight, a malformed event or micro-op).
     A truncated last line alone is not a reason: the prefix of a killed run is judged."""
     out = []
@@ -258,7 +258,7 @@ def judgeable(h: History) -> list[str]:
     broken = malformed(h)
     if broken > 0:
         first = [p for p in h.problems if not p.endswith(_NOT_STRUCTURE)][:3]
-        out.append(f"the history is not well-formed (HISTORY.md): {broken} problem(s), "
+        out.append(f"the history is not well-formed (docs/history.md): {broken} problem(s), "
                    f"first: {'; '.join(first)}")
     return out
 

@@ -3,7 +3,7 @@
 Each worker is an OS process in the client namespace (harness.workers). A reader thread per
 worker turns its stdout lines into history events, mapping the worker's local instance number
 (``proc``) to a history process number that is never reused: a replaced client instance, or a
-restarted worker, is a new process (HISTORY.md).
+restarted worker, is a new process (docs/history.md).
 """
 from __future__ import annotations
 
