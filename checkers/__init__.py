@@ -2,7 +2,8 @@
 
 Never imports harness or nemesis (docs/architecture.md). Public API:
 
-* :func:`check` - run all finders, return the verdict dict (see ``checkers.verdict``).
+* :func:`check` - run all finders, return a :class:`Verdict` (``checkers.verdict``).
+* :class:`Verdict`, :class:`RunMeta`, :class:`RunDir` - verdict.json, meta.json, a run folder (``checkers.run``).
 * :func:`load_history` - tolerant history.jsonl reader -> :class:`History`.
 * one finder per anomaly, ``<anomaly>_cases(h) -> list[dict]`` (docs/anomalies.md).
 * :data:`ANOMALIES` - the catalogue: every anomaly name a finder reports (``checkers.catalogue``).
@@ -22,6 +23,7 @@ from .pipeline import pipeline_cases
 from .poll_skip import poll_skip_cases
 from .precommitted_read import precommitted_read_cases
 from .realtime_lag import realtime_lag_cases
+from .run import RunDir, RunMeta, Verdict
 from .sink import sink_cases
 from .stalled_lso import stalled_lso_cases
 from .torn_transaction import torn_transaction_cases
@@ -31,7 +33,7 @@ from .zombie_write import zombie_write_cases
 from .verdict import LIVENESS, check
 
 __all__ = [
-    "ANOMALIES", "History", "LIVENESS", "check", "load_history",
+    "ANOMALIES", "History", "LIVENESS", "RunDir", "RunMeta", "Verdict", "check", "load_history",
     "duplicate_cases", "g1a_cases", "inconsistent_offsets_cases", "lost_write_cases",
     "nonmonotonic_poll_cases", "poll_skip_cases", "realtime_lag_cases", "unseen_cases",
     "precommitted_read_cases", "nonmonotonic_send_cases", "cycle_cases", "g0_cases",

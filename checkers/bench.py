@@ -37,9 +37,9 @@ rss = ru.ru_maxrss * 1024  # Linux: KiB
 print(json.dumps({"load_s": t2 - t1, "check_s": t3 - t2, "import_s": t1 - t0,
                   "peak_rss_bytes": rss, "cpu_s": ru.ru_utime + ru.ru_stime,
                   "cpu_user_s": ru.ru_utime, "cpu_sys_s": ru.ru_stime, "cpu_seconds_s": c3 - c1,
-                  "page_faults": ru.ru_minflt, "valid": v["valid"], "ops": h.ops.height,
+                  "page_faults": ru.ru_minflt, "valid": v.valid, "ops": h.ops.height,
                   "events": h.n_events, "micro_ops": h.mops.height,
-                  "anomaly_counts": v["anomaly_counts"], "unknown_reasons": v["unknown_reasons"]}))
+                  "anomaly_counts": v.anomaly_counts, "unknown_reasons": v.unknown_reasons}))
 """
 
 _FLOOR = r"""

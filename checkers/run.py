@@ -1,10 +1,12 @@
-"""The run contract: the files of a run folder and the metadata beside its history.
+"""The run contract: the files of a run folder, the metadata beside its history, its verdict.
 
 A run folder (``results/<scenario>/<run-id>/``, docs/architecture.md) holds what one run left:
 ``RunDir`` names every file in one place. ``meta.json`` is a ``RunMeta``: what the runner
 writes and the checkers, ``eos-chaos check``/``report``, the pytest plugin and the report
-read. It lives here, in checkers, because the checkers read it and must not import harness;
-the harness imports it.
+read. ``verdict.json`` is a ``Verdict``: what ``checkers.check`` returns and the runner, the
+CLI, the pytest plugin, the suite, the zoo, explore and the report read by attribute. Both
+live here, in checkers, because the checkers write or read them and must not import harness;
+the harness imports them.
 
 ``RunMeta`` has a format version (``format_version``, now 1). A meta.json written before
 the version existed reads as version 1: its top-level liveness bounds
@@ -22,11 +24,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
 
 from .safe_load import read_json, read_yaml
 
 FORMAT_VERSION = 1
+#: Verdict.format_version now; a verdict.json without the field (written before it existed,
+#: same keys) reads as version 1
+VERDICT_FORMAT_VERSION = 1
+#: the isolation level of the harness's consumers and drains when a scenario, a worker's
+#: config or an op's meta names none. Not Kafka's default (``isolation.level`` defaults to
+#: read_uncommitted, Kafka consumer configs): an EOS test reads what was committed unless it
+#: asks otherwise. The one place this default is written.
+IsolationLevel = Literal["read_committed", "read_uncommitted"]
+DEFAULT_ISOLATION_LEVEL: IsolationLevel = "read_committed"
 LIVENESS_NAMES = ("stalled-lso", "realtime-lag", "unavailable")
 #: what fail_on takes: the liveness reports, and unseen judged without a final drain
 FAIL_ON_NAMES = (*LIVENESS_NAMES, "unseen")
@@ -143,6 +154,109 @@ class RunMeta(BaseModel):
         return self.model_dump_json(indent=1)
 
 
+#: ``Verdict.valid``: True, False, or "unknown" (docs/anomalies.md "Verdicts")
+Validity = StrictBool | Literal["unknown"]
+
+
+class Verdict(BaseModel):
+    """verdict.json: what ``checkers.check`` / ``check_run`` decide about one history.
+
+    * ``valid``: False iff some found anomaly fails the run (``failing``); otherwise
+      "unknown" when the history cannot be judged (``unknown_reasons``); otherwise True.
+    * ``anomalies``: name -> at most ``max_examples`` cases (dicts with ``anomaly``,
+      ``explanation``, op indices; docs/anomalies.md), only names found;
+      ``anomaly_counts``: name -> every case found, not only the examples.
+    * ``allowed`` (expected by the scenario), ``failing`` (the found names that make it
+      invalid), ``impossible`` (names with a case Kafka cannot produce: failing even if
+      expected), ``liveness_reports`` (found names that fail only through ``fail_on``).
+    * ``fail_on``, ``liveness_bounds``: echoes of the run's meta.json (``RunMeta``).
+    * ``suspect``: cases found in a history that is not well-formed, listed but not judged.
+    * ``stats``: counts of the history (events, ops, ops_by_f, log_lengths, realtime_lag_ms
+      in ms, problems, notes; ``app`` for the app workload, checkers/app_end_to_end.py).
+    * ``versions``: meta.json's ``versions`` (what exactly was tested), when it has them.
+
+    Extra keys are kept (``extra="allow"``): a later format's fields survive a round trip.
+    Older files and suite rows are read with :meth:`coerce`.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    format_version: int = VERDICT_FORMAT_VERSION
+    valid: Validity = "unknown"
+    anomalies: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    anomaly_counts: dict[str, int] = Field(default_factory=dict)
+    allowed: list[str] = Field(default_factory=list)
+    failing: list[str] = Field(default_factory=list)
+    impossible: list[str] = Field(default_factory=list)
+    fail_on: list[str] = Field(default_factory=list)
+    liveness_bounds: dict[str, Any] = Field(default_factory=dict)
+    liveness_reports: list[str] = Field(default_factory=list)
+    unknown_reasons: list[str] = Field(default_factory=list)
+    suspect: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    stats: dict[str, Any] = Field(default_factory=dict)
+    versions: dict[str, Any] | None = None
+
+    @property
+    def status(self) -> Literal["valid", "invalid", "unknown"]:
+        """"valid", "invalid" or "unknown": ``valid`` as a word."""
+        return "valid" if self.valid is True else "invalid" if self.valid is False else "unknown"
+
+    @property
+    def label(self) -> str:
+        """VALID / INVALID / UNKNOWN, as the terminal and the report print it."""
+        return self.status.upper()
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Cases per found name: ``anomaly_counts``, or the examples' lengths for a verdict
+        that has no counts (a hand-written one)."""
+        return dict(self.anomaly_counts) or {n: len(cs) for n, cs in self.anomalies.items()}
+
+    @property
+    def failing_names(self) -> set[str]:
+        """The names that fail the run: ``failing``, or for a verdict without it (written by
+        hand, or an old file) every found name not allowed."""
+        if self.failing or self.valid is not False:
+            return set(self.failing)
+        return set(self.counts) - set(self.allowed)
+
+    def mark_unknown(self, *reasons: str) -> None:
+        """Add reasons the history cannot be fully judged; a valid verdict becomes unknown
+        (an invalid one stays invalid: what was found was found)."""
+        self.unknown_reasons = [*self.unknown_reasons, *reasons]
+        if reasons and self.valid is True:
+            self.valid = "unknown"
+
+    @classmethod
+    def coerce(cls, data: "Verdict | dict[str, Any] | None") -> "Verdict":
+        """A Verdict from a Verdict, a verdict.json dict of any format version, or any dict
+        with the same keys (a suite row). Never raises: fields that do not validate are
+        dropped and named in ``unknown_reasons``; None gives an unknown verdict."""
+        if isinstance(data, Verdict):
+            return data
+        if not isinstance(data, dict):
+            return cls(unknown_reasons=["no verdict (verdict.json missing or not an object)"])
+        if "valid" in data and data["valid"] is None:  # a suite row of a run with no verdict
+            data = {k: x for k, x in data.items() if k != "valid"}
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
+            why = [f"verdict.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+            try:
+                v = cls.model_validate({k: x for k, x in data.items() if k not in bad})
+            except ValidationError:
+                v = cls()
+            v.unknown_reasons = [*v.unknown_reasons, *why]
+            if v.valid is True:
+                v.valid = "unknown"
+            return v
+
+    def to_json(self, indent: int | None = 1) -> str:
+        """verdict.json's text (cases may hold values JSON lacks: written as strings)."""
+        return json.dumps(self.model_dump(mode="json", fallback=str), indent=indent)
+
+
 @dataclass(frozen=True)
 class RunDir:
     """A run folder and the name of every file in it (one place for the literals)."""
@@ -251,13 +365,23 @@ class RunDir:
         bad = describe_unknown(exp, f"{self.scenario} expected")
         return list(exp), [bad] if bad else []
 
-    def read_verdict(self) -> dict | None:
-        """verdict.json, or None when it is missing or unreadable (a killed controller)."""
+    def read_verdict(self) -> Verdict | None:
+        """verdict.json as a Verdict, or None when it is missing or unreadable (a killed
+        controller, not JSON, not an object)."""
         try:
             v = read_json(self.verdict)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return None
-        return v if isinstance(v, dict) else None
+        return Verdict.coerce(v) if isinstance(v, dict) else None
+
+    def write_verdict(self, verdict: Verdict) -> None:
+        """Write verdict.json atomically (a temporary file renamed over it)."""
+        tmp = self.verdict.with_name(self.VERDICT + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(verdict.to_json())
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.verdict)
 
 
 def _short(exc: BaseException, limit: int = 200) -> str:

@@ -1,20 +1,9 @@
-"""``check``: run every finder on a history and fold the results into a verdict.
+"""``check``: run every finder on a history and fold the results into a ``Verdict``.
 
-Verdict shape (JSON-serialisable)::
-
-    {"valid": True | False | "unknown",
-     "anomalies": {name: [example, ...]},      # only names found; at most max_examples each
-     "anomaly_counts": {name: int},            # all cases, not only the listed examples
-     "allowed": [name, ...],
-     "failing": [name, ...],                   # the found names that make it invalid
-     "impossible": [name, ...],                # names with a case Kafka cannot produce
-                                               # (event_order.py): failing even if expected
-     "fail_on": [name, ...], "liveness_bounds": {...},   # echo of the run's meta
-     "liveness_reports": [name, ...],          # found names that are liveness reports
-     "unknown_reasons": [str, ...],
-     "suspect": {name: [example, ...]},        # only when the history is not well-formed:
-                                               # cases found but not judged (may be artifacts)
-     "stats": {...}}
+The verdict is ``checkers.run.Verdict`` (verdict.json; its fields are documented there):
+``valid`` True | False | "unknown", ``anomalies`` (name -> examples), ``anomaly_counts``,
+``allowed``, ``failing``, ``impossible``, ``fail_on``, ``liveness_bounds``,
+``liveness_reports``, ``unknown_reasons``, ``suspect``, ``stats``, ``versions``.
 
 ``valid`` is False iff some found anomaly is neither allowed nor a liveness report (liveness
 names fail only when listed in ``meta["fail_on"]``), or some case is one Kafka cannot produce
@@ -49,7 +38,7 @@ from .pipeline import pipeline_cases
 from .poll_skip import poll_skip_cases
 from .precommitted_read import precommitted_read_cases
 from .realtime_lag import lag_quantiles_ms, realtime_lag_cases
-from .run import RunDir, RunMeta
+from .run import RunDir, RunMeta, Verdict
 from .sink import sink_cases
 from .stalled_lso import stalled_lso_cases
 from .timing import laps
@@ -97,13 +86,12 @@ def check(
     meta: RunMeta | dict | None = None,
     allowed: Iterable[str] = (),
     max_examples: int = 10,
-) -> dict:
+) -> Verdict:
     """Judge a history. ``history`` is a History, a history.jsonl path or a list of event
     dicts; ``meta`` is the run metadata (a ``checkers.run.RunMeta`` or a meta.json dict:
     fail_on, liveness bounds, pipeline, sink; docs/checkers.md); ``allowed`` names anomalies
     the scenario expects. Never raises on content: a crashing finder or a meta field that
-    does not validate becomes an ``unknown_reasons`` entry. Returns the verdict dict
-    described in the module docstring.
+    does not validate becomes an ``unknown_reasons`` entry. Returns a ``Verdict``.
     """
     meta, unknown = RunMeta.coerce(meta)
     allowed = set(allowed)
@@ -116,9 +104,9 @@ def check(
     try:
         h = as_history(history)
     except Exception as e:  # noqa: BLE001 - the verdict must name the failure, not raise
-        return {"valid": "unknown", "anomalies": {}, "anomaly_counts": {}, "allowed": allowed_l,
-                "unknown_reasons": [f"could not read history: {type(e).__name__}: {e}"],
-                "stats": {}}
+        return Verdict(valid="unknown", allowed=allowed_l, fail_on=sorted(fail_on),
+                       liveness_bounds=meta.liveness.model_dump(),
+                       unknown_reasons=[*unknown, f"could not read history: {type(e).__name__}: {e}"])
 
     unknown += judgeable(h)
 
@@ -198,21 +186,21 @@ def check(
         valid = "unknown"
     else:
         valid = True
-    return {
-        "valid": valid,
-        "anomalies": anomalies,
-        "anomaly_counts": counts,
-        "allowed": allowed_l,
-        "fail_on": sorted(fail_on),
-        "liveness_bounds": meta.liveness.model_dump(),
+    return Verdict(
+        valid=valid,
+        anomalies=anomalies,
+        anomaly_counts=counts,
+        allowed=allowed_l,
+        fail_on=sorted(fail_on),
+        liveness_bounds=meta.liveness.model_dump(),
         # found names that are liveness reports (fail only through fail_on)
-        "liveness_reports": sorted(n for n in counts if n in LIVENESS or n in liveness_only),
-        "failing": sorted(failing),
-        "impossible": impossible,
-        "unknown_reasons": unknown,
-        **({"suspect": suspect} if suspect else {}),
-        "stats": stats_v,
-    }
+        liveness_reports=sorted(n for n in counts if n in LIVENESS or n in liveness_only),
+        failing=sorted(failing),
+        impossible=impossible,
+        unknown_reasons=unknown,
+        suspect=suspect,
+        stats=stats_v,
+    )
 
 
 _READ_OR_WRITE = ["send", "poll", "txn"]
@@ -287,7 +275,7 @@ def _stats(h: History) -> dict:
     }
 
 
-def check_run(run_dir: str | Path, max_examples: int = 10, history: Any = None) -> dict:
+def check_run(run_dir: str | Path, max_examples: int = 10, history: Any = None) -> Verdict:
     """Re-check a run folder: its history.jsonl with its meta.json (``RunMeta``) and the
     ``expected`` list of its scenario.yaml. A folder whose controller was killed (a history
     prefix, no verdict.json, maybe no meta.json) is judged too; problems of meta.json and of
@@ -307,12 +295,9 @@ def check_run(run_dir: str | Path, max_examples: int = 10, history: Any = None) 
     v = check(history if history is not None else d.history, meta=meta, allowed=expected,
               max_examples=max_examples)
     if meta.versions:
-        v["versions"] = meta.versions
+        v.versions = meta.versions
     if not d.meta.is_file():
-        v.setdefault("stats", {}).setdefault("notes", []).append(
+        v.stats.setdefault("notes", []).append(
             f"no {d.META} beside the history: default liveness bounds, no pipeline or sink checks")
-    if problems:
-        v["unknown_reasons"] = [*v["unknown_reasons"], *problems]
-        if v["valid"] is True:
-            v["valid"] = "unknown"
+    v.mark_unknown(*problems)
     return v

@@ -26,7 +26,7 @@ Options::
                             default: the scenario's (eos_cluster: netns)
 
 Fixtures: ``eos_results`` (Path of the results root), ``eos_run`` (run a scenario, get a
-harness.run.runner.RunResult), ``eos_check`` (check a history, get a verdict dict), ``eos_cluster``
+harness.run.runner.RunResult), ``eos_check`` (check a history, get a ``checkers.Verdict``), ``eos_cluster``
 (a session-scoped real 3-node KRaft cluster, a SessionCluster). ``assert_valid`` raises an
 AssertionError listing the anomalies. See docs/pytest.md.
 
@@ -227,22 +227,25 @@ def _title(scn) -> str:
 
 
 def _record_run(node: pytest.Item, config: pytest.Config, res, title: str) -> None:
-    v = res.verdict.get("valid")
+    v = res.verdict
     node.user_properties += [("report", str(res.report) if res.report else ""), ("run_dir", str(res.run_dir)),
-                             ("verdict", {True: "valid", False: "invalid"}.get(v, "unknown"))]
-    config.stash[_RUNS].append((title, v, res.report or res.run_dir))
+                             ("verdict", v.status)]
+    config.stash[_RUNS].append((title, v.valid, res.report or res.run_dir))
 
 
 def assert_valid(verdict_or_result: Any, title: str = "verdict") -> None:
-    """Raise VerdictFailure (an AssertionError) unless the verdict is valid. Accepts a verdict
-    dict (checkers.check) or a RunResult (its report path goes into the message)."""
+    """Raise VerdictFailure (an AssertionError) unless the verdict is valid. Accepts a
+    ``checkers.Verdict`` (what ``eos_check`` returns), a verdict.json dict, or a RunResult (its
+    report path goes into the message)."""
+    from checkers import Verdict
     from harness.detect.suite import describe_verdict
 
     res = verdict_or_result
-    verdict = res if isinstance(res, dict) else res.verdict
-    if verdict.get("valid") is not True:
-        kw = {} if isinstance(res, dict) else {"report": res.report, "run_dir": res.run_dir,
-                                               "problems": res.problems}
+    direct = isinstance(res, (Verdict, dict))
+    verdict = Verdict.coerce(res if direct else res.verdict)
+    if verdict.valid is not True:
+        kw = {} if direct else {"report": res.report, "run_dir": res.run_dir,
+                                "problems": res.problems}
         raise VerdictFailure(describe_verdict(title, verdict, max_examples=1, **kw))
 
 
@@ -352,18 +355,19 @@ def eos_run(request: pytest.FixtureRequest, eos_results: Path) -> Callable[..., 
 
 
 @pytest.fixture
-def eos_check() -> Callable[..., dict]:
-    """``eos_check(history, meta=None, allowed=None, max_examples=10) -> verdict dict``.
+def eos_check() -> Callable[..., "checkers.Verdict"]:
+    """``eos_check(history, meta=None, allowed=None, max_examples=10) -> checkers.Verdict``.
 
     ``history`` is a run folder (its history.jsonl, with meta.json and the ``expected`` list of
     scenario.yaml when ``meta`` / ``allowed`` are not given), a history.jsonl path, a list of
-    event dicts or a checkers.History. The verdict shape is checkers.check's. Pure: no cluster.
+    event dicts or a checkers.History. Read the verdict by attribute (``v.valid``,
+    ``v.anomaly_counts``; fields in checkers.run.Verdict). Pure: no cluster.
     """
     import checkers
     from checkers.run import RunDir
     from checkers.verdict import check_run
 
-    def check(history, meta: dict | None = None, allowed=None, max_examples: int = 10) -> dict:
+    def check(history, meta: dict | None = None, allowed=None, max_examples: int = 10) -> checkers.Verdict:
         if isinstance(history, (str, Path)) and Path(history).is_dir():
             d = RunDir(history)
             if meta is None and allowed is None:

@@ -88,32 +88,29 @@ def _require_tools(scn) -> None:
         raise typer.Exit(2)
 
 
-def _summary(verdict: dict) -> str:
+def _summary(verdict: "Verdict | dict") -> str:
     """One line (plus notes) for the terminal: the verdict, then the anomalies that make it
     invalid, those the scenario expects, and liveness reports, each as ``name: count``."""
-    from checkers import LIVENESS
-    valid = verdict.get("valid")
-    label = {True: "[green]VALID[/]", False: "[red]INVALID[/]"}.get(valid, "[yellow]UNKNOWN[/]")
-    counts = verdict.get("anomaly_counts") or {k: len(v) for k, v in verdict.get("anomalies", {}).items()}
+    from checkers import LIVENESS, Verdict
+    v = Verdict.coerce(verdict)
+    label = {True: "[green]VALID[/]", False: "[red]INVALID[/]"}.get(v.valid, "[yellow]UNKNOWN[/]")
     # a valid run may still list anomalies: say which ones the scenario expects and which are
     # liveness reports, so "VALID  anomalies: G0" does not read like a contradiction
-    allowed, failing = set(verdict.get("allowed") or []), set(verdict.get("failing") or [])
-    impossible = set(verdict.get("impossible") or [])
+    allowed, failing, impossible = set(v.allowed), v.failing_names, set(v.impossible)
     groups: dict[str, list[str]] = {"anomalies": [], "expected": [], "liveness": []}
-    for name, n in sorted(counts.items()):
-        # failing covers a liveness name listed in fail_on; older verdicts have no "failing"
+    for name, n in sorted(v.counts.items()):
+        # failing covers a liveness name listed in fail_on
         group = ("anomalies" if name in failing else "expected" if name in allowed
-                 else "liveness" if name in LIVENESS or name in (verdict.get("liveness_reports") or [])
+                 else "liveness" if name in LIVENESS or name in v.liveness_reports
                  else "anomalies")
         # an expected name that fails on a cycle Kafka cannot produce (checkers/event_order.py)
         tag = " (impossible in Kafka)" if name in impossible else ""
         groups[group].append(f"{name}: {n}{tag}")
     text = f"verdict: {label}" + "".join(f"  {g}: {', '.join(p)}" for g, p in groups.items() if p)
-    for reason in verdict.get("unknown_reasons") or []:
+    for reason in v.unknown_reasons:
         text += f"\n  unknown: {reason}"
-    stats = verdict.get("stats") or {}
     # what the checker could not read or judge: a truncated history, no final drain, ...
-    for note in [*(stats.get("problems") or [])[:5], *(stats.get("notes") or [])]:
+    for note in [*(v.stats.get("problems") or [])[:5], *(v.stats.get("notes") or [])]:
         text += f"\n  note: {note}"
     return text
 
@@ -193,7 +190,7 @@ def run(
     out.print(_summary(res.verdict))
     out.print(f"history: {res.run_dir / 'history.jsonl'}")
     out.print(f"report:  {res.report if res.report else '(none: see notes above)'}")
-    raise typer.Exit(EXIT.get(res.verdict.get("valid"), 2))
+    raise typer.Exit(EXIT.get(res.verdict.valid, 2))
 
 
 def _dry_run(scn, source: Path) -> None:
@@ -304,13 +301,13 @@ def check(
     else:
         verdict = check_run(history.parent, max_examples=max_examples)
     if as_json:
-        out.print_json(json.dumps(verdict, default=str))
+        out.print_json(verdict.to_json(indent=None))
     else:
         out.print(_summary(verdict))
-        for name, examples in verdict.get("anomalies", {}).items():
+        for name, examples in verdict.anomalies.items():
             for ex in examples[:3]:
                 out.print(f"  {name}: {ex.get('explanation', ex)}")
-    raise typer.Exit(EXIT.get(verdict.get("valid"), 2))
+    raise typer.Exit(EXIT.get(verdict.valid, 2))
 
 
 @app.command()
@@ -344,7 +341,7 @@ def report(run_dir: Path = typer.Argument(..., metavar="RUN_DIR", help="a run fo
         raise typer.Exit(2)
     out.print(_summary(verdict))
     out.print(f"report:  {path}", soft_wrap=True)
-    raise typer.Exit(EXIT.get(verdict.get("valid"), 2))
+    raise typer.Exit(EXIT.get(verdict.valid, 2))
 
 
 @app.command("dump-log")

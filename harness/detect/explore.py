@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from checkers.run import Verdict
 from harness.detect.explore_strategy import (MIN_LOAD_S, STRATEGY_VERSION, ExploreError, draw_from_choices,
                                       normalized, scenario_yaml, schedule_choices, schedules, seeded_schedule,
                                       to_scenario)
@@ -100,7 +101,7 @@ class Explorer:
     """One explore session over ``base`` (see the module docstring).
 
     ``runner(scn, results_root, source=..., stop=..., progress=...)`` returns an object with
-    ``verdict`` (checkers.verdict's dict) and ``run_dir``; ``out_dir`` receives the minimal
+    ``verdict`` (a checkers.Verdict) and ``run_dir``; ``out_dir`` receives the minimal
     schedule's scenario file, explore.json and the Hypothesis database; ``k`` runs per shrink
     step and replays; ``budget_s`` seconds for search and shrinking (replays come on top);
     ``on_event(kind, **info)`` is told about every run (the CLI's progress display)."""
@@ -178,8 +179,8 @@ class Explorer:
             self.waited_s += max(0.0, progress.__dict__["working_since"] - began)
         if stop.is_set():
             return "interrupted", [], res, self.clock() - t
-        v = res.verdict
-        return v.get("valid"), list(v.get("failing") or []), res, self.clock() - t
+        v = Verdict.coerce(res.verdict)  # a runner of one's own may hand back verdict.json's dict
+        return v.valid, list(v.failing), res, self.clock() - t
 
     def _record(self, phase, sched, valid, failing, res, wall, counted) -> None:
         a = Attempt(phase, normalized(sched), valid, failing, str(getattr(res, "run_dir", "") or ""), counted, round(wall, 1))

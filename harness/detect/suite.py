@@ -50,6 +50,7 @@ from typing import Annotated, Any, Iterable, Literal
 import yaml
 from pydantic import Field, field_validator
 
+from checkers.run import Verdict
 from checkers.safe_load import file_problem, read_yaml
 from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION
 from harness.run.scenario import (Scenario, ScenarioError, kafka_version, load_scenario, read_yaml_mapping,
@@ -342,59 +343,61 @@ def _explain(example: Any, width: int = 500) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def first_examples(verdict: dict, width: int = 300) -> dict[str, str]:
+def first_examples(verdict: Verdict, width: int = 300) -> dict[str, str]:
     """Anomaly name -> its first example's explanation (or compact JSON), cut to ``width`` chars."""
-    return {name: _explain(exs[0], width) for name, exs in (verdict.get("anomalies") or {}).items() if exs}
+    return {name: _explain(exs[0], width) for name, exs in verdict.anomalies.items() if exs}
 
 
-def status_of(verdict: dict) -> str:
-    return {True: VALID, False: INVALID}.get(verdict.get("valid"), UNKNOWN)
+def status_of(verdict: Verdict) -> str:
+    return {True: VALID, False: INVALID}.get(verdict.valid, UNKNOWN)
 
 
 def make_record(cell: Cell, suite_dir: str | Path, *, status: str, started: float, wall_s: float,
-                verdict: dict | None = None, run_dir: Path | None = None, report: Path | None = None,
+                verdict: Verdict | dict | None = None, run_dir: Path | None = None, report: Path | None = None,
                 problems: list[str] | None = None, error: str | None = None, waited_s: float = 0.0) -> dict:
     """The runs.jsonl record of one run. ``started`` is a Unix time (s); ``wall_s`` the seconds
     the run took once it had the cluster lock; ``waited_s`` the seconds it waited for the lock."""
     suite_dir = Path(suite_dir)
-    verdict = verdict or {}
+    v = Verdict.coerce(verdict) if verdict is not None else Verdict()
     return {
         "id": cell.id, "fingerprint": cell.fingerprint, "scenario": cell.name, "source": cell.source,
         "seed": cell.seed, "kafka_version": cell.kafka_version, "duration_s": cell.duration,
-        "status": status, "valid": verdict.get("valid"),
-        "anomaly_counts": verdict.get("anomaly_counts") or {},
-        "failing": verdict.get("failing") or [],
-        "allowed": verdict.get("allowed") or [],
-        "impossible": verdict.get("impossible") or [],
-        "first_examples": first_examples(verdict),
-        "unknown_reasons": verdict.get("unknown_reasons") or [],
+        "status": status, "valid": v.valid if verdict is not None else None,
+        "anomaly_counts": v.anomaly_counts,
+        "failing": v.failing,
+        "allowed": v.allowed,
+        "impossible": v.impossible,
+        "first_examples": first_examples(v),
+        "unknown_reasons": v.unknown_reasons,
         "problems": problems or [], "error": error,
         "run_dir": _rel(run_dir, suite_dir), "report": _rel(report, suite_dir),
         "started_at": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
         "wall_s": round(wall_s, 1), "waited_s": round(waited_s, 1),
-        "versions": verdict.get("versions") or {},  # harness.run.versions: what exactly was tested
+        "versions": v.versions or {},  # harness.run.versions: what exactly was tested
     }
 
 
-def describe_verdict(title: str, verdict: dict, *, report: str | Path | None = None,
+def describe_verdict(title: str, verdict: Verdict | dict, *, report: str | Path | None = None,
                      run_dir: str | Path | None = None, problems: Iterable[str] = (),
                      max_examples: int = 1) -> str:
     """A failure message: title and verdict, each anomaly with its count and first example(s),
-    unknown reasons, notes, and where the report is. Used by the JUnit output and the pytest plugin."""
-    label = {True: "VALID", False: "INVALID"}.get(verdict.get("valid"), "UNKNOWN")
-    lines = [f"{title}: {label}"]
-    examples = verdict.get("anomalies") or {}
-    firsts = verdict.get("first_examples") or {}
-    counts = verdict.get("anomaly_counts") or {k: len(v) for k, v in examples.items()}
-    allowed = set(verdict.get("allowed") or ())
-    failing = set(verdict["failing"]) if "failing" in verdict else set(counts) - allowed
+    unknown reasons, notes, and where the report is. Used by the JUnit output and the pytest
+    plugin. ``verdict``: a Verdict, or a runs.jsonl record (its ``first_examples`` stand in for
+    the examples it does not keep)."""
+    v = Verdict.coerce(verdict)
+    lines = [f"{title}: {v.label}"]
+    examples = v.anomalies
+    firsts = (v.model_extra or {}).get("first_examples") or {}
+    counts = v.counts
+    allowed = set(v.allowed)
+    failing = v.failing_names
     for name in sorted(counts, key=lambda n: (n not in failing, n)):
         note = "" if name in failing else (" (allowed)" if name in allowed else " (not failing)")
         lines.append(f"  {name}: {counts[name]} case(s){note}")
         texts = [_explain(ex) for ex in examples.get(name, [])[:max_examples]]
         for text in texts or ([firsts[name]] if name in firsts else []):
             lines.append(f"    e.g. {text}")
-    lines += [f"  unknown: {r}" for r in verdict.get("unknown_reasons") or []]
+    lines += [f"  unknown: {r}" for r in v.unknown_reasons]
     lines += [f"  note: {p}" for p in problems]
     if run_dir:
         lines.append(f"run folder: {run_dir}")

@@ -41,6 +41,7 @@ from typing import Any, Callable, Iterable
 import yaml
 
 from checkers.catalogue import describe_unknown
+from checkers.run import RunDir, Verdict
 from harness.run.scenario import (START_AFTER_OK, Scenario, ScenarioError, read_yaml_mapping, validate_model,
                                   with_overrides)
 from harness.detect.suite import (FINISHED, INVALID, Cell, SuiteListener, current_record, read_records)
@@ -226,7 +227,7 @@ def event_times(history: str | Path, indexes: set[int]) -> tuple[dict[int, int],
     return times, first_fault
 
 
-def time_to_detect(verdict: dict, history: str | Path, schedule: list[dict] | None = None,
+def time_to_detect(verdict: Verdict | dict, history: str | Path, schedule: list[dict] | None = None,
                    anomalies: Iterable[str] | None = None) -> float | None:
     """Seconds from the load's start until the earliest example of a failing anomaly (of
     ``anomalies`` when given) was complete: for each listed example, the completion of the
@@ -236,9 +237,10 @@ def time_to_detect(verdict: dict, history: str | Path, schedule: list[dict] | No
     is the example with all its ops done. The load starts at history time 0, or at (first
     nemesis event's time - the schedule's first step ``at``) when ``schedule``
     (schedule.json's list) has a step. None when no example names an op or the history is
-    missing."""
-    names = [n for n in verdict.get("failing") or [] if anomalies is None or n in set(anomalies)]
-    examples = [op_refs(ex) for n in names for ex in (verdict.get("anomalies") or {}).get(n) or []]
+    missing. ``verdict``: a Verdict or verdict.json's dict."""
+    verdict = Verdict.coerce(verdict)
+    names = [n for n in verdict.failing if anomalies is None or n in set(anomalies)]
+    examples = [op_refs(ex) for n in names for ex in verdict.anomalies.get(n) or []]
     examples = [refs for refs in examples if refs]
 
     def idx(r: dict) -> int | None:
@@ -272,13 +274,13 @@ def run_facts(zoo_dir: Path, rec: dict, entry: ZooEntry, cache: dict[str, dict])
                              "detected": bool(entry.must_find) and rec.get("status") == INVALID and bool(hit),
                              "time_to_detect_s": None}
     run_dir = zoo_dir / rec["run_dir"] if rec.get("run_dir") else None
-    if facts["detected"] and run_dir is not None and (run_dir / "verdict.json").is_file():
+    verdict = RunDir(run_dir).read_verdict() if facts["detected"] and run_dir is not None else None
+    if verdict is not None:
         try:
-            verdict = json.loads((run_dir / "verdict.json").read_text())
             sched_p = run_dir / "schedule.json"
             sched = json.loads(sched_p.read_text()) if sched_p.is_file() else None
             facts["time_to_detect_s"] = time_to_detect(verdict, run_dir / "history.jsonl", sched, hit)
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # no time to detect: the run still counts as detected
             pass
     cache[key] = facts
     return facts

@@ -148,8 +148,8 @@ def _judge(run_dir: Path, meta: dict) -> dict:
         verdict = checkers.check(run_dir / "history.jsonl", meta=meta, allowed=[])
     except Exception as exc:  # the driver's figures stand without a verdict
         return {"valid": "unknown", "error": f"{type(exc).__name__}: {exc}"}
-    (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=1, default=str))
-    out = {"valid": verdict.get("valid"), "anomaly_counts": verdict.get("anomaly_counts")}
+    checkers.RunDir(run_dir).write_verdict(verdict)
+    out = {"valid": verdict.valid, "anomaly_counts": verdict.anomaly_counts}
     try:
         from harness.report import render_report
 

@@ -9,6 +9,8 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from checkers.run import Verdict
+
 from .definitions import anomaly_definition
 
 MAX_EXAMPLES = 50  # examples rendered per anomaly
@@ -22,17 +24,16 @@ def anchor(name: str) -> str:
     return "anomaly-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in name)
 
 
-def anomalies(verdict: dict, known: set[int] | None = None,
+def anomalies(verdict: "Verdict | dict", known: set[int] | None = None,
               key_links: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """The found anomalies, those that fail the run first (the verdict's order within each
-    group). status: "fails" (in verdict.failing, or, for verdicts without that field, not
-    allowed), "allowed" (allowed by the scenario) or "reported" (a liveness report that does
-    not fail this run)."""
-    examples = verdict.get("anomalies") or {}
-    counts = verdict.get("anomaly_counts") or {}
-    allowed = {str(x) for x in (verdict.get("allowed") or [])}
-    failing = verdict.get("failing")
-    failing = {str(x) for x in failing} if isinstance(failing, list) else None
+    group). status: "fails" (``Verdict.failing_names``), "allowed" (allowed by the scenario)
+    or "reported" (a liveness report that does not fail this run)."""
+    verdict = Verdict.coerce(verdict)
+    examples = verdict.anomalies
+    counts = verdict.anomaly_counts
+    allowed = set(verdict.allowed)
+    failing = verdict.failing_names
     names = list(dict.fromkeys([*examples.keys(), *counts.keys()]))
     out = []
     for name in names:
@@ -43,10 +44,7 @@ def anomalies(verdict: dict, known: set[int] | None = None,
         if not exs and not count:
             continue
         name = str(name)
-        if failing is not None:
-            status = "fails" if name in failing else ("allowed" if name in allowed else "reported")
-        else:
-            status = "allowed" if name in allowed else "fails"
+        status = "fails" if name in failing else ("allowed" if name in allowed else "reported")
         out.append({
             "name": name,
             "anchor": anchor(name),

@@ -12,6 +12,8 @@ import numpy as np
 import yaml
 from markupsafe import Markup
 
+from checkers.run import RunDir, Verdict
+
 from . import analysis as an
 from .charts import bin_label_of, timeline_svg
 from . import examples as ex
@@ -58,13 +60,12 @@ def render_report(run_dir: Path, history: "History | None" = None) -> Path:
     return out
 
 
-def check_and_render(run_dir: Path, max_examples: int = 10) -> tuple[dict, Path]:
+def check_and_render(run_dir: Path, max_examples: int = 10) -> tuple[Verdict, Path]:
     """Re-check a run folder and re-render its report: ``eos-chaos report RUN_DIR``. Works on
     any run folder, also one whose controller was killed (a history prefix, no verdict.json,
     maybe no meta.json). The history is read once (checkers.history) for both. Writes
     verdict.json (with meta.json's ``versions``) and report.html; returns (verdict, report).
     Raises FileNotFoundError when run_dir has no history.jsonl."""
-    from checkers.run import RunDir
     from checkers.verdict import check_run
 
     d = RunDir(run_dir)
@@ -72,11 +73,8 @@ def check_and_render(run_dir: Path, max_examples: int = 10) -> tuple[dict, Path]
         raise FileNotFoundError(f"{run_dir} has no {d.HISTORY}: not a run folder")
     h, _ = ops.read(d.history)
     verdict = check_run(d.path, max_examples=max_examples, history=h)
-    run_dir = d.path
-    tmp = run_dir / "verdict.json.tmp"
-    tmp.write_text(json.dumps(verdict, indent=1, default=str))
-    tmp.replace(run_dir / "verdict.json")
-    return verdict, render_report(run_dir, h)
+    d.write_verdict(verdict)
+    return verdict, render_report(d.path, h)
 
 
 def _render_dir(run_dir: Path, history: "History | None" = None) -> str:
@@ -92,14 +90,13 @@ def _render_dir(run_dir: Path, history: "History | None" = None) -> str:
         meta, w = read_json(run_dir / "meta.json")
         warnings += w
     if verdict is None:
-        verdict = {"valid": "unknown",
-                   "unknown_reasons": ["verdict.json is missing or unreadable: no checker verdict "
-                                       f"(`eos-chaos report {run_dir}` re-checks the history)."]}
-    return render_report_html(h, verdict, scenario or {}, meta, warnings=warnings,
+        verdict = Verdict(unknown_reasons=["verdict.json is missing or unreadable: no checker verdict "
+                                           f"(`eos-chaos report {run_dir}` re-checks the history)."])
+    return render_report_html(h, Verdict.coerce(verdict), scenario or {}, meta, warnings=warnings,
                               run_dir=run_dir)
 
 
-def render_report_html(history: "History | Path | list[dict]", verdict: dict, scenario: dict,
+def render_report_html(history: "History | Path | list[dict]", verdict: "Verdict | dict", scenario: dict,
                        meta: dict | None, *, warnings: list[str] | None = None,
                        run_dir: Path | None = None) -> str:
     """The report as one self-contained HTML document.
@@ -135,10 +132,10 @@ def _broker_events(meta: dict) -> list[dict]:
             for name, ev in sorted(evs.items(), key=lambda kv: str(kv[0])) if isinstance(ev, dict)]
 
 
-def _context(h: "History", verdict: dict, scenario: dict, meta: dict | None,
+def _context(h: "History", verdict: "Verdict | dict | None", scenario: dict, meta: dict | None,
              warnings: list[str] | None, run_dir: Path | None) -> dict[str, Any]:
     meta = meta or {}
-    verdict = verdict or {}
+    verdict = Verdict.coerce(verdict or {})
     scenario = scenario or {}
     cols = ops.op_columns(h)
     run_end = ops.run_end(h)
@@ -147,7 +144,7 @@ def _context(h: "History", verdict: dict, scenario: dict, meta: dict | None,
     svg, legend = timeline_svg(series, windows, run_end)
     labels = ops.process_labels(h)
 
-    state, banner = _state(verdict.get("valid", "unknown"))
+    state, banner = _state(verdict.valid)
     index, op_of, what = ops.event_order(h)
     known = set(h.ops["invoke_index"].to_list()) | set(h.ops["complete_index"].drop_nulls().to_list()) \
         | {int(i) for i, w_ in zip(index, what) if w_ == 2}
@@ -176,7 +173,7 @@ def _context(h: "History", verdict: dict, scenario: dict, meta: dict | None,
     found = [a for a in anomalies if a["status"] == "fails"]
     others = [a for a in anomalies if a["status"] != "fails"]
     live_svg, live_notes = liveness_svg(lags, unseen, rec, stalls, windows, run_end)
-    lag_stats = (verdict.get("stats") or {}).get("realtime_lag_ms")
+    lag_stats = verdict.stats.get("realtime_lag_ms")
     own_lag = None
     if lags.lag_ns.size:
         q = np.percentile(lags.lag_ns / 1e6, (50, 90, 99))
@@ -188,11 +185,11 @@ def _context(h: "History", verdict: dict, scenario: dict, meta: dict | None,
         "state": state,
         "banner": banner,
         "verdict": verdict,
-        "unknown_reasons": [str(r) for r in (verdict.get("unknown_reasons") or [])],
+        "unknown_reasons": list(verdict.unknown_reasons),
         "found": found,
         "open_examples": OPEN_EXAMPLES,
         "allowed_found": others,
-        "allowed_names": [str(x) for x in (verdict.get("allowed") or [])],
+        "allowed_names": list(verdict.allowed),
         "scenario_rows": _scenario_rows(scenario, {"run_dir": str(run_dir) if run_dir else None,
                                                    **meta}),
         "versions": _versions(scenario, meta, verdict),
@@ -201,7 +198,7 @@ def _context(h: "History", verdict: dict, scenario: dict, meta: dict | None,
                                         allow_unicode=True) if scenario else "",
         "meta_rows": _flatten({k: v for k, v in meta.items() if k != "broker_events"}),
         "broker_events": _broker_events(meta),
-        "stats_rows": _flatten(verdict.get("stats") or {}),
+        "stats_rows": _flatten(verdict.stats),
         "counts": ops.op_counts(h),
         "latencies": [
             {**r, "p50": an.fmt_duration(r["p50"]), "p99": an.fmt_duration(r["p99"]),
@@ -219,7 +216,7 @@ def _context(h: "History", verdict: dict, scenario: dict, meta: dict | None,
         "lag_hist": lag_histogram_svg(lags, lag_stats),
         "lag_rows": _lag_rows(lag_stats, own_lag),
         "unseen": {"never": unseen.never, "total": unseen.total,
-                   "verdict": (verdict.get("anomaly_counts") or {}).get("unseen")},
+                   "verdict": verdict.anomaly_counts.get("unseen")},
         "lag_legend": [(rec.process_label(int(p)), process_color(int(p)))
                        for p in np.unique(lags.process)][:24],
         "stalls": [{"label": st.label, "key": st.key,
@@ -347,11 +344,11 @@ def _summary(v: Any) -> Any:
     return str(name or settings or _compact(v, 300))
 
 
-def _versions(scenario: dict, meta: dict, verdict: dict | None = None) -> list[tuple[str, str]]:
+def _versions(scenario: dict, meta: dict, verdict: Verdict | None = None) -> list[tuple[str, str]]:
     """What exactly was tested: meta.json's / verdict.json's ``versions`` (harness.run.versions),
     in their order, then the scenario's Kafka version and other ``*_version`` keys."""
     found: dict[str, str] = {}
-    for src in (meta.get("versions"), (verdict or {}).get("versions")):
+    for src in (meta.get("versions"), verdict.versions if verdict is not None else None):
         if isinstance(src, dict):
             for k, v in src.items():
                 found.setdefault(str(k), v if isinstance(v, str) else _compact(v))

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from checkers.run import RunDir, RunMeta
+from checkers.run import RunDir, RunMeta, Verdict
 from checkers.verdict import check_run
 from harness.cluster.broker_events import scan_broker_logs
 from harness.cluster.backends import make_backend
@@ -67,10 +67,17 @@ class Progress:
 
 @dataclass
 class RunResult:
+    """What ``run_scenario`` returns: the run folder, its verdict (verdict.json), the report's
+    path (None when it could not be rendered) and what the run could not do or undo."""
+
     run_dir: Path
-    verdict: dict
+    verdict: Verdict
     report: Path | None
     problems: list[str]
+
+    def __post_init__(self) -> None:
+        # a runner passed to the suite, zoo or explore may hand back verdict.json's dict
+        self.verdict = Verdict.coerce(self.verdict)
 
 
 def _run_id(seed: int) -> str:
@@ -123,7 +130,7 @@ def run_scenario(scn: Scenario, results_root: Path, *, source: str | None = None
     progress.phase = "check"
     # the run folder as any later reader sees it: meta.json, scenario.yaml's expected (checkers.run)
     verdict = check_run(run_dir)
-    (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=1, default=str))
+    RunDir(run_dir).write_verdict(verdict)
     problems += settle_node_data(run_dir, verdict, meta, keep_data)
     progress.phase = "report"
     report = None
@@ -143,20 +150,21 @@ def discard_node_data(run_dir: Path) -> None:
         shutil.rmtree(d, ignore_errors=True)
 
 
-def settle_node_data(run_dir: Path, verdict: dict, meta: dict, keep_data: bool) -> list[str]:
+def settle_node_data(run_dir: Path, verdict: Verdict | dict, meta: dict, keep_data: bool) -> list[str]:
     """Keep the brokers' log dirs when the verdict is not valid, when the brokers logged an
     event that threatens exactly-once (``meta["broker_events"]``, harness.cluster.broker_events) or
     when asked; else delete them (a run keeps configs and logs, not megabytes of segments).
     Returns the line for the run's problems that says what was kept and how to read it."""
+    verdict = Verdict.coerce(verdict)
     risky = sorted(meta.get("broker_events") or {})
-    if verdict["valid"] is True and not keep_data and not risky:
+    if verdict.valid is True and not keep_data and not risky:
         discard_node_data(run_dir)
         return []
     kept = sorted(run_dir.glob("nodes/n*/data"))
     if not kept:
         return []
     mib = sum(f.stat().st_size for d in kept for f in d.rglob("*") if f.is_file()) / 2**20
-    why = ("run not valid" if verdict["valid"] is not True else
+    why = ("run not valid" if verdict.valid is not True else
            "asked to keep them" if keep_data else f"the brokers logged {', '.join(risky)}")
     return [f"{why}: the brokers' log dirs are kept for inspection ({mib:.0f} MiB in "
             f"{run_dir / 'nodes'}/n*/data; `eos-chaos dump-log {run_dir} TOPIC/PARTITION` shows a "

@@ -23,6 +23,7 @@ import sys
 import threading
 from pathlib import Path
 
+from checkers.run import DEFAULT_ISOLATION_LEVEL
 from harness.workers.spark_driver import java_wrapper, source_options, spark_conf
 
 
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--input", required=True, help="comma-separated topics")
     ap.add_argument("--output", required=True)
     ap.add_argument("--checkpoint", required=True)
-    ap.add_argument("--isolation-level", default="read_committed")
+    ap.add_argument("--isolation-level", default=DEFAULT_ISOLATION_LEVEL)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--base-dir", default=None)
     ap.add_argument("--jars", default="", help="comma-separated local jar paths (Spark's Kafka connector)")

@@ -21,6 +21,8 @@ import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+from checkers.run import DEFAULT_ISOLATION_LEVEL
+
 from harness.workers.app_match import compile_match
 from harness.workers.base import Worker
 
@@ -39,7 +41,7 @@ class ConsumerWorker(Worker):
             "group.id": self.cfg.get("group_id", "eosc-readers"),
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
-            "isolation.level": self.cfg.get("isolation_level", "read_committed"),
+            "isolation.level": self.cfg.get("isolation_level", DEFAULT_ISOLATION_LEVEL),
             "enable.partition.eof": False,
             "fetch.wait.max.ms": 100,
             "socket.timeout.ms": 10000,
@@ -47,7 +49,7 @@ class ConsumerWorker(Worker):
         }))
 
     def meta(self) -> dict | None:
-        meta = {"isolation_level": self.cfg.get("isolation_level", "read_committed")}
+        meta = {"isolation_level": self.cfg.get("isolation_level", DEFAULT_ISOLATION_LEVEL)}
         if self.final:
             meta["final"] = True
         return meta

@@ -61,6 +61,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from checkers.run import DEFAULT_ISOLATION_LEVEL
 from harness.workers.base import Worker
 
 #: Spark settings every driver gets (the config's ``conf`` overrides them):
@@ -90,7 +91,7 @@ def source_options(cfg: dict[str, Any]) -> dict[str, str]:
         "subscribe": ",".join(cfg["topics"]),
         "startingOffsets": "earliest",
         "failOnDataLoss": "true",
-        "kafka.isolation.level": cfg.get("isolation_level", "read_committed"),
+        "kafka.isolation.level": cfg.get("isolation_level", DEFAULT_ISOLATION_LEVEL),
     }
     if cfg.get("max_offsets_per_trigger"):
         opts["maxOffsetsPerTrigger"] = str(int(cfg["max_offsets_per_trigger"]))

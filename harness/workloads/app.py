@@ -32,6 +32,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from checkers.run import DEFAULT_ISOLATION_LEVEL, IsolationLevel
+
 from harness.cluster.docker.nodes import labels as docker_labels
 from harness.workers.app_match import check_spec
 from harness.workloads.base import Setting, Strict, TopicSpec, WorkerSpec
@@ -85,7 +87,7 @@ class AppPySpark(Strict):
     #: the user's transformation, "module:function" (DataFrame -> DataFrame of key, value)
     job: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
     sink: Literal["kafka"] = "kafka"
-    isolation_level: Literal["read_committed", "read_uncommitted"] = "read_committed"
+    isolation_level: IsolationLevel = DEFAULT_ISOLATION_LEVEL
     master: str = "local[2]"
 
 

@@ -27,6 +27,8 @@ from typing import Literal
 
 from pydantic import Field
 
+from checkers.run import DEFAULT_ISOLATION_LEVEL
+
 from harness.workloads.base import ClientSpec, Setting, Strict, TopicSpec, WorkerSpec
 from harness.workers.processor import OUTPUT_FACTOR
 from harness.workloads.txn_queue import VALUE_STRIDE, TxnQueue
@@ -59,7 +61,7 @@ class EosPipelineSpec(ClientSpec):
     #: member (KIP-447 generation fencing) or group-only (negative control, generation -1)
     group_metadata: Literal["member", "group-only"] = "member"
     #: the readers' and drain's isolation level (the pipeline itself is always read_committed)
-    isolation_level: Literal["read_committed"] = "read_committed"
+    isolation_level: Literal["read_committed"] = DEFAULT_ISOLATION_LEVEL  # the pipeline reads committed only
     producer: dict[str, Setting] = Field(default_factory=dict, description="extra librdkafka settings of every producer")
     consumer: dict[str, Setting] = Field(default_factory=dict, description="extra librdkafka settings of every consumer")
 

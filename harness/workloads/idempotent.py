@@ -18,6 +18,8 @@ from typing import Literal
 
 from pydantic import Field
 
+from checkers.run import DEFAULT_ISOLATION_LEVEL, IsolationLevel
+
 from harness.workloads.base import ClientSpec, Setting, Strict, WorkerSpec
 from harness.workloads.txn_queue import VALUE_STRIDE, TxnQueue
 
@@ -32,7 +34,7 @@ class IdempotentSpec(ClientSpec):
     #: false is the negative control: librdkafka then retries without producer id/sequences
     idempotence: bool = True
     #: consumers and the drain; non-transactional records are visible either way
-    isolation_level: Literal["read_committed", "read_uncommitted"] = "read_committed"
+    isolation_level: IsolationLevel = DEFAULT_ISOLATION_LEVEL
     producer: dict[str, Setting] = Field(default_factory=dict, description="extra librdkafka producer settings")
     consumer: dict[str, Setting] = Field(default_factory=dict, description="extra librdkafka consumer settings")
 

@@ -42,6 +42,8 @@ from typing import Literal
 
 from pydantic import Field
 
+from checkers.run import DEFAULT_ISOLATION_LEVEL, IsolationLevel
+
 from harness.workloads.base import MAX_INT64, MAX_TIME_S, Setting, Strict, TopicSpec, WorkerSpec
 from harness.workloads.txn_queue import TxnQueue, TxnQueueSpec
 
@@ -63,7 +65,7 @@ class SparkSpec(Strict):
     consumers: int = Field(0, ge=0, le=16)
     # the Spark query
     #: the Kafka source's kafka.isolation.level; read_uncommitted is the negative control
-    isolation_level: Literal["read_committed", "read_uncommitted"] = "read_committed"
+    isolation_level: IsolationLevel = DEFAULT_ISOLATION_LEVEL
     sink: Literal["parquet", "kafka"] = "parquet"
     #: Spark master URL: local[N] here; spark://host:7077, yarn, k8s://... for a real cluster
     #: (its executors must reach the brokers, and work_dir must be on storage they share)

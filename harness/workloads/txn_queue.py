@@ -19,6 +19,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from checkers.run import DEFAULT_ISOLATION_LEVEL, IsolationLevel
+
 from harness.workloads.base import MAX_TIME_S, ClientSpec, Setting, Strict, TopicSpec, WorkerSpec
 
 #: values of one worker spawn are value_base, value_base + 1, ...: unique per run
@@ -34,7 +36,7 @@ class TxnQueueSpec(ClientSpec):
     max_sends_per_txn: int = Field(4, ge=1, le=10_000)
     abort_probability: float = Field(0.1, ge=0.0, le=1.0)
     #: read_committed is what the workload tests; read_uncommitted is the negative control.
-    isolation_level: Literal["read_committed", "read_uncommitted"] = "read_committed"
+    isolation_level: IsolationLevel = DEFAULT_ISOLATION_LEVEL
     producer: dict[str, Setting] = Field(default_factory=dict, description="extra librdkafka producer settings")
     #: seconds to wait for delivery reports before aborting; None waits for every record's
     #: outcome (message.timeout.ms + 2 s). Shorter values abort with records in flight (F1).

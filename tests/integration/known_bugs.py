@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 import pytest
+from checkers.run import Verdict
 
 #: what a hanging transaction does to a read_committed history (docs/anomalies.md): writes of
 #: committed transactions never seen (unseen, torn-transaction, lost-write), readers stopped
@@ -24,20 +25,21 @@ HANGING_TXN_KINDS = frozenset({"torn-transaction", "unseen", "lost-write", "stal
                                "int-poll-skip"})
 
 
-def kafka_20734_hit(verdict: dict, meta: dict) -> str | None:
+def kafka_20734_hit(verdict: Verdict | dict, meta: dict) -> str | None:
     """The reason to give when ``verdict`` (verdict.json) is INVALID only with
     HANGING_TXN_KINDS and ``meta`` (meta.json) has the brokers' ``skipped-txn-markers``
     event (harness.cluster.broker_events); None otherwise."""
     ev = (meta.get("broker_events") or {}).get("skipped-txn-markers")
-    failing = set(verdict.get("failing") or [])
-    if verdict.get("valid") is not False or not ev or not failing or not failing <= HANGING_TXN_KINDS:
+    verdict = Verdict.coerce(verdict)
+    failing = set(verdict.failing)
+    if verdict.valid is not False or not ev or not failing or not failing <= HANGING_TXN_KINDS:
         return None
     return (f"KAFKA-20734 (docs/findings/F2.md): the coordinator skipped the markers of "
             f"{', '.join(ev.get('transactional_ids') or [])} on leaderless {', '.join(ev.get('partitions') or [])}; "
             f"verdict INVALID with {', '.join(sorted(failing))}")
 
 
-def xfail_if_kafka_20734(run_dir: str | Path, verdict: dict | None = None) -> None:
+def xfail_if_kafka_20734(run_dir: str | Path, verdict: Verdict | None = None) -> None:
     """Call before asserting that the run in ``run_dir`` is VALID: pytest.xfail when
     ``kafka_20734_hit`` says the run met KAFKA-20734, else nothing (the test's own assertions
     then judge the run). ``verdict`` defaults to the run's verdict.json."""

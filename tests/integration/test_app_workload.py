@@ -37,8 +37,8 @@ def app_run(results_root):
 def test_example_service_is_exactly_once_under_faults(app_run):
     v = app_run.verdict
     xfail_if_kafka_20734(app_run.run_dir, v)
-    assert v["valid"] is True, _explain(v) + json.dumps(v["unknown_reasons"])
-    stats = v["stats"]["app"]
+    assert v.valid is True, _explain(v) + json.dumps(v.unknown_reasons)
+    stats = v.stats["app"]
     assert sum(stats["inputs"].values()) >= 50, stats
     assert sum(stats["outputs"].values()) == sum(stats["inputs"].values()), stats
     meta = json.loads((app_run.run_dir / "meta.json").read_text())
@@ -98,7 +98,7 @@ def test_a_match_that_names_nothing_is_unknown_with_samples_not_loss(results_roo
     res = run_scenario(_bad_app("match", 5, {}, {"match": {"json": "id"}, "quiet_s": 5.0, "catch_up_s": 30.0}),
                        results_root)
     v = res.verdict
-    assert v["valid"] == "unknown", v["anomaly_counts"]
-    why = " ".join(v["unknown_reasons"])
+    assert v.valid == "unknown", v.anomaly_counts
+    why = " ".join(v.unknown_reasons)
     assert "named no input in any of the" in why and "samples:" in why and "value=b'" in why, why
-    assert "eos-loss" not in v["anomaly_counts"]
+    assert "eos-loss" not in v.anomaly_counts

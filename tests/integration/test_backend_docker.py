@@ -71,7 +71,7 @@ def docker_run(results_root):
 def test_docker_run_is_valid_under_kills_pauses_and_a_partition(docker_run):
     res = docker_run
     xfail_if_kafka_20734(res.run_dir, res.verdict)
-    assert res.verdict["valid"] is True, explain(res.verdict)
+    assert res.verdict.valid is True, explain(res.verdict)
     meta = json.loads((res.run_dir / "meta.json").read_text())
     assert meta["backend"] == "docker" and meta["image"].startswith("kafka-eos-chaos/kafka:")
     assert all(a.startswith("198.19.") for a in meta["nodes"].values()), meta["nodes"]
@@ -100,8 +100,8 @@ def test_read_uncommitted_is_caught_on_docker(results_root):
     """The netns negative control (test_smoke_run) on containers: G1a."""
     scn = with_backend(_scenario(isolation_level="read_uncommitted"), "docker")
     res = run_scenario(scn.model_copy(update={"duration": 40.0}), results_root, source=str(SMOKE))
-    assert res.verdict["valid"] is False
-    assert res.verdict["anomalies"].get("G1a"), sorted(res.verdict["anomalies"])
+    assert res.verdict.valid is False
+    assert res.verdict.anomalies.get("G1a"), sorted(res.verdict.anomalies)
     # not valid: the log dirs, copied out of the volumes, are kept as on netns (eos-chaos dump-log)
     assert len(list(res.run_dir.glob("nodes/n*/data/t0-0"))) == 3
 

@@ -155,7 +155,7 @@ def _groups(bootstrap: str) -> dict[str, dict]:
 def test_external_smoke_is_valid_with_kills_through_templates(external_run):
     res, _, _ = external_run
     xfail_if_kafka_20734(res.run_dir, res.verdict)
-    assert res.verdict["valid"] is True, json.dumps(res.verdict.get("anomalies"), indent=1)[:3000]
+    assert res.verdict.valid is True, json.dumps(res.verdict.anomalies, indent=1)[:3000]
     meta = json.loads((res.run_dir / "meta.json").read_text())
     assert meta["backend"] == "external" and meta["teardown_problems"] == []
     assert meta["nodes"] == {"1": "198.18.0.11", "2": "198.18.0.12", "3": "198.18.0.13"}
@@ -192,7 +192,7 @@ def test_external_run_leaves_the_cluster_as_it_found_it(external_run):
 def test_external_pipeline_over_sasl_with_the_run_prefix_is_valid(external_run):
     _, after, res2 = external_run
     xfail_if_kafka_20734(res2.run_dir, res2.verdict)
-    assert res2.verdict["valid"] is True, json.dumps(res2.verdict.get("anomalies"), indent=1)[:3000]
+    assert res2.verdict.valid is True, json.dumps(res2.verdict.anomalies, indent=1)[:3000]
     meta = json.loads((res2.run_dir / "meta.json").read_text())
     assert meta["final_reads_complete"] is True and meta["client_security"] == sorted(SASL_CLIENT)
     assert after["sasl_without_credentials"] != "metadata"  # the listener really wants SASL

@@ -35,7 +35,7 @@ def busy_run(results_root):
 def test_busy_run_is_valid_with_many_producers_per_process(busy_run):
     v = busy_run.verdict
     xfail_if_kafka_20734(busy_run.run_dir, busy_run.verdict)
-    assert v["valid"] is True, explain(v)
+    assert v.valid is True, explain(v)
     events = [json.loads(x) for x in (busy_run.run_dir / "history.jsonl").read_text().splitlines()]
     txn = [e for e in events if e.get("f") == "txn"]
     ok_by_worker: dict[str, set] = {}

@@ -45,7 +45,7 @@ def java_run(results_root):
 def test_java_pipeline_is_valid_and_speaks_protocol_v2(java_run):
     run, events, meta = java_run
     xfail_if_kafka_20734(run.run_dir, run.verdict)
-    assert run.verdict["valid"] is True, _explain(run.verdict)
+    assert run.verdict.valid is True, _explain(run.verdict)
     assert meta["client"]["name"] == "java"
     assert meta["transaction_version"] == {"broker": 2, "client": [2]}, meta["transaction_version"]
     inits = [e for e in events if e.get("f") == "init" and e["type"] == "ok"]

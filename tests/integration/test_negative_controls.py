@@ -38,11 +38,11 @@ def test_idempotence_off_duplicates_under_link_faults(results_root):
     assert Counter(s.f for s in fault_steps(scn))["toxic"] >= 3
     res = run_scenario(scn, results_root, source="negative control: idempotence off")
     v = res.verdict
-    assert v["valid"] is False, _explain(v)
-    dup = v["anomalies"].get("duplicate")
+    assert v.valid is False, _explain(v)
+    dup = v.anomalies.get("duplicate")
     assert dup, _explain(v)
     assert len(dup[0]["offsets"]) >= 2 and "appears at" in dup[0]["explanation"]
-    assert "duplicate" in v["failing"]
+    assert "duplicate" in v.failing
 
 
 def test_offsets_committed_by_the_consumer_duplicate_under_processor_kills(results_root):
@@ -54,8 +54,8 @@ def test_offsets_committed_by_the_consumer_duplicate_under_processor_kills(resul
     assert Counter(s.f for s in fault_steps(scn))["kill-client"] >= 5
     res = run_scenario(scn, results_root, source="negative control: offsets outside the transaction")
     v = res.verdict
-    assert v["valid"] is False, _explain(v)
-    dup = v["anomalies"].get("eos-duplicate")
+    assert v.valid is False, _explain(v)
+    dup = v.anomalies.get("eos-duplicate")
     assert dup, _explain(v)
     assert len(dup[0]["outputs"]["writers"]) >= 2 or len(dup[0]["outputs"]["offsets"]) >= 2
 
@@ -75,8 +75,8 @@ def test_fresh_transactional_id_zombie_duplicates(results_root):
     assert sorted(zombies) == ["processor-0", "processor-1", "processor-2"], zombies
     res = run_scenario(scn, results_root, source="negative control: fresh transactional.id")
     v = res.verdict
-    assert v["valid"] is False, _explain(v)
-    assert v["anomalies"].get("eos-duplicate") or v["anomalies"].get("zombie-write"), _explain(v)
+    assert v.valid is False, _explain(v)
+    assert v.anomalies.get("eos-duplicate") or v.anomalies.get("zombie-write"), _explain(v)
     events = [json.loads(x) for x in (res.run_dir / "history.jsonl").read_text().splitlines()]
     tids = {e["meta"]["transactional_id"] for e in events
             if e.get("f") == "init" and e.get("meta", {}).get("transactional_id")}

@@ -101,7 +101,7 @@ def test_faults_were_applied_and_undone(run):
 def test_run_is_valid_and_clients_went_through_the_proxies(run):
     res, _ = run
     xfail_if_kafka_20734(res.run_dir, res.verdict)
-    assert res.verdict["valid"] is True, json.dumps(res.verdict.get("anomalies"), indent=1)[:3000]
+    assert res.verdict.valid is True, json.dumps(res.verdict.anomalies, indent=1)[:3000]
     meta = json.loads((res.run_dir / "meta.json").read_text())
     assert meta["teardown_problems"] == [], meta["teardown_problems"]
     assert meta["final_reads_complete"] is True, meta.get("drain")

@@ -40,7 +40,7 @@ def test_a_leader_and_a_coordinator_lose_their_unsynced_writes_and_nothing_commi
     meta = json.loads((res.run_dir / "meta.json").read_text())
     assert meta["teardown_problems"] == [], meta["teardown_problems"]
     assert meta["final_reads_complete"] is True, meta.get("drain")
-    assert res.verdict["valid"] is True, json.dumps(res.verdict.get("anomalies"), indent=1)[:3000]
+    assert res.verdict.valid is True, json.dumps(res.verdict.anomalies, indent=1)[:3000]
     # commits before the faults, and after the last broker came back (48 in all on this loaded
     # machine once; the point is that the cluster served again, not how fast)
     back = max(e["time"] for e in events if e["process"] == "nemesis" and e["f"] == "power-on")

@@ -49,8 +49,8 @@ def report(tmp_path_factory) -> Path:
     meta = json.loads((run / "meta.json").read_text())
     allowed = (yaml.safe_load((run / "scenario.yaml").read_text()) or {}).get("expected", [])
     verdict = checkers.check(run / "history.jsonl", meta=meta, allowed=allowed)
-    assert verdict["valid"] is False and "G1a" in verdict["failing"]
-    (run / "verdict.json").write_text(json.dumps(verdict, indent=1, default=str))
+    assert verdict.valid is False and "G1a" in verdict.failing
+    (run / "verdict.json").write_text(verdict.to_json())
     # the run folder's files the report links to (broker log, config)
     (run / "logs").mkdir()
     (run / "logs" / "n1.log").write_text("[2026-11-21 10:00:00,000] INFO started (kafka.server.KafkaRaftServer)\n")

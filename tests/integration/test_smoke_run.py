@@ -41,7 +41,7 @@ def smoke_run(results_root):
 def test_smoke_run_is_valid_under_kills_and_pauses(smoke_run):
     res = smoke_run
     xfail_if_kafka_20734(res.run_dir, res.verdict)
-    assert res.verdict["valid"] is True, json.dumps(res.verdict.get("anomalies"), indent=1)[:3000]
+    assert res.verdict.valid is True, json.dumps(res.verdict.anomalies, indent=1)[:3000]
     events = _events(res.run_dir)
     outcomes = Counter((e["f"], e["type"]) for e in events)
     assert outcomes[("txn", "ok")] >= 300, outcomes
@@ -68,9 +68,9 @@ def test_smoke_run_leaves_artifacts_and_report(smoke_run):
 def test_read_uncommitted_consumers_are_caught_reading_aborted_writes(results_root):
     """Negative control: the same run with read_uncommitted consumers must show G1a."""
     res = run_scenario(_scenario(isolation_level="read_uncommitted"), results_root, source=str(SMOKE))
-    assert res.verdict["valid"] is False
-    g1a = res.verdict["anomalies"].get("G1a")
-    assert g1a, sorted(res.verdict["anomalies"])
+    assert res.verdict.valid is False
+    g1a = res.verdict.anomalies.get("G1a")
+    assert g1a, sorted(res.verdict.anomalies)
     ex = g1a[0]
     assert "explanation" in ex and "abort" in ex["explanation"]
     # the run is not valid, so it kept the brokers' log dirs: the aborted value read by the

@@ -82,8 +82,8 @@ def test_driver_kill_leaves_every_committed_record_in_the_sink_exactly_once(kill
     assert all(p["time"] > kill_time for p in polls if p["meta"]["instance"] == 2)
     assert sum(len(v) for p in polls for v in p["value"][0][1].values()) == len(in_sink)
 
-    assert res.verdict["valid"] is True, json.dumps(res.verdict.get("anomalies"), indent=1)[:3000]
-    assert not {"sink-duplicate", "sink-loss", "G1a", "duplicate", "lost-write", "unseen"} & set(res.verdict["anomaly_counts"])
+    assert res.verdict.valid is True, json.dumps(res.verdict.anomalies, indent=1)[:3000]
+    assert not {"sink-duplicate", "sink-loss", "G1a", "duplicate", "lost-write", "unseen"} & set(res.verdict.anomaly_counts)
     assert (res.run_dir / "spark" / "summary.json").is_file()
     assert (res.run_dir / "spark" / "work" / "sink" / "_spark_metadata" / "0").is_file()
 
@@ -92,9 +92,9 @@ def test_read_uncommitted_spark_is_caught_reading_aborted_records(results_root):
     """Negative control: the same query with kafka.isolation.level=read_uncommitted must show G1a,
     on the Spark driver's own batch ops."""
     res = run_scenario(_scenario(35.0, [], isolation_level="read_uncommitted"), results_root, source=str(SPARK))
-    assert res.verdict["valid"] is False
-    g1a = res.verdict["anomalies"].get("G1a")
-    assert g1a, sorted(res.verdict["anomaly_counts"])
+    assert res.verdict.valid is False
+    g1a = res.verdict.anomalies.get("G1a")
+    assert g1a, sorted(res.verdict.anomaly_counts)
     meta = json.loads((res.run_dir / "meta.json").read_text())
     spark_procs = set(meta["spark"]["processes"])
     assert spark_procs and all(ex["reader"]["process"] in spark_procs for ex in g1a), g1a[:2]

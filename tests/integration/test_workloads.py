@@ -38,9 +38,9 @@ def idempotent_run(results_root):
 def test_idempotent_producers_neither_duplicate_nor_reorder(idempotent_run):
     v = idempotent_run.verdict
     xfail_if_kafka_20734(idempotent_run.run_dir, v)
-    assert v["valid"] is True, _explain(v)
+    assert v.valid is True, _explain(v)
     for name in ("duplicate", "int-nonmonotonic-send", "nonmonotonic-send", "lost-write", "unseen"):
-        assert name not in v["anomaly_counts"], name
+        assert name not in v.anomaly_counts, name
     events = _events(idempotent_run.run_dir)
     sends = Counter(e["type"] for e in events if e.get("f") == "send" and e["type"] != "invoke")
     assert sends["ok"] >= 300, sends
@@ -71,9 +71,9 @@ def zombie_run(results_root):
 def test_zombies_are_fenced_and_the_pipeline_stays_exactly_once(zombie_run):
     v = zombie_run.verdict
     xfail_if_kafka_20734(zombie_run.run_dir, v)
-    assert v["valid"] is True, _explain(v)
+    assert v.valid is True, _explain(v)
     for name in ("zombie-write", "eos-duplicate", "eos-loss", "offsets-ahead", "offsets-behind"):
-        assert name not in v["anomaly_counts"], name
+        assert name not in v.anomaly_counts, name
     events = _events(zombie_run.run_dir)
     assert any(e.get("f") == "committed-offsets" and e["type"] == "ok" for e in events)
     outputs = sum(1 for e in events if e.get("f") == "txn" and e["type"] == "ok"

@@ -7,6 +7,7 @@ import pytest
 
 from harness.run.scenario import FaultSpec, Scenario, load_scenario
 from nemesis.schedule import fault_schedule
+from checkers.run import Verdict
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
@@ -51,6 +52,6 @@ def variant(name: str, seed: int, duration: float, *, suffix: str = "", workload
     })
 
 
-def explain(verdict: dict) -> str:
+def explain(verdict: Verdict) -> str:
     """The first example of each anomaly, for an assertion message."""
-    return json.dumps({k: v[:1] for k, v in verdict.get("anomalies", {}).items()}, indent=1)[:3000]
+    return json.dumps({k: v[:1] for k, v in verdict.anomalies.items()}, indent=1, default=str)[:3000]

@@ -163,3 +163,23 @@ def test_nothing_points_at_the_design_notes_outside_the_repository():
     hits = [str(p.relative_to(ROOT)) for p in files if needle.encode() in p.read_bytes()]
     assert not hits, f"{needle} is not part of this repository (docs/history.md, docs/anomalies.md, " \
                      f"docs/architecture.md are): {hits}"
+
+
+def test_one_default_isolation_level():
+    # a worker config or a workload model that restates the default drifts from it; a missing
+    # key must read checkers.run.DEFAULT_ISOLATION_LEVEL, written once
+    import re
+
+    from checkers.run import DEFAULT_ISOLATION_LEVEL
+    from harness.workloads.app import AppPySpark
+    from harness.workloads.idempotent import IdempotentSpec
+    from harness.workloads.spark import SparkSpec
+    from harness.workloads.txn_queue import TxnQueueSpec
+
+    for model in (AppPySpark, IdempotentSpec, SparkSpec, TxnQueueSpec):
+        assert model.model_fields["isolation_level"].default == DEFAULT_ISOLATION_LEVEL, model
+    restated = re.compile(r"""isolation_level["']?\s*,\s*["']read_(un)?committed["']\)|"""
+                          r"""isolation_level:[^=\n]*=\s*["']read_|--isolation-level["'], default=["']""")
+    hits = [f"{p.relative_to(ROOT)}:{i}" for p in FILES.values()
+            for i, line in enumerate(p.read_text().splitlines(), 1) if restated.search(line)]
+    assert not hits, f"isolation_level's default restated (use checkers.run.DEFAULT_ISOLATION_LEVEL): {hits}"

@@ -40,7 +40,7 @@ def _judged(d: Path):
     report written, no finder crashed."""
     v = check_run(d)
     v2, report = check_and_render(d)
-    assert json.dumps(v2, sort_keys=True, default=str) == json.dumps(v, sort_keys=True, default=str)
+    assert v2.to_json() == v.to_json()
     assert report.is_file() and "<html" in report.read_text()[:500].lower()
     reasons = _get(v, "unknown_reasons") or []
     assert not [r for r in reasons if "crashed" in r], reasons

@@ -35,8 +35,8 @@ def test_exactly_once_copy_is_clean():
     h = load_history(base({"out/0": [(0, 1), (1, 2)]}).events)
     assert app_cases(h, APP) == []
     v = check(h, meta={"app": APP})
-    assert v["valid"] is True, v["unknown_reasons"]
-    assert v["stats"]["app"]["inputs"] == {"in/0": 2} and v["stats"]["app"]["outputs"] == {"out/0": 2}
+    assert v.valid is True, v.unknown_reasons
+    assert v.stats["app"]["inputs"] == {"in/0": 2} and v.stats["app"]["outputs"] == {"out/0": 2}
 
 
 def test_no_app_meta_no_cases():
@@ -47,7 +47,7 @@ def test_no_app_meta_no_cases():
 def test_loss():
     h = load_history(base({"out/0": [(0, 1)]}).events)
     assert names(app_cases(h, APP)) == [("eos-loss", 2)]
-    assert check(h, meta={"app": APP})["valid"] is False
+    assert check(h, meta={"app": APP}).valid is False
 
 
 def test_loss_not_judged_when_the_drain_did_not_finish():
@@ -58,10 +58,10 @@ def test_loss_not_judged_when_the_drain_did_not_finish():
 def test_duplicate_and_at_least_once_allows_it():
     h = load_history(base({"out/0": [(0, 1), (1, 2), (2, 1)]}).events)
     assert names(app_cases(h, APP)) == [("eos-duplicate", 1)]
-    assert check(h, meta={"app": APP})["valid"] is False
+    assert check(h, meta={"app": APP}).valid is False
     alo = dict(APP, semantics="at-least-once")
     v = check(h, meta={"app": alo})
-    assert v["valid"] is True and v["anomaly_counts"] == {"eos-duplicate": 1}
+    assert v.valid is True and v.anomaly_counts == {"eos-duplicate": 1}
 
 
 def test_same_output_record_read_twice_is_not_a_duplicate():
@@ -94,7 +94,7 @@ def test_stalled_is_liveness():
     stalled = dict(APP, lag_bound_s=5.0)
     assert names(app_cases(h, stalled)) == [("app-stalled", 1), ("app-stalled", 2)]
     v = check(h, meta={"app": stalled})
-    assert v["valid"] is True and "app-stalled" in v["liveness_reports"]
+    assert v.valid is True and "app-stalled" in v.liveness_reports
     b2 = HistoryBuilder()
     b2.txn(0, [("in/0", 1, 0)], tid="p")
     app_poll(b2, 1, {"out/0": [(0, 1)]})  # seen during the load, 1 ms after the commit
@@ -106,8 +106,8 @@ def test_stalled_is_liveness():
 def test_match_error_is_unknown_not_loss():
     h = load_history(base({}).events)
     v = check(h, meta={"app": dict(APP, match_error="the match {json: id} mapped none of 12 output records")})
-    assert v["valid"] == "unknown" and any("mapped none" in r for r in v["unknown_reasons"])
-    assert "eos-loss" not in v["anomaly_counts"]
+    assert v.valid == "unknown" and any("mapped none" in r for r in v.unknown_reasons)
+    assert "eos-loss" not in v.anomaly_counts
 
 
 def test_missing_output_when_the_app_did_not_catch_up_is_a_stall_and_unknown():
@@ -116,5 +116,5 @@ def test_missing_output_when_the_app_did_not_catch_up_is_a_stall_and_unknown():
     cs = app_cases(h, meta)
     assert [(c["anomaly"], c.get("unknown", False)) for c in cs] == [("app-stalled", False), ("eos-loss", True)]
     v = check(h, meta={"app": meta})
-    assert v["valid"] == "unknown" and "eos-loss" not in v["anomaly_counts"]
-    assert any("cannot be told from a stall" in r for r in v["unknown_reasons"])
+    assert v.valid == "unknown" and "eos-loss" not in v.anomaly_counts
+    assert any("cannot be told from a stall" in r for r in v.unknown_reasons)

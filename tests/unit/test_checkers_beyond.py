@@ -97,7 +97,7 @@ def test_g0_write_cycle():
     assert {s["kind"] for s in c["steps"]} == {"ww"}
     assert {s["key"] for s in c["steps"]} == {"x/0", "y/0"}
     v = check(H(_g0()))
-    assert v["valid"] is False and "G0" in v["anomalies"]
+    assert v.valid is False and "G0" in v.anomalies
 
 
 def test_g1c_circular_information_flow():
@@ -253,7 +253,7 @@ def test_instances_are_ordered_by_init_completion_not_process_start():
 def test_fenced_zombie_is_not_a_zombie_write():
     h = H(_zombie("fail"))
     assert zombie_write_cases(h) == []
-    assert check(h)["valid"] is True
+    assert check(h).valid is True
 
 
 def test_zombie_write_visible_after_newer_instance():
@@ -295,7 +295,7 @@ def test_eos_duplicate_and_loss():
     names = sorted((c["anomaly"], c["input"]["value"]) for c in pipeline_cases(h, meta))
     assert names == [("eos-duplicate", 1), ("eos-loss", 2)]
     v = check(h, meta={"pipeline": meta})
-    assert {"eos-duplicate", "eos-loss", "duplicate"} <= set(v["anomalies"])
+    assert {"eos-duplicate", "eos-loss", "duplicate"} <= set(v.anomalies)
 
 
 def test_offsets_ahead_and_behind():
@@ -355,8 +355,8 @@ def test_stalled_lso_consumer_never_advances():
     assert cs[0]["stalled_ms"] > 5000
     assert stalled_lso_cases(h, bound_s=60.0) == []
     v = check(h, meta={"stalled_lso_bound_s": 5.0})
-    assert "stalled-lso" in v["anomalies"] and v["valid"] is not False
-    assert check(h, meta={"stalled_lso_bound_s": 5.0, "fail_on": ["stalled-lso"]})["valid"] is False
+    assert "stalled-lso" in v.anomalies and v.valid is not False
+    assert check(h, meta={"stalled_lso_bound_s": 5.0, "fail_on": ["stalled-lso"]}).valid is False
 
 
 def test_unavailable_window():

@@ -24,9 +24,9 @@ def test_send_acknowledged_before_another_began_that_lands_after_it_fails():
     b.assign(2, ["x/0"], isolation="read_committed")
     b.poll(2, {"x/0": [(0, 2), (1, 1)]})
     v = check(b.events, allowed=SMOKE_ALLOWED)
-    assert v["valid"] is False and v["failing"] == ["G0-realtime"], v["anomaly_counts"]
-    assert v["impossible"] == ["G0-realtime"]
-    ex = v["anomalies"]["G0-realtime"][0]
+    assert v.valid is False and v.failing == ["G0-realtime"], v.anomaly_counts
+    assert v.impossible == ["G0-realtime"]
+    ex = v.anomalies["G0-realtime"][0]
     assert ex["impossible"] is True
     assert [s["events"] for s in ex["steps"]] == ["I(A) < C(B)", "K(A) < I(B)"]
     assert "cannot produce" in ex["explanation"]
@@ -39,7 +39,7 @@ def test_poll_of_a_value_whose_writer_had_not_been_invoked_fails():
     b.poll(2, {"y/0": [(0, 7)]})
     b.txn(3, [("y/0", 7, 0)], tid="t")
     v = check(b.events, allowed=SMOKE_ALLOWED)
-    assert v["failing"] == ["G1c-realtime"] and v["impossible"] == ["G1c-realtime"]
+    assert v.failing == ["G1c-realtime"] and v.impossible == ["G1c-realtime"]
 
 
 def _read_before_commit(isolation: str) -> HistoryBuilder:
@@ -55,15 +55,15 @@ def _read_before_commit(isolation: str) -> HistoryBuilder:
 
 def test_read_committed_poll_of_a_transaction_before_it_asked_to_commit_fails():
     v = check(_read_before_commit("read_committed").events, allowed=SMOKE_ALLOWED)
-    assert v["failing"] == ["G1c-realtime"], v["anomaly_counts"]
-    steps = v["anomalies"]["G1c-realtime"][0]["steps"]
+    assert v.failing == ["G1c-realtime"], v.anomaly_counts
+    steps = v.anomalies["G1c-realtime"][0]["steps"]
     assert [s["events"] for s in steps] == ["C(A) < C(B)", "K(A) < C(B)"]
     assert "asked to commit" in steps[1]["explanation"]
 
 
 def test_read_uncommitted_poll_before_the_commit_is_possible():
     v = check(_read_before_commit("read_uncommitted").events, allowed=SMOKE_ALLOWED)
-    assert v["valid"] is True, v["anomaly_counts"]
+    assert v.valid is True, v.anomaly_counts
 
 
 def test_unknown_isolation_is_judged_as_read_uncommitted():
@@ -93,7 +93,7 @@ def test_long_transaction_g1c_realtime_is_possible_and_stays_allowed():
     from checkers.cycles import cycle_cases
     assert "G1c-realtime" in {c["anomaly"] for c in cycle_cases(h)}
     assert impossible_cycle_cases(h) == []
-    assert check(b.events, allowed=SMOKE_ALLOWED)["valid"] is True
+    assert check(b.events, allowed=SMOKE_ALLOWED).valid is True
 
 
 def test_write_cycle_of_overlapping_transactions_is_possible():
@@ -106,7 +106,7 @@ def test_write_cycle_of_overlapping_transactions_is_possible():
     b.assign(2, ["x/0"], isolation="read_committed")
     b.poll(2, {"x/0": [(0, 1), (1, 2)]})
     assert _names(b) == []
-    assert check(b.events, allowed=["G0"])["valid"] is True
+    assert check(b.events, allowed=["G0"]).valid is True
 
 
 @pytest.mark.parametrize("isolation", ["read_committed", "read_uncommitted"])

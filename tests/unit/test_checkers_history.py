@@ -65,8 +65,8 @@ def test_garbled_line_mid_file_is_skipped_and_reported(tmp_path):
     assert sum("garbled" in x for x in h.problems) == 2
     assert h.ops.height == 4  # every real event still paired
     v = check(p)
-    assert v["valid"] == "unknown"
-    assert any("garbled" in r for r in v["unknown_reasons"])
+    assert v.valid == "unknown"
+    assert any("garbled" in r for r in v.unknown_reasons)
 
 
 def test_missing_completion_reads_as_info_with_invoke_sends():
@@ -124,15 +124,15 @@ def test_empty_file_gives_unknown_verdict(tmp_path):
     h = load_history(p)
     assert h.ops.height == 0 and h.mops.height == 0
     v = check(p)
-    assert v["valid"] == "unknown"
-    assert v["anomalies"] == {}
-    json.dumps(v)
+    assert v.valid == "unknown"
+    assert v.anomalies == {}
+    json.loads(v.to_json())
 
 
 def test_missing_file_is_an_unknown_verdict_not_a_traceback(tmp_path):
     v = check(tmp_path / "nope.jsonl")
-    assert v["valid"] == "unknown"
-    assert "could not read history" in v["unknown_reasons"][0]
+    assert v.valid == "unknown"
+    assert "could not read history" in v.unknown_reasons[0]
     with pytest.raises(FileNotFoundError):
         load_history(tmp_path / "nope.jsonl")
 

@@ -50,9 +50,9 @@ def _aborted_gap_history() -> HistoryBuilder:
 
 def test_correct_history_with_aborted_gap_is_valid():
     v = check(_aborted_gap_history().events)
-    assert v["valid"] is True, v["anomalies"]
-    assert v["anomalies"] == {}
-    assert v["stats"]["log_lengths"] == {"t/0": 2}
+    assert v.valid is True, v.anomalies
+    assert v.anomalies == {}
+    assert v.stats["log_lengths"] == {"t/0": 2}
 
 
 # -- duplicate -----------------------------------------------------------------------
@@ -196,7 +196,7 @@ def test_unseen_without_a_final_drain_judges_only_keys_some_poll_read():
     h = H(b)
     assert unseen_cases(h) == []
     v = check(h)
-    assert any("no final drain" in n for n in v["stats"]["notes"])
+    assert any("no final drain" in n for n in v.stats["notes"])
 
 
 def test_unseen_only_on_keys_the_final_drain_covered():

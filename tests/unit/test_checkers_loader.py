@@ -133,7 +133,7 @@ def test_garbled_lines_and_truncation_across_many_small_parts(tmp_path, monkeypa
     assert h.ops.equals(h1.ops) and h.mops.equals(h1.mops)
     assert sum("garbled line skipped" in x for x in h.problems) == 4
     assert any(x.startswith(f"line {len(lines) + 1}: truncated") for x in h.problems)
-    assert check(p)["valid"] == "unknown"
+    assert check(p).valid == "unknown"
 
 
 def test_far_apart_offsets_use_sparse_slots_and_keep_positions():
@@ -148,7 +148,7 @@ def test_far_apart_offsets_use_sparse_slots_and_keep_positions():
     lg = log(h)
     assert lg.filter(pl.col("key") == h.keys.index("t/0"))["pos"].to_list() == [0, 1, 2]
     v = check(h)
-    assert v["valid"] is True and v["anomalies"] == {}
+    assert v.valid is True and v.anomalies == {}
 
 
 def test_check_gives_the_same_verdict_on_one_thread(monkeypatch):
@@ -162,7 +162,7 @@ def test_check_gives_the_same_verdict_on_one_thread(monkeypatch):
     monkeypatch.setattr(V, "WORKERS", 2)
     two = check(copy.deepcopy(ev), meta=meta, max_examples=10**6)
     assert one == two
-    assert one["anomaly_counts"]  # something was found
+    assert one.anomaly_counts  # something was found
 
 
 def test_fast_lags_and_log_writers_equal_the_by_value_paths():

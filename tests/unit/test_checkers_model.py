@@ -221,9 +221,9 @@ def test_a_correct_kafka_history_is_valid(program):
     v = check(m.events)
     did = any(e["type"] == "ok" and e["f"] in ("txn", "send", "poll") for e in m.events)
     # nothing completed (every transaction aborted, say): unknown, never valid (issue 9, 5.)
-    assert v["valid"] is (True if did else "unknown") or (not did and v["valid"] == "unknown"), \
-        (v["anomaly_counts"], v["unknown_reasons"])
-    assert v["anomaly_counts"] == {}, v["anomaly_counts"]
+    assert v.valid is (True if did else "unknown") or (not did and v.valid == "unknown"), \
+        (v.anomaly_counts, v.unknown_reasons)
+    assert v.anomaly_counts == {}, v.anomaly_counts
 
 
 @settings(SETTINGS, max_examples=200)
@@ -234,7 +234,7 @@ def test_an_injected_anomaly_is_reported_whatever_else_is_allowed(program, kind,
     assume(broken is not None)
     event(kind)
     v = check(broken, allowed=[n for n in ALL if n != kind])
-    assert v["valid"] is False and kind in v["failing"], (kind, v["anomaly_counts"], v["unknown_reasons"])
+    assert v.valid is False and kind in v.failing, (kind, v.anomaly_counts, v.unknown_reasons)
 
 
 @settings(SETTINGS, max_examples=60)
@@ -248,7 +248,7 @@ def test_a_write_cycle_of_sequential_transactions_fails_even_when_every_name_is_
     broken = inject(m, "G0", pick)
     assume(broken is not None)
     v = check(broken, allowed=ALL)
-    assert v["valid"] is False and v["impossible"], (v["anomaly_counts"], v["unknown_reasons"])
+    assert v.valid is False and v.impossible, (v.anomaly_counts, v.unknown_reasons)
     # named after the shortest contradiction found, which may pass through a poll
-    assert set(v["failing"]) == set(v["impossible"]) <= {"G0-realtime", "G0-process",
+    assert set(v.failing) == set(v.impossible) <= {"G0-realtime", "G0-process",
                                                         "G1c-realtime", "G1c-process"}

@@ -41,8 +41,8 @@ def test_simulated_correct_history_is_valid(seed, n, producers, consumers, abort
     ev = simulate(n, seed=seed, n_producers=producers, n_consumers=consumers,
                   abort_rate=abort, crash_rate=crash, n_keys=4)
     v = check(ev)
-    assert v["valid"] is True, (v["anomaly_counts"], v["unknown_reasons"])
-    assert v["anomalies"] == {}
+    assert v.valid is True, (v.anomaly_counts, v.unknown_reasons)
+    assert v.anomalies == {}
 
 
 def _base(seed):
@@ -59,8 +59,8 @@ def test_injected_duplicate(seed, pick):
                for o, _ in e["value"][0][1].get(k, []))
     recs.append([last + 1000, recs[j][1]])  # the same value again, far later in the log
     v = check(ev)
-    assert set(v["anomalies"]) == {"duplicate"}
-    assert {c["key"] for c in v["anomalies"]["duplicate"]} == {k}
+    assert set(v.anomalies) == {"duplicate"}
+    assert {c["key"] for c in v.anomalies["duplicate"]} == {k}
 
 
 @SETTINGS
@@ -78,9 +78,9 @@ def test_injected_aborted_read(seed, pick):
     recs.sort()
     v = check(ev)
     # an aborted txn that also wrote other final-drain keys is now torn as well
-    assert "G1a" in v["anomalies"]
-    assert set(v["anomalies"]) <= {"G1a", "torn-transaction"}
-    assert {(c["key"], c["value"]) for c in v["anomalies"]["G1a"]} == {(k, val)}
+    assert "G1a" in v.anomalies
+    assert set(v.anomalies) <= {"G1a", "torn-transaction"}
+    assert {(c["key"], c["value"]) for c in v.anomalies["G1a"]} == {(k, val)}
 
 
 @SETTINGS
@@ -99,11 +99,11 @@ def test_injected_lost_write(seed, pick):
             if recs and [off, val] in recs:
                 recs.remove([off, val])
     v = check(ev)
-    assert {(c["key"], c["value"]) for c in v["anomalies"]["lost-write"]} == {(k, val)}
+    assert {(c["key"], c["value"]) for c in v.anomalies["lost-write"]} == {(k, val)}
     # what necessarily follows: nobody saw it, so it is unseen, each consumer that read
     # across it skipped it, and its txn may now be torn
-    assert "unseen" in v["anomalies"]
-    assert set(v["anomalies"]) <= {"lost-write", "unseen", "poll-skip", "int-poll-skip",
+    assert "unseen" in v.anomalies
+    assert set(v.anomalies) <= {"lost-write", "unseen", "poll-skip", "int-poll-skip",
                                    "torn-transaction"}
 
 
@@ -119,8 +119,8 @@ def test_injected_nonmonotonic_poll(seed, pick):
         e["time"] = ev[i]["time"]
     ev[i + 1:i + 1] = again
     v = check(_reindex(ev))
-    assert set(v["anomalies"]) == {"nonmonotonic-poll"}
-    assert {c["key"] for c in v["anomalies"]["nonmonotonic-poll"]} == set(ev[i]["value"][0][1])
+    assert set(v.anomalies) == {"nonmonotonic-poll"}
+    assert {c["key"] for c in v.anomalies["nonmonotonic-poll"]} == set(ev[i]["value"][0][1])
 
 
 @SETTINGS
@@ -135,8 +135,8 @@ def test_injected_int_poll_skip(seed, pick):
     skipped = ev[i]["value"][0][1][k].pop(j)
     v = check(ev)
     # the value was still read by the final drain, so only the skip itself shows
-    assert set(v["anomalies"]) == {"int-poll-skip"}
-    c = v["anomalies"]["int-poll-skip"][0]
+    assert set(v.anomalies) == {"int-poll-skip"}
+    c = v.anomalies["int-poll-skip"][0]
     assert c["key"] == k and c["skipped"][0]["value"] == skipped[1]
 
 
@@ -148,5 +148,5 @@ def test_injected_inconsistent_offset(seed, pick):
     off, _val = ev[i]["value"][0][1][k][j]
     ev[i]["value"][0][1][k][j] = [off, 10**9]  # a value nobody wrote at a known offset
     v = check(ev)
-    assert {(c["key"], c["offset"]) for c in v["anomalies"]["inconsistent-offsets"]} == {(k, off)}
-    assert set(v["anomalies"]) == {"inconsistent-offsets"}
+    assert {(c["key"], c["offset"]) for c in v.anomalies["inconsistent-offsets"]} == {(k, off)}
+    assert set(v.anomalies) == {"inconsistent-offsets"}

@@ -28,9 +28,9 @@ def verdict(name: str) -> dict:
 
 def test_real_smoke_history_is_valid_with_only_the_allowed_write_cycles():
     v = verdict("real-smoke-s1")
-    assert v["valid"] is True, v["failing"]
-    assert set(v["anomaly_counts"]) - {"unavailable", "realtime-lag"} <= {"G0", "G0-process", "G0-realtime"}
-    assert v["stats"]["ops_by_f"]["txn"] == {"ok": 254, "fail": 33}
+    assert v.valid is True, v.failing
+    assert set(v.anomaly_counts) - {"unavailable", "realtime-lag"} <= {"G0", "G0-process", "G0-realtime"}
+    assert v.stats["ops_by_f"]["txn"] == {"ok": 254, "fail": 33}
 
 
 def test_real_read_uncommitted_history_shows_aborted_reads():
@@ -38,23 +38,23 @@ def test_real_read_uncommitted_history_shows_aborted_reads():
     # the dirty read also closes a G1c-realtime cycle (op 121's write polled before op 165
     # began, yet 165's write precedes 121's on t1/2); the G0-realtime allowed in the same
     # component hid it before each cycle anomaly was searched on its own
-    assert v["valid"] is False and v["failing"] == ["G1a", "G1c-realtime"]
-    assert v["anomaly_counts"]["G1a"] == 141
-    ex = v["anomalies"]["G1a"][0]
+    assert v.valid is False and v.failing == ["G1a", "G1c-realtime"]
+    assert v.anomaly_counts["G1a"] == 141
+    ex = v.anomalies["G1a"][0]
     assert "aborted" in ex["explanation"] and ex["key"].startswith("t")
 
 
 def test_real_inflight_abort_history_shows_the_lost_committed_write():
     # the negative control of lost-write, unseen, torn-transaction and poll-skip on real data
     v = verdict("real-inflight-abort-s2")
-    assert v["valid"] is False
-    assert {"lost-write", "unseen", "torn-transaction", "poll-skip"} <= set(v["failing"])
-    lost = {(c["key"], c["value"]) for c in v["anomalies"]["lost-write"]}
+    assert v.valid is False
+    assert {"lost-write", "unseen", "torn-transaction", "poll-skip"} <= set(v.failing)
+    lost = {(c["key"], c["value"]) for c in v.anomalies["lost-write"]}
     assert lost == {("t0/0", 200000101), ("t1/3", 200000095)}
-    assert lost <= {(c["key"], c["value"]) for c in v["anomalies"]["unseen"]}
-    torn = v["anomalies"]["torn-transaction"][0]
+    assert lost <= {(c["key"], c["value"]) for c in v.anomalies["unseen"]}
+    torn = v.anomalies["torn-transaction"][0]
     assert "200000101@t0/0" in torn["explanation"] and torn["op"]["transactional_id"] == "eosc-txn-1"
-    assert not {"duplicate", "G1a", "zombie-write"} & set(v["anomaly_counts"])
+    assert not {"duplicate", "G1a", "zombie-write"} & set(v.anomaly_counts)
 
 
 def test_a_truncated_real_history_still_gets_a_verdict(tmp_path):
@@ -62,8 +62,8 @@ def test_a_truncated_real_history_still_gets_a_verdict(tmp_path):
     cut = tmp_path / "history.jsonl"
     cut.write_text(text[: len(text) // 2 + 17])  # ends mid-line
     v = checkers.check(cut)
-    assert v["valid"] in (True, False, "unknown")
-    assert v["stats"]["truncated"] is True
+    assert v.valid in (True, False, "unknown")
+    assert v.stats["truncated"] is True
 
 
 def test_impossible_cycles_on_real_data():
@@ -73,10 +73,10 @@ def test_impossible_cycles_on_real_data():
     acknowledged at t1/3 offset 110 after eosc-txn-0's record at offset 112 had been
     acknowledged (48.25 s) and read: the broker answered a reused sequence number with an
     older batch's offset."""
-    assert verdict("real-smoke-s1")["impossible"] == []
-    assert verdict("real-read-uncommitted-s2")["impossible"] == []
+    assert verdict("real-smoke-s1").impossible == []
+    assert verdict("real-read-uncommitted-s2").impossible == []
     v = verdict("real-inflight-abort-s2")
-    assert v["impossible"] == ["G0-realtime"]
-    steps = [s for c in v["anomalies"]["G0-realtime"] if c.get("impossible") for s in c["steps"]]
+    assert v.impossible == ["G0-realtime"]
+    steps = [s for c in v.anomalies["G0-realtime"] if c.get("impossible") for s in c["steps"]]
     assert any(s["kind"] == "ww" and s["key"] == "t1/3" and s["next_value"] == 100000044
                and s["value"] == 200000095 for s in steps)

@@ -33,8 +33,8 @@ def test_allowed_g0_realtime_in_a_component_does_not_hide_its_g1c_realtime(poll_
     v = check(b.events, allowed=G0_ALLOWED)
     # both cycles are also impossible in Kafka (event_order.py: B began after A's ack yet
     # landed first; C read y=7 before D wrote it), so the allowed G0-realtime fails too
-    assert v["valid"] is False and v["failing"] == ["G0-realtime", "G1c-realtime"]
-    ex = v["anomalies"]["G1c-realtime"][0]
+    assert v.valid is False and v.failing == ["G0-realtime", "G1c-realtime"]
+    ex = v.anomalies["G1c-realtime"][0]
     assert {s["kind"] for s in ex["steps"]} == {"wr", "realtime"}
 
 
@@ -51,7 +51,7 @@ def test_allowed_g0_does_not_hide_a_g1c_sharing_its_ops():
     b.complete(1, "ok", [["poll", {"z/0": [[0, 5]]}], ["send", "x/0", [1, 2]],
                          ["send", "y/0", [0, 2]], ["send", "w/0", [0, 6]]])
     v = check(b.events, allowed=G0_ALLOWED)
-    assert "G0" in v["anomaly_counts"] and "G1c" in v["failing"]
+    assert "G0" in v.anomaly_counts and "G1c" in v.failing
 
 
 # -- 2. sends whose offset the client did not learn ------------------------------------
@@ -62,8 +62,8 @@ def test_info_send_with_unknown_offset_is_placed_by_polls_for_send_order():
     b.assign(1, ["x/0"])
     b.poll(1, {"x/0": [(3, 2), (5, 1)]})  # ... before the first one, found at offset 5
     v = check(b.events)
-    assert v["failing"] == ["nonmonotonic-send"], v["anomaly_counts"]
-    ex = v["anomalies"]["nonmonotonic-send"][0]
+    assert v.failing == ["nonmonotonic-send"], v.anomaly_counts
+    ex = v.anomalies["nonmonotonic-send"][0]
     assert ex["from"] == {"offset": 5, "value": 1} and ex["to"] == {"offset": 3, "value": 2}
     assert "did not learn its offset" in ex["explanation"]
 
@@ -74,7 +74,7 @@ def test_txn_with_unknown_offsets_is_placed_by_polls_within_the_op():
     b.assign(1, ["x/0"])
     b.poll(1, {"x/0": [(0, 2), (1, 1)]})  # the op's second record landed first
     v = check(b.events)
-    assert v["failing"] == ["int-nonmonotonic-send"], v["anomaly_counts"]
+    assert v.failing == ["int-nonmonotonic-send"], v.anomaly_counts
 
 
 # -- 6. explanations say the reason that applies ----------------------------------------
@@ -96,7 +96,7 @@ def _lost_info_write(f: str) -> HistoryBuilder:
 ])
 def test_lost_write_of_an_info_op_says_why_it_must_have_committed(f, because, says):
     v = check(_lost_info_write(f).events)
-    ex = v["anomalies"]["lost-write"][0]
+    ex = v.anomalies["lost-write"][0]
     assert ex["value"] == 1 and ex["committed_because"] == because
     assert says in ex["explanation"]
     if f == "send":
@@ -120,15 +120,15 @@ def _processor_abort(rewind: bool) -> HistoryBuilder:
 
 def test_processor_that_did_not_rewind_after_an_abort_skipped_input():
     v = check(_processor_abort(rewind=False).events)
-    assert v["failing"] == ["poll-skip"], v["anomaly_counts"]
-    ex = v["anomalies"]["poll-skip"][0]
+    assert v.failing == ["poll-skip"], v.anomaly_counts
+    ex = v.anomalies["poll-skip"][0]
     assert ex["from"]["offset"] == 1 and ex["to"]["offset"] == 4
     assert [s["value"] for s in ex["skipped"]] == [12, 13]
 
 
 def test_processor_that_rewound_after_an_abort_did_not_skip():
     v = check(_processor_abort(rewind=True).events)
-    assert "poll-skip" not in v["anomaly_counts"] and v["valid"] is True, v["anomaly_counts"]
+    assert "poll-skip" not in v.anomaly_counts and v.valid is True, v.anomaly_counts
 
 
 # -- 4. eos-loss and sink-loss at the tail -----------------------------------------------
@@ -139,8 +139,8 @@ def test_eos_loss_of_the_last_input_record_consumed_by_a_committed_txn():
     # the processor's committed transaction polled 10 and 11 but wrote only 10's output
     b.txn(0, [("out/0", 10, 0)], polls={"in/0": [(0, 10), (1, 11)]}, tid="p")
     v = check(b.events, meta={"pipeline": {"keys": {"in/0": "out/0"}}})
-    assert v["failing"] == ["eos-loss"], v["anomaly_counts"]
-    ex = v["anomalies"]["eos-loss"][0]
+    assert v.failing == ["eos-loss"], v.anomaly_counts
+    ex = v.anomalies["eos-loss"][0]
     assert ex["input"]["value"] == 11 and "must have committed, polled it" in ex["explanation"]
 
 
@@ -151,7 +151,7 @@ def test_tail_input_never_consumed_by_a_committed_txn_is_not_eos_loss():
     b.txn(0, [("out/0", 10, 0)], polls={"in/0": [(0, 10)]}, tid="p")
     b.txn(0, [("out/0", 11, 1)], "fail", polls={"in/0": [(1, 11)]}, tid="p")  # aborted
     v = check(b.events, meta={"pipeline": {"keys": {"in/0": "out/0"}}})
-    assert "eos-loss" not in v["anomaly_counts"], v["anomaly_counts"]
+    assert "eos-loss" not in v.anomaly_counts, v.anomaly_counts
 
 
 def test_sink_that_lost_a_whole_partition_is_sink_loss():
@@ -160,7 +160,7 @@ def test_sink_that_lost_a_whole_partition_is_sink_loss():
     b.assign(0, ["in/0", "in/1"])
     b.poll(0, {"in/0": [(0, 10)], "in/1": [(0, 11)]})
     v = check(b.events, meta={"sink": {"records": [["in/0", 10]]}})
-    assert v["failing"] == ["sink-loss"] and v["anomalies"]["sink-loss"][0]["key"] == "in/1"
+    assert v.failing == ["sink-loss"] and v.anomalies["sink-loss"][0]["key"] == "in/1"
 
 
 # -- 5. vacuous and broken histories are unknown, never valid, never an anomaly ----------
@@ -168,13 +168,13 @@ def test_history_with_only_assign_ops_is_unknown():
     b = HistoryBuilder()
     b.assign(0, ["x/0"])
     v = check(b.events)
-    assert v["valid"] == "unknown" and "no completed client read or write" in v["unknown_reasons"][0]
+    assert v.valid == "unknown" and "no completed client read or write" in v.unknown_reasons[0]
 
 
 def test_history_whose_writes_all_failed_is_unknown():
     b = HistoryBuilder()
     b.txn(0, [("x/0", 1, None)], "fail", tid="t")
-    assert check(b.events)["valid"] == "unknown"
+    assert check(b.events).valid == "unknown"
 
 
 def _two_sends() -> HistoryBuilder:
@@ -196,8 +196,8 @@ def test_completion_timed_before_its_invoke_is_a_loader_problem_not_g0_realtime(
     b.assign(2, ["x/0"])
     b.poll(2, {"x/0": [(0, 2), (1, 1)]})
     v = check(b.events)
-    assert v["valid"] == "unknown" and v["anomaly_counts"] == {}, v["anomaly_counts"]
-    assert "event #1: completion 1 is timed" in v["unknown_reasons"][0]
+    assert v.valid == "unknown" and v.anomaly_counts == {}, v.anomaly_counts
+    assert "event #1: completion 1 is timed" in v.unknown_reasons[0]
 
 
 @pytest.mark.parametrize("break_it,says", [
@@ -207,15 +207,15 @@ def test_completion_timed_before_its_invoke_is_a_loader_problem_not_g0_realtime(
 ])
 def test_broken_history_is_unknown_with_line_numbers(tmp_path, break_it, says):
     ev = _two_sends().events
-    assert check(ev)["valid"] is True
+    assert check(ev).valid is True
     break_it(ev)
     if says != "index 4 follows 2":
         for i, e in enumerate(ev):
             e["index"] = i
     p = _write(tmp_path, ev)
     v = check(p)
-    assert v["valid"] == "unknown" and v["failing"] == [] and v["anomalies"] == {}, v
-    why = next(r for r in v["unknown_reasons"] if r.startswith("the history is not well-formed"))
+    assert v.valid == "unknown" and v.failing == [] and v.anomalies == {}, v
+    why = next(r for r in v.unknown_reasons if r.startswith("the history is not well-formed"))
     assert says in why and "line " in why
 
 
@@ -245,7 +245,7 @@ def test_scenario_liveness_section_reaches_the_checkers_and_fail_on_fires(tmp_pa
     scn = load_scenario(p)
     meta = RunMeta(fail_on=scn.fail_on, liveness=scn.liveness)  # what the runner writes
     v = check(_late_read().events, meta=meta.model_dump())
-    assert v["failing"] == ["realtime-lag"] and v["liveness_bounds"]["realtime_lag_bound_s"] == 2
+    assert v.failing == ["realtime-lag"] and v.liveness_bounds["realtime_lag_bound_s"] == 2
 
 
 @pytest.mark.parametrize("text,says", [
@@ -283,16 +283,16 @@ def _unseen(final: bool) -> HistoryBuilder:
 
 def test_unseen_without_a_final_drain_is_a_liveness_report():
     v = check(_unseen(final=False).events)
-    assert v["anomaly_counts"].get("unseen") == 1 and v["failing"] == [] and v["valid"] is True
-    assert v["liveness_reports"] == ["unseen"]
-    ex = v["anomalies"]["unseen"][0]
+    assert v.anomaly_counts.get("unseen") == 1 and v.failing == [] and v.valid is True
+    assert v.liveness_reports == ["unseen"]
+    ex = v.anomalies["unseen"][0]
     assert ex["value"] == 2 and ex["liveness"] is True and "by the end of the history" in ex["explanation"]
-    assert check(_unseen(final=False).events, meta={"fail_on": ["unseen"]})["failing"] == ["unseen"]
+    assert check(_unseen(final=False).events, meta={"fail_on": ["unseen"]}).failing == ["unseen"]
 
 
 def test_unseen_after_a_final_drain_fails_the_run():
     v = check(_unseen(final=True).events)
-    assert v["failing"] == ["unseen"] and v["anomalies"]["unseen"][0]["liveness"] is False
+    assert v.failing == ["unseen"] and v.anomalies["unseen"][0]["liveness"] is False
 
 
 # -- one run contract ----------------------------------------------------------------------
@@ -305,11 +305,11 @@ def test_check_run_judges_a_killed_controllers_folder(tmp_path):
     d.history.write_text(text[:-9])  # the last line cut mid-way: a killed controller
     d.scenario.write_text("name: s\nexpected: [unseen]\n")
     v = check_run(tmp_path)
-    assert v["valid"] is True and v["allowed"] == ["unseen"]
-    assert any("no meta.json" in n for n in v["stats"]["notes"])
+    assert v.valid is True and v.allowed == ["unseen"]
+    assert any("no meta.json" in n for n in v.stats["notes"])
     d.meta.write_text('{"liveness": {"stalled_lso_bound_s": -3}}')  # a broken meta: said, not hidden
     v = check_run(tmp_path)
-    assert v["valid"] == "unknown" and any("stalled_lso_bound_s" in r for r in v["unknown_reasons"])
+    assert v.valid == "unknown" and any("stalled_lso_bound_s" in r for r in v.unknown_reasons)
 
 
 def test_g1c_realtime_inside_a_large_component_of_allowed_write_cycles():
@@ -327,5 +327,5 @@ def test_g1c_realtime_inside_a_large_component_of_allowed_write_cycles():
     t0 = time.process_time()
     v = check(b.events, allowed=G0_ALLOWED + ["nonmonotonic-send", "unseen"])
     # the sequential txns' reversed order on y is also impossible in Kafka (event_order.py)
-    assert v["failing"] == ["G0-realtime", "G1c-realtime"] and time.process_time() - t0 < 5
-    assert any(not c.get("impossible") for c in v["anomalies"]["G1c-realtime"])
+    assert v.failing == ["G0-realtime", "G1c-realtime"] and time.process_time() - t0 < 5
+    assert any(not c.get("impossible") for c in v.anomalies["G1c-realtime"])

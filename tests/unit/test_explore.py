@@ -15,6 +15,7 @@ from harness.detect.explore_strategy import (ExploreError, bounds, draw_from_cho
                                       fault_slots, normalized, scenario_yaml, schedule_choices, schedules,
                                       seeded_schedule, size, to_scenario)
 from harness.run.scenario import Scenario, load_scenario
+from checkers.run import Verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 F1 = load_scenario(ROOT / "scenarios" / "coordinator-inflight-abort.yaml")
@@ -314,7 +315,7 @@ class ByFaults(FakeRunner):
         bad = self.pattern[n][i % len(self.pattern[n])] == "x"
         self.calls.append((source, scn.duration, n, scn.seed))
         failing = ["lost-write"] if bad else []
-        return SimpleNamespace(verdict={"valid": not failing, "failing": failing}, run_dir=Path(results_root) / f"run-{self.n}")
+        return SimpleNamespace(verdict=Verdict(valid=not failing, failing=failing), run_dir=Path(results_root) / f"run-{self.n}")
 
 
 def test_an_unconfirmed_minimal_falls_back_to_the_smallest_schedule_that_replays(tmp_path):

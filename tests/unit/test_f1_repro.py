@@ -83,9 +83,9 @@ def test_checkers_judge_the_f2_driver_history():
     d = Path(__file__).resolve().parents[1] / "data" / "real-f2-leaderless-marker"
     meta = json.loads((d / "meta.json").read_text())
     verdict = checkers.check(d / "history.jsonl", meta=meta, allowed=[])
-    assert verdict["valid"] is False
-    counts = verdict["anomaly_counts"]
+    assert verdict.valid is False
+    counts = verdict.anomaly_counts
     assert counts.get("torn-transaction") == 1 and counts.get("unseen") == 2, counts
     # v1 (T's, marker skipped) and v3 (U's, committed later behind the stalled LSO)
-    assert {(ex["key"], ex["value"], ex["offset"]) for ex in verdict["anomalies"]["unseen"]} == {
+    assert {(ex["key"], ex["value"], ex["offset"]) for ex in verdict.anomalies["unseen"]} == {
         ("f2/0", 100000001, 2), ("f2/0", 200000001, 3)}

@@ -178,13 +178,13 @@ def test_eos_run(eos_run, eos_results):
 def test_eos_check(eos_check, tmp_path):
     b = g1a_events()
     verdict = eos_check(b.events)
-    assert verdict["valid"] is False and "G1a" in verdict["anomalies"]
+    assert verdict.valid is False and "G1a" in verdict.anomalies
     with pytest.raises(VerdictFailure, match="G1a: 1 case"):
         assert_valid(verdict, "handmade")
-    assert eos_check(b.events, allowed=["G1a"])["valid"] is True
+    assert eos_check(b.events, allowed=["G1a"]).valid is True
     b.write(tmp_path / "history.jsonl")
     (tmp_path / "scenario.yaml").write_text(yaml.safe_dump({"name": "x", "expected": ["G1a"]}))
-    assert eos_check(tmp_path)["valid"] is True, "a run folder's expected list is used"
+    assert eos_check(tmp_path).valid is True, "a run folder's expected list is used"
 '''
 
 

@@ -134,7 +134,7 @@ def test_unseen_plot_counts_what_the_checkers_count_as_committed():
     ]
     u = unseen_over_time(load_history(h))
     v = checkers.check(h)
-    assert u.never == v["anomaly_counts"].get("unseen") == 1
+    assert u.never == v.anomaly_counts.get("unseen") == 1
     assert (u.total, u.never) == (3, 1)
 
 
@@ -271,10 +271,10 @@ def test_real_aborted_read_run_plots_the_aborted_records(tmp_path: Path):
     meta = json.loads((src / "meta.json").read_text())
     verdict = checkers.check(tmp_path / "history.jsonl", meta=meta,
                              allowed=["G0", "G0-process", "G0-realtime"])
-    (tmp_path / "verdict.json").write_text(json.dumps(verdict, default=str))
+    (tmp_path / "verdict.json").write_text(verdict.to_json())
     html = render_report(tmp_path).read_text()
     assert 'class="banner invalid"' in html and "G1a" in html
-    first = verdict["anomalies"]["G1a"][0]
+    first = verdict.anomalies["G1a"][0]
     key = first["key"]
     plot = html[html.index(f'id="key-{key.replace("/", "-")}"'):]
     plot = plot[:plot.index('class="keyplot"', 10) if 'class="keyplot"' in plot[10:] else None]
@@ -282,7 +282,7 @@ def test_real_aborted_read_run_plots_the_aborted_records(tmp_path: Path):
     assert plot.count('class="mark"') >= 2 and "aborted write by" in plot
     w = first["writer"]
     assert f'href="#op-{w["invoke_index"]}"' in html and f'href="#op-{w["complete_index"]}"' in html
-    lag = (verdict.get("stats") or {}).get("realtime_lag_ms")
+    lag = verdict.stats.get("realtime_lag_ms")
     if lag:  # the verdict's quantiles next to the report's own
         assert an.fmt_duration(lag["p99"] * 1e6) in html
     assert 'class="lag-hist"' in html and "this report's count" in html

@@ -17,6 +17,7 @@ from harness.detect import suite_run as sr
 from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION
 from harness.cli.main import app
 from harness.run.runner import RunResult
+from checkers.run import Verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -173,7 +174,8 @@ def test_pending_skips_only_finished_unchanged_runs_whose_verdict_is_on_disk(tmp
 
     def rec(cell, status, verdict=ok, **kw):
         run_dir = _fake_run(results, cell, verdict)
-        r = st.make_record(cell, suite_dir, status=status, started=0, wall_s=50, verdict=verdict,
+        r = st.make_record(cell, suite_dir, status=status, started=0, wall_s=50,
+                           verdict=None if verdict is None else Verdict.coerce(verdict),
                            run_dir=run_dir)
         r.update(kw)
         st.append_record(suite_dir / recs, r)
