@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.run.history_writer import HistoryWriter
+from harness.workers.configs import check_config
 from harness.cluster.namespaces import Host
 from harness.util import CONFIG_ENV
 from harness.workloads.base import WorkerSpec
@@ -228,8 +229,11 @@ class Pool:
         self._ok_seen = threading.Condition()
 
     def spawn(self, spec: WorkerSpec) -> WorkerHandle:
-        """Start the worker ``spec`` describes; a name already used replaces the dead worker."""
+        """Start the worker ``spec`` describes; a name already used replaces the dead worker.
+        Raises WorkerConfigError when ``spec.cfg`` does not fit its role's model
+        (harness.workers.configs), before any process starts."""
         cfg = dict(spec.cfg, start_ns=self.history.start_ns)
+        check_config(spec.role, cfg)
         old = self.workers.get(spec.name)
         if old is not None and old.alive():
             raise RuntimeError(f"worker {spec.name} is still running")

@@ -20,32 +20,34 @@ from confluent_kafka import Consumer
 from harness.workers.consumer import _tp
 from harness.workers.base import Worker
 from harness.workers.app_match import compile_match
+from harness.workers.configs import AppCatchUpConfig
 
 
 class AppCatchUpWorker(Worker):
+    Config = AppCatchUpConfig
+
     def run(self) -> None:
-        cfg = self.cfg
-        match = compile_match(cfg["match"], cfg.get("base_dir"))
+        match = compile_match(self.cfg.match, self.cfg.base_dir)
         c = Consumer(self.kafka_conf({
-            "bootstrap.servers": cfg["bootstrap"], "group.id": cfg.get("group_id", "eosc-catch-up"),
+            "bootstrap.servers": self.cfg.bootstrap, "group.id": self.cfg.group_id,
             "enable.auto.commit": False, "auto.offset.reset": "earliest",
             "isolation.level": "read_committed", "enable.partition.eof": False,
-            "fetch.wait.max.ms": 100, **(cfg.get("consumer") or {})}))
+            "fetch.wait.max.ms": 100, **(self.cfg.consumer or {})}))
         t0 = time.monotonic()
-        bound, quiet = float(cfg.get("bound_s", 120)), float(cfg.get("quiet_s", 20))
+        bound, quiet = float(self.cfg.bound_s), float(self.cfg.quiet_s)
         inputs: set[int] = set()
         covered: set[int] = set()
-        outputs = set(cfg["output_keys"])
+        outputs = set(self.cfg.output_keys)
         matched = unmatched = 0
         samples: list[dict] = []
         high: dict[str, int] = {}
-        for key in cfg["input_keys"]:
+        for key in self.cfg.input_keys:
             while key not in high and time.monotonic() - t0 < bound:
                 try:
                     high[key] = c.get_watermark_offsets(_tp(key), timeout=5, cached=False)[1]
                 except Exception as exc:  # a broker still recovering: retry within the bound
                     self.log(f"watermarks of {key}: {exc}")
-        c.assign([_tp(k) for k in [*cfg["input_keys"], *cfg["output_keys"]]])
+        c.assign([_tp(k) for k in [*self.cfg.input_keys, *self.cfg.output_keys]])
         last_new = time.monotonic()
         ended = "bound"
         try:

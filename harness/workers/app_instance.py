@@ -39,9 +39,7 @@ from pathlib import Path
 
 from harness.util import CONFIG_ENV
 from harness.workers.base import Worker
-
-STARTUP_S = 5.0
-STOP_GRACE_S = 20.0
+from harness.workers.configs import AppInstanceConfig
 
 
 def write_client_properties(path: str | Path, bootstrap: str, security: dict | None) -> Path:
@@ -71,16 +69,16 @@ class ProcessChild:
     """The application as a child process in this worker's process group (the pool's SIGKILL
     and SIGSTOP of the group reach it)."""
 
-    def __init__(self, cfg: dict, env: dict[str, str]):
+    def __init__(self, cfg: AppInstanceConfig, env: dict[str, str]):
         full = {k: v for k, v in os.environ.items() if k != CONFIG_ENV}  # it may hold a sasl.password
         full.update(env)
         try:
-            self.proc = subprocess.Popen(cfg["argv"], cwd=cfg.get("cwd") or None, env=full,
+            self.proc = subprocess.Popen(cfg.argv or [], cwd=cfg.cwd or None, env=full,
                                          stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(),
                                          stderr=sys.stderr.fileno())
         except OSError as exc:
             what = "command not found" if isinstance(exc, FileNotFoundError) else "could not start"
-            raise ChildError(f"{what}: {cfg['argv'][0]} ({exc.strerror or exc})") from None
+            raise ChildError(f"{what}: {(cfg.argv or ['(no command)'])[0]} ({exc.strerror or exc})") from None
         self.pid = self.proc.pid
 
     def poll(self) -> int | None:
@@ -97,26 +95,26 @@ class ProcessChild:
 
 
 class ContainerChild:
-    """The application as a container of ``cfg["image"]`` on the run's docker network (docker
+    """The application as a container of ``cfg.image`` on the run's docker network (docker
     backend), labelled with the run so that teardown and ``eos-chaos cleanup`` remove it; its
     output is copied to this worker's log. The pool kills, pauses and resumes it with the
     worker (harness.run.pool.WorkerHandle.signal reads the ``container`` control message)."""
 
-    def __init__(self, cfg: dict, env: dict[str, str], n: int):
+    def __init__(self, cfg: AppInstanceConfig, env: dict[str, str], n: int):
         import docker
         from docker.errors import DockerException, ImageNotFound
 
         try:
             self.client = docker.from_env(timeout=30)
-            name = f"eosc-app-{cfg.get('run_id', 'run')}-{cfg['instance']}-{os.getpid()}-{n}"
+            name = f"eosc-app-{cfg.run_id or 'run'}-{cfg.instance}-{os.getpid()}-{n}"
             self.c = self.client.containers.run(
-                cfg["image"], command=cfg.get("argv") or None, environment=env, network=cfg.get("network"),
-                labels=cfg.get("labels") or {}, name=name, detach=True,
-                volumes={cfg["work_dir"]: {"bind": cfg["work_dir"], "mode": "rw"}})
+                cfg.image, command=cfg.argv or None, environment=env, network=cfg.network,
+                labels=cfg.labels or {}, name=name, detach=True,
+                volumes={cfg.work_dir: {"bind": cfg.work_dir, "mode": "rw"}})
         except ImageNotFound:
-            raise ChildError(f"image {cfg['image']} not found: build or pull it first (no registry is reached)") from None
+            raise ChildError(f"image {cfg.image} not found: build or pull it first (no registry is reached)") from None
         except DockerException as exc:
-            raise ChildError(f"could not start a container of {cfg['image']}: {str(exc).splitlines()[0][:300]}") from None
+            raise ChildError(f"could not start a container of {cfg.image}: {str(exc).splitlines()[0][:300]}") from None
         self.id, self.pid = self.c.id, self.c.short_id
         threading.Thread(target=self._copy_logs, daemon=True).start()
 
@@ -140,6 +138,8 @@ class ContainerChild:
 
 
 class AppInstanceWorker(Worker):
+    Config = AppInstanceConfig
+
     def __init__(self, cfg: dict):
         self.commands: list[str] = []
         self._cmd_lock = threading.Lock()
@@ -165,41 +165,40 @@ class AppInstanceWorker(Worker):
 
     def start(self) -> bool:
         cfg = self.cfg
-        Path(cfg["work_dir"]).mkdir(parents=True, exist_ok=True)
-        env = {k: str(v) for k, v in (cfg.get("env") or {}).items()}
-        self.emit("invoke", "app-start", {"instance": cfg["instance"]})
+        Path(self.cfg.work_dir).mkdir(parents=True, exist_ok=True)
+        env = {k: str(v) for k, v in (self.cfg.env or {}).items()}
+        self.emit("invoke", "app-start", {"instance": self.cfg.instance})
         try:
-            self.child = (ContainerChild(cfg, env, self.starts) if cfg.get("image") else ProcessChild(cfg, env))
+            self.child = (ContainerChild(cfg, env, self.starts) if self.cfg.image else ProcessChild(cfg, env))
         except ChildError as exc:
-            self.emit("fail", "app-start", {"instance": cfg["instance"]}, error=["ChildError", str(exc)])
-            self.control(app_failed={"reason": str(exc), "log": log_tail(cfg.get("log"))})
+            self.emit("fail", "app-start", {"instance": self.cfg.instance}, error=["ChildError", str(exc)])
+            self.control(app_failed={"reason": str(exc), "log": log_tail(self.cfg.log)})
             return False
         if isinstance(self.child, ContainerChild):  # the pool signals the container too (kill, pause)
             self.control(container=self.child.id)
         self.starts += 1
         self.started_at = time.monotonic()
-        self.emit("ok", "app-start", {"instance": cfg["instance"], "pid": self.child.pid, "start": self.starts})
+        self.emit("ok", "app-start", {"instance": self.cfg.instance, "pid": self.child.pid, "start": self.starts})
         return True
 
     def _exited(self, code: int, by: str) -> None:
-        self.emit("invoke", "app-exit", {"instance": self.cfg["instance"]})
-        self.emit("ok", "app-exit", {"instance": self.cfg["instance"], "pid": self.child.pid, "code": code, "by": by})
+        self.emit("invoke", "app-exit", {"instance": self.cfg.instance})
+        self.emit("ok", "app-exit", {"instance": self.cfg.instance, "pid": self.child.pid, "code": code, "by": by})
         self.log(f"app exited with code {code} ({by})")
 
     def terminate(self, by: str) -> None:
         """SIGTERM the application, SIGKILL it after the grace period; record its exit."""
         if self.child is None or self.child.poll() is not None:
             return
-        code = self.child.stop(float(self.cfg.get("stop_grace_s", STOP_GRACE_S)), self.log)
+        code = self.child.stop(float(self.cfg.stop_grace_s), self.log)
         self._exited(code, by)
 
     def run(self) -> None:
-        cfg = self.cfg
-        write_client_properties(cfg["client_properties"], cfg["bootstrap"], cfg.get("security"))
+        write_client_properties(self.cfg.client_properties, self.cfg.bootstrap, self.cfg.security)
         if not self.start():
             return
         first_run = True
-        restart, done = cfg.get("restart", "on-failure"), cfg.get("done", "none")
+        restart, done = self.cfg.restart, self.cfg.done
         try:
             while not self.stopping.is_set():
                 cmd = self._next_command()
@@ -213,11 +212,11 @@ class AppInstanceWorker(Worker):
                     time.sleep(0.1)
                     continue
                 self._exited(code, "self")
-                if first_run and time.monotonic() - self.started_at < float(cfg.get("startup_s", STARTUP_S)) \
+                if first_run and time.monotonic() - self.started_at < float(self.cfg.startup_s) \
                         and (code != 0 or done != "exit"):
                     self.control(app_failed={"reason": f"the application exited with code {code} "
                                                        f"{time.monotonic() - self.started_at:.1f} s after it started",
-                                             "log": log_tail(cfg.get("log"))})
+                                             "log": log_tail(self.cfg.log)})
                     return
                 if done == "exit" and code == 0:
                     self.control(app_done=True)

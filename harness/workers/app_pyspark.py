@@ -24,6 +24,7 @@ import threading
 from pathlib import Path
 
 from checkers.run import DEFAULT_ISOLATION_LEVEL
+from harness.workers.configs import SparkConsumerConfig
 from harness.workers.spark_driver import java_wrapper, source_options, spark_conf
 
 
@@ -59,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["JAVA_HOME"] = str(wrapper)
     from pyspark.sql import SparkSession
 
-    cfg = {"bootstrap": a.bootstrap, "topics": a.input.split(","), "isolation_level": a.isolation_level,
-           "master": a.master, "jars": [j for j in a.jars.split(",") if j]}
+    cfg = SparkConsumerConfig(bootstrap=a.bootstrap, topics=a.input.split(","), isolation_level=a.isolation_level,
+                              master=a.master, jars=[j for j in a.jars.split(",") if j], work_dir=str(work))
     builder = SparkSession.builder.master(a.master).appName("eosc-app-pyspark")
     for k, v in spark_conf(cfg, work).items():
         builder = builder.config(k, v)

@@ -7,13 +7,18 @@ import threading
 import time
 from typing import Any
 
+from harness.workers.configs import WorkerConfig
+
 
 class Worker:
-    """Base of a worker process. ``cfg`` is the JSON config the controller passed."""
+    """Base of a worker process. ``cfg``: the JSON config the controller passed (a dict), read
+    into the role's model ``Config`` (harness.workers.configs; a model is taken as it is)."""
 
-    def __init__(self, cfg: dict[str, Any]):
-        self.cfg = cfg
-        self.start_ns: int = cfg["start_ns"]
+    Config: type[WorkerConfig] = WorkerConfig
+
+    def __init__(self, cfg: WorkerConfig | dict[str, Any]):
+        self.cfg = cfg if isinstance(cfg, WorkerConfig) else self.Config.model_validate(cfg)
+        self.start_ns: int = self.cfg.start_ns
         self.stopping = threading.Event()
         self._out_lock = threading.Lock()
         self.proc = 0  # the current client instance, a new one after each replacement
@@ -29,7 +34,7 @@ class Worker:
         """``conf`` with the cluster's client security settings on top (``cfg["security"]``:
         an external cluster's security.protocol / sasl.* / ssl.*, harness.cluster.client_access).
         Every Kafka client a worker makes takes its settings through here."""
-        return {**conf, **(self.cfg.get("security") or {})}
+        return {**conf, **self.cfg.security}
 
     def now(self) -> int:
         return time.monotonic_ns() - self.start_ns

@@ -1,9 +1,6 @@
 """Consumer workers: continuous pollers and the final drain.
 
-Config keys: ``bootstrap``, ``keys``, ``group_id``, ``isolation_level`` (``read_committed`` by
-default; ``read_uncommitted`` is the negative control), ``consumer`` (extra librdkafka settings);
-for the app workload also ``output_keys`` (read as ``app-poll`` ops, each record as the input
-value it names), ``match`` and ``base_dir`` (harness.workers.app_match).
+Config: ``harness.workers.configs.ConsumerConfig`` (its fields, defaults and units).
 
 Both assign every key from the beginning (an ``assign`` op) and never commit offsets. Each
 non-empty ``consume()`` call is one ``poll`` op whose completion lists, per key, the
@@ -21,10 +18,9 @@ import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from checkers.run import DEFAULT_ISOLATION_LEVEL
-
 from harness.workers.app_match import compile_match
 from harness.workers.base import Worker
+from harness.workers.configs import ConsumerConfig
 
 
 def _tp(key: str, offset: int = OFFSET_BEGINNING) -> TopicPartition:
@@ -33,29 +29,30 @@ def _tp(key: str, offset: int = OFFSET_BEGINNING) -> TopicPartition:
 
 
 class ConsumerWorker(Worker):
+    Config = ConsumerConfig
     final = False
 
     def consumer(self) -> Consumer:
         return Consumer(self.kafka_conf({
-            "bootstrap.servers": self.cfg["bootstrap"],
-            "group.id": self.cfg.get("group_id", "eosc-readers"),
+            "bootstrap.servers": self.cfg.bootstrap,
+            "group.id": self.cfg.group_id,
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
-            "isolation.level": self.cfg.get("isolation_level", DEFAULT_ISOLATION_LEVEL),
+            "isolation.level": self.cfg.isolation_level,
             "enable.partition.eof": False,
             "fetch.wait.max.ms": 100,
             "socket.timeout.ms": 10000,
-            **self.cfg.get("consumer", {}),
+            **self.cfg.consumer,
         }))
 
     def meta(self) -> dict | None:
-        meta = {"isolation_level": self.cfg.get("isolation_level", DEFAULT_ISOLATION_LEVEL)}
+        meta = {"isolation_level": self.cfg.isolation_level}
         if self.final:
             meta["final"] = True
         return meta
 
     def assign(self, c: Consumer) -> None:
-        keys = self.cfg["keys"]
+        keys = self.cfg.keys
         meta = dict(self.meta() or {}, **{"from": "beginning"})
         self.emit("invoke", "assign", keys, meta=meta)
         c.assign([_tp(k) for k in keys])
@@ -90,10 +87,10 @@ class ConsumerWorker(Worker):
 
     @property
     def output_keys(self) -> frozenset[str]:
-        """The app workload's output keys (``cfg["output_keys"]``): read as app-poll ops."""
+        """The app workload's output keys (``self.cfg.output_keys``): read as app-poll ops."""
         if not hasattr(self, "_output_keys"):
-            self._output_keys = frozenset(self.cfg.get("output_keys") or ())
-            self._match = compile_match(self.cfg["match"], self.cfg.get("base_dir")) if self._output_keys else None
+            self._output_keys = frozenset(self.cfg.output_keys or ())
+            self._match = compile_match(self.cfg.match, self.cfg.base_dir) if self._output_keys else None
             self.matched, self.unmatched, self.samples = 0, 0, []
         return self._output_keys
 
@@ -128,8 +125,8 @@ class DrainWorker(ConsumerWorker):
 
     def run(self) -> None:
         c = self.consumer()
-        keys = self.cfg["keys"]
-        deadline = time.monotonic() + float(self.cfg.get("drain_timeout_s", 120))
+        keys = self.cfg.keys
+        deadline = time.monotonic() + float(self.cfg.drain_timeout_s)
         high: dict[str, int] = {}
         low: dict[str, int] = {}
         for key in keys:

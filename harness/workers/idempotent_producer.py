@@ -1,10 +1,6 @@
 """Idempotent (non-transactional) producer worker: Jepsen's queue workload without transactions.
 
-Config keys: ``bootstrap``, ``keys`` (list of "topic/partition"), ``seed``, ``value_base``
-(first value; every worker spawn gets its own base, so values are unique per run),
-``max_sends`` (1..max_sends records per op; keys drawn with replacement, so one op may send
-several records to one partition, in order), ``producer`` (extra librdkafka settings, e.g.
-``enable.idempotence: false`` for the negative control), ``flush_timeout_s``.
+Config: ``harness.workers.configs.IdempotentProducerConfig`` (its fields, defaults and units).
 
 Each op is one ``send`` op (docs/history.md): invoke ``[["send", key, value], ...]``, then every
 record is produced asynchronously and ``flush()`` waits for all delivery reports. The
@@ -32,19 +28,22 @@ from confluent_kafka import KafkaException, Producer
 
 from harness.workers.outcomes import classify, error_pair
 from harness.workers.base import Worker
+from harness.workers.configs import IdempotentProducerConfig
 
 
 class IdempotentProducerWorker(Worker):
+    Config = IdempotentProducerConfig
+
     def __init__(self, cfg: dict[str, Any]):
         super().__init__(cfg)
-        self.rng = random.Random(cfg["seed"])
-        self.next_value = cfg["value_base"]
+        self.rng = random.Random(self.cfg.seed)
+        self.next_value = self.cfg.value_base
         self.producer: Producer | None = None
         self.fatal: list | None = None
 
     def conf(self) -> dict:
         return {
-            "bootstrap.servers": self.cfg["bootstrap"],
+            "bootstrap.servers": self.cfg.bootstrap,
             "enable.idempotence": True,
             "acks": "all",
             "linger.ms": 0,  # no batching delay: a partition's records go out in several requests
@@ -52,7 +51,7 @@ class IdempotentProducerWorker(Worker):
             "message.timeout.ms": 60000,
             "socket.timeout.ms": 10000,
             "error_cb": self._on_error,
-            **self.cfg.get("producer", {}),
+            **self.cfg.producer,
         }
 
     def _on_error(self, err) -> None:
@@ -61,8 +60,8 @@ class IdempotentProducerWorker(Worker):
         self.log(f"producer error: {err}")
 
     def choose_sends(self) -> list[tuple[str, int]]:
-        keys = self.cfg["keys"]
-        n = self.rng.randint(1, self.cfg.get("max_sends", 4))
+        keys = self.cfg.keys
+        n = self.rng.randint(1, self.cfg.max_sends)
         sends = []
         for key in self.rng.choices(keys, k=n):
             sends.append((key, self.next_value))
@@ -97,7 +96,7 @@ class IdempotentProducerWorker(Worker):
                         break
                     except BufferError:  # local queue full: serve delivery reports, then retry
                         self.producer.poll(0.1)
-            remaining = self.producer.flush(float(self.cfg.get("flush_timeout_s", 90)))
+            remaining = self.producer.flush(float(self.cfg.flush_timeout_s))
             if remaining:
                 error = ["_FLUSH_TIMEOUT", f"{remaining} records without a delivery report"]
         except KafkaException as exc:

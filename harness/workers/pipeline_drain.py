@@ -1,7 +1,6 @@
 """The final drain of a consume-transform-produce pipeline.
 
-Config keys: those of harness.workers.consumer.DrainWorker, plus ``pipeline_group`` (the
-processors' consumer group) and ``input_keys``.
+Config: ``harness.workers.configs.PipelineDrainConfig`` (its fields, defaults and units).
 
 Before draining every key (inputs and outputs, as DrainWorker does), it records the group's
 committed offsets as one ``committed-offsets`` op: invoke value = the input keys, completion
@@ -20,14 +19,17 @@ from confluent_kafka import Consumer, KafkaException
 
 from harness.workers.outcomes import error_pair
 from harness.workers.consumer import DrainWorker, _tp
+from harness.workers.configs import PipelineDrainConfig
 
 
 class PipelineDrainWorker(DrainWorker):
+    Config = PipelineDrainConfig
+
     def committed_offsets(self) -> None:
-        keys = self.cfg["input_keys"]
-        meta = {"group_id": self.cfg["pipeline_group"], "final": True}
+        keys = self.cfg.input_keys
+        meta = {"group_id": self.cfg.pipeline_group, "final": True}
         self.emit("invoke", "committed-offsets", keys, meta=meta)
-        c = Consumer(self.kafka_conf({"bootstrap.servers": self.cfg["bootstrap"], "group.id": self.cfg["pipeline_group"],
+        c = Consumer(self.kafka_conf({"bootstrap.servers": self.cfg.bootstrap, "group.id": self.cfg.pipeline_group,
                                       "isolation.level": "read_committed", "enable.auto.commit": False}))
         deadline = time.monotonic() + 60
         try:

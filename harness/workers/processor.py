@@ -1,10 +1,6 @@
 """Consume-transform-produce processor worker (KIP-98 transactions, KIP-447 group fencing).
 
-Config keys: ``bootstrap``, ``input_topic``, ``output_topic`` (input key ``in/p`` feeds output
-key ``out/p``), ``transactional_id``, ``group_id``, ``spawn`` (0..999, unique per spawn), ``max_batch`` (records per transaction),
-``abort_probability`` (transactions aborted on purpose), ``offsets`` and ``group_metadata``
-(below), ``group_instance_id`` (static membership, KIP-345; optional), ``producer`` /
-``consumer`` (extra librdkafka settings), ``timeout_s`` (per call).
+Config: ``harness.workers.configs.ProcessorConfig`` (its fields, defaults and units).
 
 One processor instance is a transactional producer plus a consumer in group ``group_id``
 (``subscribe``, ``isolation.level=read_committed``, no auto-commit). Each cycle:
@@ -15,7 +11,7 @@ One processor instance is a transactional producer plus a consumer in group ``gr
    ``begin_transaction``; every input record becomes one record on the output key of its
    partition whose value encodes the input value and the attempt (``output_value``):
    ``input_value * OUTPUT_FACTOR + spawn * 1000 + n``, where ``spawn`` is unique per worker
-   spawn (``cfg["spawn"]``) and ``n`` counts this worker's attempts at that input. So
+   spawn (``self.cfg.spawn``) and ``n`` counts this worker's attempts at that input. So
    ``output // OUTPUT_FACTOR`` is the input value, and every send of an output key carries a
    value no other send carries (docs/history.md), also when an input is processed again after an
    abort, a crash or a rebalance, which exactly-once processing must do;
@@ -62,6 +58,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from harness.workers.outcomes import Action, classify, error_pair
 from harness.workers.retire import RetirableTxnProducer
 from harness.workers.txn_producer import TxnOutcome
+from harness.workers.configs import ProcessorConfig
 
 
 #: output value = input value * OUTPUT_FACTOR + attempt tag (< OUTPUT_FACTOR)
@@ -84,23 +81,25 @@ def _tp(key: str, offset: int) -> TopicPartition:
 
 
 class ProcessorWorker(RetirableTxnProducer):
+    Config = ProcessorConfig
+
     def __init__(self, cfg: dict[str, Any]):
-        super().__init__({"seed": 0, "value_base": 0, **cfg})
-        self.group = cfg["group_id"]
+        super().__init__(cfg)
+        self.group = self.cfg.group_id
         self.consumer: Consumer | None = None
         self.standalone: Consumer | None = None  # group-only metadata source
         self._pending: list[TopicPartition] | None = None
-        self.spawn = int(cfg.get("spawn", 0))
+        self.spawn = int(self.cfg.spawn)
         self.attempts: dict[int, int] = {}  # input value -> attempts of this worker so far
 
     # -- instances -----------------------------------------------------------------------
     def consumer_conf(self) -> dict:
         return {
-            "bootstrap.servers": self.cfg["bootstrap"],
+            "bootstrap.servers": self.cfg.bootstrap,
             "group.id": self.group,
             # offsets: consumer (negative control) lets the consumer commit its position every
             # auto.commit.interval.ms (5 s), Kafka's default, instead of the transaction
-            "enable.auto.commit": self.cfg.get("offsets", "transaction") == "consumer",
+            "enable.auto.commit": self.cfg.offsets == "consumer",
             "auto.offset.reset": "earliest",
             "isolation.level": "read_committed",
             "enable.partition.eof": False,
@@ -111,8 +110,8 @@ class ProcessorWorker(RetirableTxnProducer):
             "heartbeat.interval.ms": 1000,
             # static membership (KIP-345): a restarted processor takes its old member's place at
             # once instead of waiting for that member's session to expire
-            **({"group.instance.id": self.cfg["group_instance_id"]} if self.cfg.get("group_instance_id") else {}),
-            **self.cfg.get("consumer", {}),
+            **({"group.instance.id": self.cfg.group_instance_id} if self.cfg.group_instance_id else {}),
+            **self.cfg.consumer,
         }
 
     def start_instance(self) -> bool:
@@ -121,7 +120,7 @@ class ProcessorWorker(RetirableTxnProducer):
         if not self.init():
             return False
         self.consumer = Consumer(self.kafka_conf(self.consumer_conf()))
-        self.consumer.subscribe([self.cfg["input_topic"]], on_assign=self._on_assign,
+        self.consumer.subscribe([self.cfg.input_topic], on_assign=self._on_assign,
                                 on_revoke=self._on_revoke)
         return True
 
@@ -152,9 +151,9 @@ class ProcessorWorker(RetirableTxnProducer):
         return f"{self.cfg['output_topic']}/{in_key.rsplit('/', 1)[1]}"
 
     def group_metadata(self):
-        if self.cfg.get("group_metadata", "member") == "group-only":
+        if self.cfg.group_metadata == "group-only":
             if self.standalone is None:  # never subscribes: generation -1, no member id
-                self.standalone = Consumer(self.kafka_conf({"bootstrap.servers": self.cfg["bootstrap"],
+                self.standalone = Consumer(self.kafka_conf({"bootstrap.servers": self.cfg.bootstrap,
                                                             "group.id": self.group}))
             return self.standalone.consumer_group_metadata()
         return self.consumer.consumer_group_metadata()
@@ -164,7 +163,7 @@ class ProcessorWorker(RetirableTxnProducer):
         try:  # wait for one record, then take what else is already fetched, up to max_batch
             msgs = self.consumer.consume(num_messages=1, timeout=0.5)
             if msgs:
-                msgs += self.consumer.consume(num_messages=int(self.cfg.get("max_batch", 50)) - 1, timeout=0)
+                msgs += self.consumer.consume(num_messages=int(self.cfg.max_batch) - 1, timeout=0)
         except KafkaException as exc:  # a fatal consumer error: this instance is done
             self.crash(exc)
             return
@@ -192,8 +191,8 @@ class ProcessorWorker(RetirableTxnProducer):
         meta = {"transactional_id": self.tid, "group_id": self.group}
         self.emit("invoke", "txn", [["poll"]] + [["send", k, v] for k, v in sends], time_ns=t0, meta=meta)
         offsets: dict[int, int | None] = {}
-        abort_on_purpose = self.rng.random() < self.cfg.get("abort_probability", 0.0)
-        mode = self.cfg.get("offsets", "transaction")
+        abort_on_purpose = self.rng.random() < self.cfg.abort_probability
+        mode = self.cfg.offsets
         self._pending = nxt if mode == "transaction" else None
         if mode == "commit-before":  # negative control: the offsets go first, outside the transaction
             try:

@@ -18,8 +18,7 @@ Writes ``<work_dir>/catchup.json``: {"caught_up": bool, "waited_s", "high": {key
 "spark_end": {key: offset}, "behind": {key: [spark_end, high]}, "output_records": int}.
 The one ``drained`` control message is the ordinary drain's, plus ``spark_caught_up``.
 
-Config keys: those of ``DrainWorker`` (``keys`` are the input keys), ``work_dir``,
-``catchup_s`` (default 90), ``output_keys`` (default none).
+Config: ``harness.workers.configs.SparkDrainConfig`` (its fields, defaults and units).
 """
 from __future__ import annotations
 
@@ -31,6 +30,7 @@ from typing import Any
 from confluent_kafka import Consumer
 
 from harness.workers.consumer import DrainWorker, _tp
+from harness.workers.configs import SparkDrainConfig
 
 
 def spark_end_offsets(events_path: Path) -> dict[str, int]:
@@ -63,9 +63,11 @@ def spark_end_offsets(events_path: Path) -> dict[str, int]:
 
 
 class SparkDrainWorker(DrainWorker):
+    Config = SparkDrainConfig
+
     def __init__(self, cfg: dict[str, Any]):
         super().__init__(cfg)
-        self.work = Path(cfg["work_dir"])
+        self.work = Path(self.cfg.work_dir)
         self._drained: dict | None = None
 
     def control(self, **msg: Any) -> None:
@@ -75,7 +77,7 @@ class SparkDrainWorker(DrainWorker):
         super().control(**msg)
 
     def wait_for_spark(self, high: dict[str, int], low: dict[str, int]) -> dict:
-        deadline = time.monotonic() + float(self.cfg.get("catchup_s", 90))
+        deadline = time.monotonic() + float(self.cfg.catchup_s)
         t0 = time.monotonic()
         todo = {k: h for k, h in high.items() if h > low.get(k, 0)}
         while True:
@@ -91,10 +93,10 @@ class SparkDrainWorker(DrainWorker):
                 "spark_end": {k: end.get(k) for k in high}, "behind": behind}
 
     def read_output(self, keys: list[str]) -> int:
-        c = Consumer(self.kafka_conf({"bootstrap.servers": self.cfg["bootstrap"], "group.id": "eosc-spark-output",
+        c = Consumer(self.kafka_conf({"bootstrap.servers": self.cfg.bootstrap, "group.id": "eosc-spark-output",
                                       "enable.auto.commit": False, "isolation.level": "read_uncommitted",
                                       "enable.partition.eof": False, "fetch.wait.max.ms": 100}))
-        deadline = time.monotonic() + float(self.cfg.get("drain_timeout_s", 60))
+        deadline = time.monotonic() + float(self.cfg.drain_timeout_s)
         high = {}
         for key in keys:
             while key not in high:
@@ -130,7 +132,7 @@ class SparkDrainWorker(DrainWorker):
         drained = self._drained or {"drained": True, "complete": False, "high": {}, "positions": {}}
         low = {}  # every input key starts at offset 0 (no retention deletes within a run)
         status = self.wait_for_spark(drained.get("high") or {}, low)
-        if self.cfg.get("output_keys"):
-            status["output_records"] = self.read_output(self.cfg["output_keys"])
+        if self.cfg.output_keys:
+            status["output_records"] = self.read_output(self.cfg.output_keys)
         (self.work / "catchup.json").write_text(json.dumps(status, indent=1))
         super().control(**dict(drained, spark_caught_up=status["caught_up"]))

@@ -22,12 +22,7 @@ control; passed through to the Kafka consumer and the admin client that finds th
 offsets), optional ``maxOffsetsPerTrigger``, and the extras of ``kafka`` (source options;
 ``kafka.``-prefixed ones are Kafka client settings and go to the Kafka sink too).
 
-Config keys: ``bootstrap``, ``topics``, ``isolation_level``, ``sink`` ("parquet" | "kafka"),
-``master`` (Spark master URL, e.g. ``local[2]``), ``driver_memory`` (e.g. ``1g``), ``jars``
-(local jar paths), ``work_dir``, ``instance`` (int, 1 for the first driver, +1 per restart),
-``conf`` (extra Spark settings), ``kafka`` (extra source/sink options),
-``max_offsets_per_trigger`` (int | None), ``trigger_s`` (float; 0: next batch as soon as the
-previous one ends), ``restart_backoff_s`` (after a failed query).
+Config: ``harness.workers.configs.SparkConsumerConfig`` (its fields, defaults and units).
 
 Layout of ``work_dir`` (shared with the workload's ``finish`` and the Spark drain)::
 
@@ -61,8 +56,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from checkers.run import DEFAULT_ISOLATION_LEVEL
 from harness.workers.base import Worker
+from harness.workers.configs import SparkConsumerConfig
 
 #: Spark settings every driver gets (the config's ``conf`` overrides them):
 BASE_CONF = {
@@ -84,33 +79,33 @@ LOCAL_CONF = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127
               "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
 
 
-def source_options(cfg: dict[str, Any]) -> dict[str, str]:
+def source_options(cfg: SparkConsumerConfig) -> dict[str, str]:
     """The Kafka source's options for ``cfg`` (see the module docstring)."""
     opts = {
-        "kafka.bootstrap.servers": cfg["bootstrap"],
-        "subscribe": ",".join(cfg["topics"]),
+        "kafka.bootstrap.servers": cfg.bootstrap,
+        "subscribe": ",".join(cfg.topics),
         "startingOffsets": "earliest",
         "failOnDataLoss": "true",
-        "kafka.isolation.level": cfg.get("isolation_level", DEFAULT_ISOLATION_LEVEL),
+        "kafka.isolation.level": cfg.isolation_level,
     }
-    if cfg.get("max_offsets_per_trigger"):
-        opts["maxOffsetsPerTrigger"] = str(int(cfg["max_offsets_per_trigger"]))
-    opts.update({k: str(v) for k, v in (cfg.get("kafka") or {}).items()})
+    if cfg.max_offsets_per_trigger:
+        opts["maxOffsetsPerTrigger"] = str(int(cfg.max_offsets_per_trigger))
+    opts.update({k: str(v) for k, v in (cfg.kafka or {}).items()})
     return opts
 
 
-def spark_conf(cfg: dict[str, Any], work: Path) -> dict[str, str]:
+def spark_conf(cfg: SparkConsumerConfig, work: Path) -> dict[str, str]:
     """Spark settings of the driver: BASE_CONF, LOCAL_CONF for ``local`` masters, the jars,
     driver memory and local dir, then the config's ``conf``."""
     conf = dict(BASE_CONF)
-    if cfg.get("master", "local[2]").startswith("local"):
+    if cfg.master.startswith("local"):
         conf.update(LOCAL_CONF)
     conf.update({
-        "spark.jars": ",".join(cfg.get("jars") or []),
-        "spark.driver.memory": cfg.get("driver_memory", "1g"),
+        "spark.jars": ",".join(cfg.jars or []),
+        "spark.driver.memory": cfg.driver_memory,
         "spark.local.dir": str(work / "tmp"),
     })
-    conf.update({k: str(v) for k, v in (cfg.get("conf") or {}).items()})
+    conf.update({k: str(v) for k, v in (cfg.conf or {}).items()})
     return conf
 
 
@@ -135,11 +130,13 @@ def java_wrapper(work: Path) -> Path | None:
 
 class SparkConsumerWorker(Worker):
     """See the module docstring."""
+    Config = SparkConsumerConfig
+
 
     def __init__(self, cfg: dict[str, Any]):
         super().__init__(cfg)
-        self.work = Path(cfg["work_dir"])
-        self.instance = int(cfg.get("instance", 1))
+        self.work = Path(self.cfg.work_dir)
+        self.instance = int(self.cfg.instance)
         self.events_path = self.work / "events.jsonl"
 
     def event(self, event: str, **fields: Any) -> None:
@@ -161,7 +158,7 @@ class SparkConsumerWorker(Worker):
             os.environ["JAVA_HOME"] = str(wrapper)
         else:
             self.log("setpriv or java not found: a SIGKILL of this worker leaves the JVM to exit on its own")
-        builder = SparkSession.builder.master(self.cfg.get("master", "local[2]")).appName(
+        builder = SparkSession.builder.master(self.cfg.master).appName(
             f"eosc-spark-consumer-{self.instance}")
         for k, v in spark_conf(self.cfg, self.work).items():
             builder = builder.config(k, v)
@@ -176,7 +173,7 @@ class SparkConsumerWorker(Worker):
         for k, v in source_options(self.cfg).items():
             reader = reader.option(k, v)
         df = reader.load()
-        sink = self.cfg.get("sink", "parquet")
+        sink = self.cfg.sink
         if sink == "parquet":
             out = df.select(
                 F.col("topic"), F.col("partition"), F.col("offset"),
@@ -192,14 +189,14 @@ class SparkConsumerWorker(Worker):
                          F.col("offset").cast("string")).alias("key"),
                 F.col("value"),
             )
-            writer = out.writeStream.format("kafka").option("kafka.bootstrap.servers", self.cfg["bootstrap"])
-            for k, v in (self.cfg.get("kafka") or {}).items():
+            writer = out.writeStream.format("kafka").option("kafka.bootstrap.servers", self.cfg.bootstrap)
+            for k, v in (self.cfg.kafka or {}).items():
                 if k.startswith("kafka."):
                     writer = writer.option(k, str(v))
         else:
             raise ValueError(f"unknown sink {sink!r}")
         writer = writer.option("checkpointLocation", str(self.work / "checkpoint")).queryName("eosc")
-        trigger_s = float(self.cfg.get("trigger_s") or 0)
+        trigger_s = float(self.cfg.trigger_s or 0)
         if trigger_s > 0:
             writer = writer.trigger(processingTime=f"{int(trigger_s * 1000)} milliseconds")
         return writer.start()
@@ -238,9 +235,9 @@ class SparkConsumerWorker(Worker):
         startup = round(time.monotonic() - t0, 2)
         self.event("spark-started", startup_s=startup, version=spark.version)
         self.control(spark_started=True, instance=self.instance, startup_s=startup)
-        self.log(f"Spark {spark.version} driver started in {startup} s (master {self.cfg.get('master')})")
+        self.log(f"Spark {spark.version} driver started in {startup} s (master {self.cfg.master})")
         spark.streams.addListener(self.listener())
-        backoff = float(self.cfg.get("restart_backoff_s", 2.0))
+        backoff = float(self.cfg.restart_backoff_s)
         failures = 0
         try:
             while not self.stopping.is_set():

@@ -1,11 +1,6 @@
 """Transactional producer worker (Jepsen's queue workload, transactional).
 
-Config keys: ``bootstrap``, ``transactional_id``, ``keys`` (list of "topic/partition"),
-``seed``, ``value_base`` (first value; values are unique per run because every worker spawn
-gets its own base), ``max_sends`` (1..max_sends per transaction), ``abort_probability``,
-``producer`` (extra librdkafka settings), ``timeout_s`` (per API call), ``flush_timeout_s``
-(how long to wait for delivery reports before aborting; default: until every record has an
-outcome, i.e. ``message.timeout.ms`` plus a margin).
+Config: ``harness.workers.configs.TxnProducerConfig`` (its fields, defaults and units).
 
 Why the flush waits for every outcome by default: aborting while records are still in flight
 (abort_transaction purges them) lost a later committed record with librdkafka 2.16.0 on Kafka
@@ -31,6 +26,7 @@ from confluent_kafka import KafkaException, Producer
 
 from harness.workers.outcomes import Action, classify, error_pair
 from harness.workers.base import Worker
+from harness.workers.configs import TxnProducerConfig
 
 
 class TxnOutcome(Exception):
@@ -40,19 +36,21 @@ class TxnOutcome(Exception):
 
 
 class TxnProducerWorker(Worker):
+    Config = TxnProducerConfig
+
     def __init__(self, cfg: dict[str, Any]):
         super().__init__(cfg)
-        self.rng = random.Random(cfg["seed"])
-        self.next_value = cfg["value_base"]
-        self.tid = cfg["transactional_id"]
-        self.timeout = float(cfg.get("timeout_s", 10))
+        self.rng = random.Random(self.cfg.seed)
+        self.next_value = self.cfg.value_base
+        self.tid = self.cfg.transactional_id
+        self.timeout = float(self.cfg.timeout_s)
         message_timeout_s = float(self.conf()["message.timeout.ms"]) / 1000
-        self.flush_timeout = float(cfg.get("flush_timeout_s") or message_timeout_s + 2)
+        self.flush_timeout = float(self.cfg.flush_timeout_s or message_timeout_s + 2)
         self.producer: Producer | None = None
 
     def conf(self) -> dict:
         return {
-            "bootstrap.servers": self.cfg["bootstrap"],
+            "bootstrap.servers": self.cfg.bootstrap,
             "transactional.id": self.tid,
             "enable.idempotence": True,
             "acks": "all",
@@ -60,7 +58,7 @@ class TxnProducerWorker(Worker):
             "transaction.timeout.ms": 30000,
             "message.timeout.ms": 20000,
             "socket.timeout.ms": 10000,
-            **self.cfg.get("producer", {}),
+            **self.cfg.producer,
         }
 
     # -- instances -----------------------------------------------------------------------
@@ -91,8 +89,8 @@ class TxnProducerWorker(Worker):
 
     # -- one transaction -----------------------------------------------------------------
     def choose_sends(self) -> list[tuple[str, int]]:
-        keys = self.cfg["keys"]
-        n = self.rng.randint(1, min(self.cfg.get("max_sends", 4), len(keys)))
+        keys = self.cfg.keys
+        n = self.rng.randint(1, min(self.cfg.max_sends, len(keys)))
         sends = []
         for key in self.rng.sample(keys, n):
             sends.append((key, self.next_value))
@@ -101,7 +99,7 @@ class TxnProducerWorker(Worker):
 
     def txn(self) -> None:
         sends = self.choose_sends()
-        abort_on_purpose = self.rng.random() < self.cfg.get("abort_probability", 0.1)
+        abort_on_purpose = self.rng.random() < self.cfg.abort_probability
         offsets: dict[int, int | None] = {}
         meta = {"transactional_id": self.tid}
         self.emit("invoke", "txn", [["send", k, v] for k, v in sends], meta=meta)
@@ -141,7 +139,7 @@ class TxnProducerWorker(Worker):
                 # it, and (by default) give up this instance: a new one gets a new epoch, so no
                 # later record can reuse a purged record's sequence number (finding F1)
                 type_, err, replace = self._abort(["_FLUSH_TIMEOUT", f"{remaining} records undelivered"], False)
-                raise TxnOutcome(type_, err, replace or self.cfg.get("inflight_abort", "replace") == "replace")
+                raise TxnOutcome(type_, err, replace or self.cfg.inflight_abort == "replace")
         except KafkaException as exc:
             d = classify(exc, "send")
             if d.action == Action.FAIL:

@@ -11,11 +11,7 @@ is its own logical process: the worker protocol's ``proc`` field is a local inst
 and this process hands out 0, 1, 2, ... across all members (harness.run.pool maps every
 (worker spawn, local number) pair to a history process never reused).
 
-Config keys: those of harness.workers.txn_producer, except ``transactional_ids`` (one per
-member) instead of ``transactional_id``; plus ``think_ms`` (pause between a member's
-transactions, ms; default 0) and ``min_sends`` (fewest records per transaction; default 1).
-Member ``j`` draws values from ``value_base + j * (VALUE_STRIDE // members)`` upward and stops
-when that slice runs out; its seed is ``seed * 1000 + j``.
+Config: ``harness.workers.configs.TxnProducersConfig`` (its fields, defaults and units).
 
 Stop (a ``stop`` line or stdin closed): every member finishes its transaction, then the worker
 writes ``{"ctl": {"done": true, ...}}`` and exits. A SIGKILLed worker leaves its members'
@@ -31,6 +27,7 @@ from typing import Any
 
 from harness.workers.base import Worker
 from harness.workers.retire import Retirable, RetirableTxnProducer
+from harness.workers.configs import TxnProducersConfig
 
 #: values of one worker spawn (harness.workloads.txn_queue.VALUE_STRIDE); split among members
 VALUE_STRIDE = 100_000_000
@@ -64,7 +61,7 @@ class Member(RetirableTxnProducer):
         self.retired = host.retired
         self._out_lock = host._out_lock
         self.proc = host.next_local()
-        self.value_limit = cfg["value_base"] + cfg["value_span"]
+        self.value_limit = self.cfg.value_base + self.cfg.value_span
 
     def _watch_stdin(self) -> None:
         """The worker reads stdin; a member never does."""
@@ -73,16 +70,16 @@ class Member(RetirableTxnProducer):
         self.proc = self.host.next_local()
 
     def choose_sends(self) -> list[tuple[str, int]]:
-        keys = self.cfg["keys"]
-        top = min(self.cfg.get("max_sends", 4), len(keys))
-        n = self.rng.randint(min(self.cfg.get("min_sends", 1), top), top)
+        keys = self.cfg.keys
+        top = min(self.cfg.max_sends, len(keys))
+        n = self.rng.randint(min(self.cfg.min_sends, top), top)
         sends = [(key, self.next_value + i) for i, key in enumerate(self.rng.sample(keys, n))]
         self.next_value += n
         return sends
 
     def run(self) -> None:
-        think = float(self.cfg.get("think_ms", 0)) / 1000
-        top = self.cfg.get("max_sends", 4)
+        think = float(self.cfg.think_ms) / 1000
+        top = self.cfg.max_sends
         while not self.stopping.is_set():
             if self.next_value + top > self.value_limit:
                 self.log(f"{self.tid}: value slice used up; this member stops")
@@ -96,19 +93,22 @@ class Member(RetirableTxnProducer):
 
 
 class TxnProducersWorker(Retirable, Worker):
-    """The ``txn-producers`` role: one thread per transactional.id in ``cfg["transactional_ids"]``."""
+    """The ``txn-producers`` role: one thread per transactional.id in ``self.cfg.transactional_ids``."""
+    Config = TxnProducersConfig
+
 
     def __init__(self, cfg: dict[str, Any]):
         super().__init__(cfg)
         self._locals = itertools.count()
         self._locals_lock = threading.Lock()
-        ids = list(cfg["transactional_ids"])
+        ids = list(self.cfg.transactional_ids)
         if not ids:
             raise ValueError("txn-producers: transactional_ids is empty")
         span = VALUE_STRIDE // len(ids)
         self.members = [
-            Member(self, dict(cfg, transactional_id=tid, seed=cfg["seed"] * 1000 + j,
-                              value_base=cfg["value_base"] + j * span, value_span=span), j)
+            Member(self, self.cfg.model_copy(update={"transactional_id": tid, "seed": self.cfg.seed * 1000 + j,
+                                                     "value_base": self.cfg.value_base + j * span,
+                                                     "value_span": span}), j)
             for j, tid in enumerate(ids)
         ]
 

@@ -301,7 +301,7 @@ class App:
     def respawn(self, spec: WorkerSpec) -> WorkerSpec:
         """Input producers: the same transactional.id, fresh values. App instances: the same
         arguments (the same instance number, so the same transactional.id if it derives one)."""
-        if spec.role == "app":
+        if spec.role == "app" or "value_base" not in spec.cfg:  # instances and readers: as they were
             return spec
         n = next(self._spawns)
         return WorkerSpec(spec.name, spec.role, dict(spec.cfg, value_base=n * VALUE_STRIDE,

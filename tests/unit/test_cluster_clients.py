@@ -128,12 +128,14 @@ def test_external_refuses_at_load_what_it_cannot_prefix_or_secure():
 
 
 def test_worker_kafka_conf_puts_security_on_top():
+    from harness.workers.configs import WorkerConfig
+
     class W:
-        cfg = {"security": {"security.protocol": "SSL"}}
+        cfg = WorkerConfig(bootstrap="b", security={"security.protocol": "SSL"})
 
     assert Worker.kafka_conf(W(), {"bootstrap.servers": "b", "security.protocol": "PLAINTEXT"}) == {
         "bootstrap.servers": "b", "security.protocol": "SSL"}
-    W.cfg = {}
+    W.cfg = WorkerConfig(bootstrap="b")
     assert Worker.kafka_conf(W(), {"a": 1}) == {"a": 1}
 
 

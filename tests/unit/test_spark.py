@@ -17,6 +17,7 @@ from harness.cluster.artifacts import _artifact_name
 from harness.workloads import spark_batches as sb
 from harness.workers.spark_driver import source_options, spark_conf
 from harness.workers.spark_drain import spark_end_offsets
+from harness.workers.configs import SparkConsumerConfig
 
 SEC = 1_000_000_000
 WALL0 = 1_800_000_000 * SEC  # wall-clock ns of the run's start in these tests
@@ -179,9 +180,9 @@ def test_spark_end_offsets_take_the_highest_end_over_progress_reports(tmp_path):
 
 
 def test_source_options_follow_the_kafka_integration_guide():
-    opts = source_options({"bootstrap": "198.18.0.11:9092", "topics": ["t0", "t1"],
-                           "isolation_level": "read_committed", "max_offsets_per_trigger": 500,
-                           "kafka": {"kafka.request.timeout.ms": 20000, "minPartitions": 4}})
+    opts = source_options(SparkConsumerConfig(
+        bootstrap="198.18.0.11:9092", topics=["t0", "t1"], work_dir="/w", isolation_level="read_committed",
+        max_offsets_per_trigger=500, kafka={"kafka.request.timeout.ms": 20000, "minPartitions": 4}))
     assert opts == {"kafka.bootstrap.servers": "198.18.0.11:9092", "subscribe": "t0,t1",
                     "startingOffsets": "earliest", "failOnDataLoss": "true",
                     "kafka.isolation.level": "read_committed", "maxOffsetsPerTrigger": "500",
@@ -189,12 +190,13 @@ def test_source_options_follow_the_kafka_integration_guide():
 
 
 def test_spark_conf_binds_local_drivers_to_loopback_and_lets_the_scenario_override(tmp_path):
-    local = spark_conf({"master": "local[2]", "jars": ["/a.jar", "/b.jar"], "driver_memory": "1g",
-                        "conf": {"spark.sql.shuffle.partitions": "4"}}, tmp_path)
+    base = {"bootstrap": "b:9092", "topics": ["t0"], "work_dir": str(tmp_path)}
+    local = spark_conf(SparkConsumerConfig(**base, master="local[2]", jars=["/a.jar", "/b.jar"], driver_memory="1g",
+                                           conf={"spark.sql.shuffle.partitions": "4"}), tmp_path)
     assert local["spark.driver.host"] == "127.0.0.1" and local["spark.jars"] == "/a.jar,/b.jar"
     assert local["spark.sql.shuffle.partitions"] == "4"
     assert local["spark.sql.streaming.minBatchesToRetain"] == "1000000"
-    remote = spark_conf({"master": "spark://m:7077"}, tmp_path)
+    remote = spark_conf(SparkConsumerConfig(**base, master="spark://m:7077"), tmp_path)
     assert "spark.driver.host" not in remote
 
 

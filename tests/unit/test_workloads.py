@@ -282,7 +282,7 @@ def test_a_worker_prints_its_stacks_on_sigquit_and_keeps_running(tmp_path):
     import time
 
     log = tmp_path / "consumer-0.log"
-    cfg = {"bootstrap": _closed_port(), "keys": ["t0/0"], "seed": 1, "start_ns": time.monotonic_ns()}
+    cfg = {"bootstrap": _closed_port(), "keys": ["t0/0"], "start_ns": time.monotonic_ns()}
     with open(log, "wb") as f:
         p = subprocess.Popen([sys.executable, "-m", "harness.workers", "consumer", json.dumps(cfg)],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=f)
@@ -308,7 +308,7 @@ def test_a_workers_config_is_not_on_its_command_line(tmp_path):
     from harness.run.pool import ProcessNumbers, WorkerHandle
 
     hist = HistoryWriter(tmp_path / "history.jsonl")
-    cfg = {"bootstrap": _closed_port(), "keys": ["t0/0"], "seed": 1, "start_ns": time.monotonic_ns(),
+    cfg = {"bootstrap": _closed_port(), "keys": ["t0/0"], "start_ns": time.monotonic_ns(),
            "security": {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
                         "sasl.username": "u", "sasl.password": "s3cret-pw"}}
     w = WorkerHandle("consumer-0", "consumer", cfg, LOCAL, hist, ProcessNumbers(), tmp_path)
@@ -383,7 +383,7 @@ def test_pool_waits_for_a_clients_first_ok_op(tmp_path):
 
     hist = HistoryWriter(tmp_path / "history.jsonl")
     pool = Pool(LOCAL, hist, tmp_path)
-    cfg = {"bootstrap": _closed_port(), "keys": ["t0/0"], "seed": 1}
+    cfg = {"bootstrap": _closed_port(), "keys": ["t0/0"]}
     pool.spawn(WorkerSpec("consumer-0", "consumer", cfg))
     try:
         assert pool.wait_first_ok(["spark-*"], timeout=0.3) == ["spark-*"]
