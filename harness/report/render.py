@@ -13,6 +13,7 @@ import yaml
 from markupsafe import Markup
 
 from . import analysis as an
+from .app_view import app_section
 from .charts import bin_label_of, timeline_svg
 from . import examples as ex
 from .liveness import lag_histogram_svg, liveness_svg
@@ -228,6 +229,7 @@ def _context(h: "History", verdict: dict, scenario: dict, meta: dict | None,
                     "length": an.fmt_duration(st.end_ns - st.start_ns)} for st in stalls],
         "table": table,
         "lanes": lanes,
+        "app": app_section(h, (verdict.get("stats") or {}).get("app"), meta.get("app"), windows, run_end),
         "files": run_files(run_dir) if run_dir else [],
         "n_events": h.n_events,
         "n_clients": h.ops["process"].n_unique(),
