@@ -29,6 +29,7 @@ import polars as pl
 from markupsafe import Markup, escape
 
 from .analysis import FaultWindow, fmt_duration, fmt_seconds
+from .charts import fault_color
 from .svgplot import Panel
 
 if TYPE_CHECKING:
@@ -339,13 +340,15 @@ def lanes_svg(lanes: list[InstanceLane], windows: list[FaultWindow], run_end_ns:
     shaded behind every lane; a dashed line where the load ended (the final heal). A segment
     links to its app-start's history row."""
     n = max(len(lanes), 1)
-    p = Panel(top=26, height=n * LANE_PITCH, t0=0, t1=max(run_end_ns, 1), y0=0, y1=n)
+    p = Panel(top=18, height=n * LANE_PITCH, t0=0, t1=max(run_end_ns, 1), y0=0, y1=n)
     out = [f'<svg class="app-lanes" width="{p.right + 24:.0f}" height="{p.bottom + 30:.0f}" '
            'role="img" aria-label="application instances over time"><g font-size="11">']
-    out += p.frame("application instances")
+    out += p.frame("")  # the section's heading names the plot; its top edge holds fault labels
     # faults on the app's own workers are drawn on their lanes; the rest behind every lane
     other = [w for w in windows if not str(w.target).startswith("app-")]
     out += p.fault_shading(other, run_end_ns)
+    out += [f'<text x="{p.x(w.start_ns) + 2:.1f}" y="{p.top - 4}" font-size="10" '
+            f'fill="{fault_color(w.f)}">{escape(w.label[:20])}</text>' for w in other]
     for i, ln in enumerate(lanes):
         y = p.top + i * LANE_PITCH + (LANE_PITCH - BAR_H) / 2
         mid = y + BAR_H / 2
@@ -381,7 +384,7 @@ def lanes_svg(lanes: list[InstanceLane], windows: list[FaultWindow], run_end_ns:
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{p.top}" y2="{p.bottom}" stroke="#333" '
                    f'stroke-dasharray="4 3"><title>the load ends (final heal) at '
                    f'{fmt_seconds(load_end_ns)}: catch-up, then the app is stopped</title></line>'
-                   f'<text x="{x + 3:.1f}" y="{p.top - 8}" fill="#333" font-size="10">load ends</text>')
+                   f'<text x="{x + 3:.1f}" y="{p.top - 4}" fill="#333" font-size="10">load ends</text>')
     out += p.time_ticks()
     out.append("</g></svg>")
     return Markup("".join(out))
