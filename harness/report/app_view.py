@@ -13,7 +13,8 @@ restarts it, its name does not. On a lane:
 * *marks*: the nemesis's client faults on this worker (kill-client, restart-client,
   stop-client, start-client, pause-client, resume-client, zombie, resume-zombie) and failed
   starts, at the time of the nemesis action (a kill: when it was done, the others: when begun);
-* *pauses*: SIGSTOP windows (pause-client to resume-client, zombie to resume-zombie).
+* *pauses*: SIGSTOP windows (pause-client to resume-client, zombie to resume-zombie, or to
+  the final heal, which ends every fault still active).
 
 The per-partition counts are the checker's own (``app_cases``, ``checkers.log.writes``) so the
 report and the verdict agree.
@@ -222,6 +223,11 @@ def instance_lanes(h: "History", run_end_ns: int) -> list[InstanceLane]:
                 for p in ln.pauses:
                     if p.end_ns is None and PAUSE_OPENERS[p.f] == kind:
                         p.end_ns = _t(end) or t
+    heal = _load_end(h.nemesis)
+    for ln in lanes.values():  # the final heal ends every fault still active (nemesis teardown)
+        for p in ln.pauses:
+            if p.end_ns is None and heal is not None and heal >= p.start_ns:
+                p.end_ns, p.label = heal, p.label + ", resumed by the final heal"
     return sorted(lanes.values(), key=lambda ln: (ln.instance is None, ln.instance or 0, ln.name))
 
 

@@ -229,3 +229,14 @@ def test_a_recorded_streams_run_renders_its_instances_and_partitions(tmp_path):
                                   "duplicated": 0, "missing": 0}
     assert part["outputs"][-1]["records"] == 360
     assert "360 of 360 committed inputs" in part["catch_up"]["text"]
+
+
+def test_a_pause_never_resumed_ends_at_the_final_heal():
+    ev = Events()
+    ev.start(1.0, 1, "app-0", 100)
+    ev.nemesis(3.0, 3.1, "pause-client", "app-0", result="paused")
+    ev.add(10.0, "nemesis", "info", "heal", None)
+    ev.add(10.2, "nemesis", "info", "heal", {"result": [], "problems": []})
+    ev.exit(12.0, 1, "app-0", 100, 0, "stop")
+    (p,) = _lanes(ev)["app-0"].pauses
+    assert (p.start_ns / S, p.end_ns / S) == (3.1, 10.2) and "final heal" in p.label
