@@ -237,11 +237,12 @@ def _fmt_ms(v: Any) -> str:
 
 def partition_rows(h: "History", stats_app: dict, app_meta: dict) -> dict[str, list[dict]]:
     """Per-partition counts: ``{"inputs": [{"key", "committed", "aborted", "lost", "duplicated",
-    "missing"}], "outputs": [{"key", "records", "aborted_reads", "phantoms"}]}``, each list with
+    "missing", "stalled"}], "outputs": [{"key", "records", "aborted_reads", "phantoms"}]}``, each list with
     a last row of totals (key "all") when it has rows. committed / records come from
     ``stats_app`` (``inputs`` / ``outputs``: key -> count); aborted (a write of a failed txn no
     reader saw), lost, duplicated, missing (no output, and the app never caught up: loss or
-    stall) and the output-side anomalies are counted on ``h`` with the checker's definitions
+    stall), stalled (in the output later than lag_bound_s, or only in the final drain) and the
+    output-side anomalies are counted on ``h`` with the checker's definitions
     (``app_meta``: meta.json's ``app``, its input_keys, semantics, caught_up)."""
     from checkers.app_end_to_end import app_cases
     from checkers.log import writes
@@ -249,7 +250,7 @@ def partition_rows(h: "History", stats_app: dict, app_meta: dict) -> dict[str, l
     in_keys = list(app_meta.get("input_keys") or []) or sorted((stats_app.get("inputs") or {}))
     out_keys = list(app_meta.get("output_keys") or []) or sorted((stats_app.get("outputs") or {}))
     ins = {k: {"key": k, "committed": int((stats_app.get("inputs") or {}).get(k, 0)), "aborted": 0,
-               "lost": 0, "duplicated": 0, "missing": 0} for k in in_keys}
+               "lost": 0, "duplicated": 0, "missing": 0, "stalled": 0} for k in in_keys}
     outs = {k: {"key": k, "records": int((stats_app.get("outputs") or {}).get(k, 0)),
                 "aborted_reads": 0, "phantoms": 0} for k in out_keys}
     if app_meta and not app_meta.get("match_error"):
@@ -264,8 +265,9 @@ def partition_rows(h: "History", stats_app: dict, app_meta: dict) -> dict[str, l
             row = ins.get(c.get("key")) if c.get("key") is not None else None
             if row is not None and a in column:
                 row[column[a]] += 1
-            elif row is not None and a == "app-stalled" and c.get("value") not in named:
-                row["missing"] += 1  # never in the output: loss or stall, the checker cannot tell
+            elif row is not None and a == "app-stalled":
+                # never in the output: loss or stall (the checker cannot tell); else late
+                row["missing" if c.get("value") not in named else "stalled"] += 1
             elif a in ("eos-aborted-read", "eos-phantom"):
                 col = "aborted_reads" if a == "eos-aborted-read" else "phantoms"
                 for okey, _off in c.get("outputs") or []:

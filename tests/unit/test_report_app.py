@@ -152,9 +152,9 @@ def test_the_partition_table_counts_a_loss_a_duplicate_and_an_aborted_read():
     assert stats["inputs"] == {"in/0": 3, "in/1": 1} and stats["outputs"] == {"out/0": 3, "out/1": 2}
     rows = partition_rows(h, stats, app)
     assert rows["inputs"] == [
-        {"key": "in/0", "committed": 3, "aborted": 1, "lost": 1, "duplicated": 1, "missing": 0},
-        {"key": "in/1", "committed": 1, "aborted": 0, "lost": 0, "duplicated": 0, "missing": 0},
-        {"key": "all", "committed": 4, "aborted": 1, "lost": 1, "duplicated": 1, "missing": 0}]
+        {"key": "in/0", "committed": 3, "aborted": 1, "lost": 1, "duplicated": 1, "missing": 0, "stalled": 0},
+        {"key": "in/1", "committed": 1, "aborted": 0, "lost": 0, "duplicated": 0, "missing": 0, "stalled": 0},
+        {"key": "all", "committed": 4, "aborted": 1, "lost": 1, "duplicated": 1, "missing": 0, "stalled": 0}]
     assert rows["outputs"] == [
         {"key": "out/0", "records": 3, "aborted_reads": 0, "phantoms": 0},
         {"key": "out/1", "records": 2, "aborted_reads": 1, "phantoms": 0},
@@ -167,7 +167,16 @@ def test_an_input_missing_when_the_app_never_caught_up_is_missing_not_lost():
     h = load_history(ev.events)
     rows = partition_rows(h, app_stats(h, app), app)
     assert rows["inputs"][0] == {"key": "in/0", "committed": 3, "aborted": 1, "lost": 0, "duplicated": 1,
-                                 "missing": 1}
+                                 "missing": 1, "stalled": 0}
+
+
+def test_an_input_first_seen_after_the_lag_bound_is_stalled():
+    ev, app = _pipeline_history()
+    app = {**app, "lag_bound_s": 1.0}  # 2 and 5 were committed at 0.6 s and 1.0 s, seen at 2.5 s
+    h = load_history(ev.events)
+    rows = partition_rows(h, app_stats(h, app), app)
+    assert [(r["key"], r["stalled"], r["lost"]) for r in rows["inputs"]] == [
+        ("in/0", 2, 1), ("in/1", 1, 0), ("all", 3, 1)]
 
 
 def test_catch_up_and_lag_rows():
@@ -226,7 +235,7 @@ def test_a_recorded_streams_run_renders_its_instances_and_partitions(tmp_path):
     assert {(s.code, s.by) for ln in lanes.values() for s in ln.segments if s.end == "exit"} == {(143, "stop")}
     part = app_section(h, verdict["stats"]["app"], meta["app"], fault_windows(h.nemesis), 79 * S)
     assert part["inputs"][-1] == {"key": "all", "committed": 360, "aborted": 40, "lost": 0,
-                                  "duplicated": 0, "missing": 0}
+                                  "duplicated": 0, "missing": 0, "stalled": 0}
     assert part["outputs"][-1]["records"] == 360
     assert "360 of 360 committed inputs" in part["catch_up"]["text"]
 
