@@ -137,7 +137,8 @@ def _lifecycle(h: "History") -> list[tuple[int, int, str, str, str, dict, int]]:
         x = h.extras.get(int(r["op"])) or {}
         worker = str((x.get("meta") or {}).get("worker") or f"p{r['process']}")
         value = x.get("completion_value") if r["complete_index"] is not None else None
-        value = value if isinstance(value, dict) else (x.get("value") or {})
+        if not isinstance(value, dict):  # a failed start's, or a malformed completion value
+            value = x.get("value") if isinstance(x.get("value"), dict) else {}
         t = r["complete_time"] if r["complete_time"] is not None else r["invoke_time"]
         out.append((int(t or 0), int(r["invoke_index"]), worker, str(r["f"]), str(r["type"]),
                     value, int(r["process"])))

@@ -249,3 +249,21 @@ def test_a_pause_never_resumed_ends_at_the_final_heal():
     ev.exit(12.0, 1, "app-0", 100, 0, "stop")
     (p,) = _lanes(ev)["app-0"].pauses
     assert (p.start_ns / S, p.end_ns / S) == (3.1, 10.2) and "final heal" in p.label
+
+
+def test_a_failed_start_is_a_mark_and_malformed_values_do_not_break_the_lanes():
+    ev = Events()
+    ev.add(0.9, 1, "invoke", "app-start", {"instance": 0}, meta={"worker": "app-0"})
+    ev.add(1.0, 1, "fail", "app-start", {"instance": 0}, error=["ChildError", "no such file"],
+           meta={"worker": "app-0"})
+    ev.add(2.0, 2, "invoke", "app-start", "garbage", meta={"worker": "app-1"})
+    ev.add(2.1, 2, "ok", "app-start", ["not", "a", "dict"], meta={"worker": "app-1"})
+    ev.exit(3.0, 3, "app-2", 7, -9, "self")  # an exit with no start seen
+    ev.add(4.0, "nemesis", "info", "kill-client", None)  # no client: not an instance's fault
+    lanes = _lanes(ev)
+    assert list(lanes) == ["app-0", "app-1", "app-2"]
+    assert [(m.kind, m.t_ns / S) for m in lanes["app-0"].marks] == [("start-failed", 1.0)]
+    assert lanes["app-0"].segments == []
+    assert [(s.pid, s.end) for s in lanes["app-1"].segments] == [(None, "running")]
+    (s,) = lanes["app-2"].segments
+    assert (s.start_ns, s.end_ns, s.code, s.outcome) == (3 * S, 3 * S, -9, "failed")
