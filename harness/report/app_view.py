@@ -128,8 +128,8 @@ def _instance_of(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _lifecycle(h: "History") -> list[tuple[int, int, str, str, str, dict, int]]:
-    """(time ns, index, worker, f, type, value, process) of every app-start / app-exit op's
+def _lifecycle(h: "History") -> list[tuple[int, int, str, str, str, dict, int, str | None]]:
+    """(time ns, index, worker, f, type, value, process, error name) of every app-start / app-exit op's
     completion (its invoke when never completed), in time order."""
     o = h.ops.filter(pl.col("f").cast(pl.Utf8).is_in(LIFECYCLE_FS))
     out = []
@@ -141,7 +141,7 @@ def _lifecycle(h: "History") -> list[tuple[int, int, str, str, str, dict, int]]:
             value = x.get("value") if isinstance(x.get("value"), dict) else {}
         t = r["complete_time"] if r["complete_time"] is not None else r["invoke_time"]
         out.append((int(t or 0), int(r["invoke_index"]), worker, str(r["f"]), str(r["type"]),
-                    value, int(r["process"])))
+                    value, int(r["process"]), r["error"]))
     return sorted(out, key=lambda e: (e[0], e[1]))
 
 
@@ -181,8 +181,8 @@ def instance_lanes(h: "History", run_end_ns: int) -> list[InstanceLane]:
     # (time, order, index, worker, kind, payload): a kill sorts at its end, when it was done,
     # so an app-exit the supervisor saw first (a container's 137) closes the segment itself
     events: list[tuple[int, int, int, str, str, Any]] = []
-    for t, idx, worker, f, typ, value, proc in _lifecycle(h):
-        events.append((t, 0, idx, worker, f"{f}:{typ}", (value, proc)))
+    for t, idx, worker, f, typ, value, proc, err in _lifecycle(h):
+        events.append((t, 0, idx, worker, f"{f}:{typ}", (value, proc, err)))
     for f, client, begin, end in _client_actions(h.nemesis):
         if not client.startswith("app-"):
             continue
@@ -193,14 +193,16 @@ def instance_lanes(h: "History", run_end_ns: int) -> list[InstanceLane]:
         ln = lane(worker)
         open_seg = ln.segments[-1] if ln.segments and ln.segments[-1].end_ns is None else None
         if kind == "app-start:ok":
-            value, proc = payload
+            value, proc, _err = payload
             if open_seg:
                 open_seg.end_ns, open_seg.end = t, "unknown"
             ln.segments.append(Segment(t, None, proc, idx, value.get("pid")))
-        elif kind.startswith("app-start:"):
-            ln.marks.append(Mark(t, "start-failed", "the application could not be started", idx))
+        elif kind.startswith("app-start:"):  # fail: could not start; info: never completed
+            err = payload[2]
+            what = "could not be started" if kind.endswith(":fail") else "start never completed"
+            ln.marks.append(Mark(t, "start-failed", f"the application {what}" + (f": {err}" if err else ""), idx))
         elif kind.startswith("app-exit:"):
-            value, proc = payload
+            value, proc, _err = payload
             if open_seg is None:  # an exit with no start seen: a zero-length run at the exit
                 open_seg = Segment(t, None, proc, idx, value.get("pid"))
                 ln.segments.append(open_seg)

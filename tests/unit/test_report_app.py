@@ -263,6 +263,8 @@ def test_a_failed_start_is_a_mark_and_malformed_values_do_not_break_the_lanes():
     lanes = _lanes(ev)
     assert list(lanes) == ["app-0", "app-1", "app-2"]
     assert [(m.kind, m.t_ns / S) for m in lanes["app-0"].marks] == [("start-failed", 1.0)]
+    assert "could not be started" in lanes["app-0"].marks[0].label
+    assert "ChildError" in lanes["app-0"].marks[0].label  # the error's name
     assert lanes["app-0"].segments == []
     assert [(s.pid, s.end) for s in lanes["app-1"].segments] == [(None, "running")]
     (s,) = lanes["app-2"].segments
