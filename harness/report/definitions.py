@@ -50,6 +50,19 @@ ANOMALY_DEFINITIONS: dict[str, str] = {
         "In a consume-transform-produce pipeline, a committed input record yields no committed "
         "output record."
     ),
+    "eos-aborted-read": (
+        "An application's output record names an input whose transaction was aborted: the "
+        "application read uncommitted data (the app workload)."
+    ),
+    "eos-phantom": "An application's output record names no input the harness wrote.",
+    "eos-reorder": (
+        "With order: per-partition, two inputs of one input partition appear in one output "
+        "partition in the opposite order of their input offsets."
+    ),
+    "app-stalled": (
+        "An input that reached the application's output more than lag_bound_s after its commit, "
+        "or never during the load."
+    ),
     "offsets-ahead": (
         "A consumer group's committed offsets point past input whose output is not committed."
     ),

@@ -15,6 +15,7 @@ from markupsafe import Markup
 from checkers.run import RunDir, Verdict
 
 from . import analysis as an
+from .app_view import app_section
 from .charts import bin_label_of, timeline_svg
 from . import examples as ex
 from .liveness import lag_histogram_svg, liveness_svg
@@ -225,6 +226,7 @@ def _context(h: "History", verdict: "Verdict | dict | None", scenario: dict, met
                     "length": an.fmt_duration(st.end_ns - st.start_ns)} for st in stalls],
         "table": table,
         "lanes": lanes,
+        "app": app_section(h, (verdict.get("stats") or {}).get("app"), meta.get("app"), windows, run_end),
         "files": run_files(run_dir) if run_dir else [],
         "n_events": h.n_events,
         "n_clients": h.ops["process"].n_unique(),
