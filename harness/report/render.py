@@ -226,7 +226,7 @@ def _context(h: "History", verdict: "Verdict | dict | None", scenario: dict, met
                     "length": an.fmt_duration(st.end_ns - st.start_ns)} for st in stalls],
         "table": table,
         "lanes": lanes,
-        "app": app_section(h, (verdict.get("stats") or {}).get("app"), meta.get("app"), windows, run_end),
+        "app": app_section(h, verdict.stats.get("app"), meta.get("app"), windows, run_end),
         "files": run_files(run_dir) if run_dir else [],
         "n_events": h.n_events,
         "n_clients": h.ops["process"].n_unique(),
