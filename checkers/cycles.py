@@ -280,7 +280,8 @@ def graph(h: History, nodes: np.ndarray | None = None) -> dict:
 
 
 def sccs(n_nodes: int, edges: pl.DataFrame | tuple) -> list[np.ndarray]:
-    """Node arrays of the non-trivial strongly connected components."""
+    """Node arrays of the non-trivial strongly connected components (in label order; each
+    array ascending). O(E + n log n)."""
     if isinstance(edges, tuple):
         src, dst = edges
     else:
@@ -294,8 +295,10 @@ def sccs(n_nodes: int, edges: pl.DataFrame | tuple) -> list[np.ndarray]:
     if not len(big):
         return []
     order = np.argsort(labels, kind="stable")
-    sl = labels[order]
-    return [order[np.searchsorted(sl, c, "left"):np.searchsorted(sl, c, "right")] for c in big]
+    # every component's bounds in one call: a searchsorted per component would cast the
+    # int32 labels to the int64 needle's type each time, O(n) per component (issue 20)
+    ends = np.cumsum(counts)
+    return [order[ends[c] - counts[c]:ends[c]] for c in big]
 
 
 def _within(edges: pl.DataFrame, n_nodes: int, nodes: np.ndarray) -> pl.DataFrame:
