@@ -61,6 +61,9 @@ from .log import index, reads
 
 INTRA, WW, WR, WR_RC, PROC, RT, COMMIT = range(7)
 MAX_CASES = 50  # components explained; the rest are counted in the last case's explanation
+INF = 1 << 62
+TIME_SCALE = 1024  # certificate times per measured ns (time_order)
+CHAIN_ROUNDS = 64  # rounds of C(A) -> C(B) relaxation before time_order gives up
 
 
 def _read_committed_processes(h: History) -> set[int]:
@@ -77,11 +80,14 @@ def _read_committed_processes(h: History) -> set[int]:
 
 def _commit_edges(h: History) -> tuple[np.ndarray, np.ndarray]:
     """(time node index j, txn op) pairs: the j-th ok completion is the last one before the
-    op asked to commit (``commit_time``)."""
+    op asked to commit (``commit_time``). int64 arrays; shared, do not modify."""
+    return h.cached("commit_edges", _build_commit_edges)
+
+
+def _build_commit_edges(h: History) -> tuple[np.ndarray, np.ndarray]:
     m, *_, times = proc_rt(h)
-    f = h.ops["f"].cast(pl.String).to_numpy()
     ct = h.ops["commit_time"]
-    cb = np.flatnonzero(ct.is_not_null().to_numpy() & (f == "txn"))
+    cb = np.flatnonzero((ct.is_not_null() & (h.ops["f"] == "txn")).to_numpy())
     if not m or not len(cb):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     j = np.searchsorted(times, ct.fill_null(0).to_numpy()[cb], side="left")
@@ -116,7 +122,7 @@ def event_graph(h: History, ops_in: np.ndarray | None = None) -> dict:
     n = h.ops.height
     m, ps, pd, rs, rd, times = proc_rt(h)
     ops = h.ops
-    f = ops["f"].cast(pl.String).to_numpy()
+    is_txn = (ops["f"] == "txn").to_numpy()  # a bool mask: strings would cost O(n) objects
     ix = index(h)
     keep = np.ones(n + m, bool)
     if ops_in is not None:
@@ -154,7 +160,7 @@ def event_graph(h: History, ops_in: np.ndarray | None = None) -> dict:
         _, first = np.unique(a * n + b, return_index=True)
         rrow, a, b = rrow[first], a[first], b[first]
     rc_procs = np.array(sorted(_read_committed_processes(h)), dtype=np.int64)
-    strong = (f[a] == "txn") & np.isin(ops["process"].to_numpy()[b], rc_procs)
+    strong = is_txn[a] & np.isin(ops["process"].to_numpy()[b], rc_procs)
     add(a[~strong], n + b[~strong], WR, rrow[~strong])
     add(n + a[strong], n + b[strong], WR_RC, rrow[strong])
     # process: K(A) -> I(B)
@@ -168,6 +174,53 @@ def event_graph(h: History, ops_in: np.ndarray | None = None) -> dict:
     add(3 * n + tj, n + cb, COMMIT, None, n + tj, cb)
     return {"n": n, "m": m, "src": np.concatenate(src), "dst": np.concatenate(dst),
             "kind": np.concatenate(kind), "eid": np.concatenate(eid), "times": times}
+
+
+def time_order(h: History, g: dict) -> bool:
+    """True when the event graph ``g`` (``event_graph``) has no cycle, shown in O(E) by a
+    certificate: a time for every event that rises strictly along every edge except
+    I(x) -> C(x) -> K(x), K(A) -> T(A) and T_j -> T_j+1, which may keep it equal (and among
+    which there is no cycle), so no cycle can return to where it started. I(x), K(x) and
+    T_j take their measured times (ns, scaled by ``TIME_SCALE`` so that strict steps fit
+    between two measured ns; an unknown invoke -inf, an unknown or info completion +inf);
+    each C(x), never measured, the least time above every event with an edge into it (a
+    fixpoint over the read_committed wr edges C(A) -> C(B), at most ``CHAIN_ROUNDS``
+    rounds). That least assignment fails only where no assignment with these measured
+    times works. False says only that no certificate was found (a cycle, or two events in
+    the same ns): the SCC search then decides."""
+    n, m = g["n"], g["m"]
+    ops = h.ops
+    it, ct = ops["invoke_time"], ops["complete_time"]
+    known = np.concatenate([it.drop_nulls().to_numpy(), ct.drop_nulls().to_numpy(), g["times"]])
+    if not len(known):
+        return False
+    t0, span = int(known.min()), int(known.max()) - int(known.min())
+    if span >= INF // TIME_SCALE:
+        return False
+    p = np.empty(3 * n + m, np.int64)
+    p[:n] = np.where(it.is_null().to_numpy(), -INF, (it.fill_null(t0).to_numpy() - t0) * TIME_SCALE)
+    k_open = (ct.is_null() | (ops["type"] == "info")).to_numpy()
+    p[2 * n:3 * n] = np.where(k_open, INF, (ct.fill_null(t0).to_numpy() - t0) * TIME_SCALE)
+    p[3 * n:] = (np.asarray(g["times"], np.int64) - t0) * TIME_SCALE
+    src, dst, kind = g["src"], g["dst"], g["kind"]
+    into_c = (dst >= n) & (dst < 2 * n)
+    from_c = (src >= n) & (src < 2 * n)
+    pc = p[:n].copy()  # I(x) -> C(x)
+    e = np.flatnonzero(into_c & ~from_c & (kind != INTRA))
+    np.maximum.at(pc, dst[e] - n, p[src[e]] + 1)
+    e = np.flatnonzero(into_c & from_c)
+    cs, cd = src[e] - n, dst[e] - n
+    for _ in range(CHAIN_ROUNDS):
+        before = pc[cd]
+        np.maximum.at(pc, cd, pc[cs] + 1)
+        if np.array_equal(before, pc[cd]):
+            break
+    else:
+        return False
+    p[n:2 * n] = pc
+    ps, pd = p[src], p[dst]
+    weak = (kind == INTRA) | ((kind == RT) & (dst >= 3 * n))
+    return bool(np.all(np.where(weak, ps <= pd, ps < pd)))
 
 
 def _shortest_cycle(g: dict, comp: np.ndarray, n_nodes: int) -> list[int] | None:
@@ -301,6 +354,8 @@ def impossible_cycle_cases(h: History) -> list[dict]:
     "explanation": str}. One case per strongly connected component of the event graph.
     """
     if h.ops.is_empty():
+        return []
+    if time_order(h, event_graph(h)):  # the usual case, a correct history: O(E), no search
         return []
     cand = candidate_ops(h)
     if not len(cand):
