@@ -4,7 +4,8 @@ The cases of ``impossible_cycle_cases`` on simulated histories with swapped log 
 shapes of ``checkers.simulate``: short transactions, and long ones with the G0-realtime
 cycles of correct smoke runs) are compared with those recorded from the quadratic finder of
 commit f4642cd (tests/data/event_order/recorded.json: per history the anomaly names, the ops
-of each case and a sha256 of the whole output). The O(E) certificate ``time_order`` must hold
+of each case and a sha256 of the whole output), and so are those of ``cycle_cases``, whose
+component search changed with it (recorded_cycles.json). The O(E) certificate ``time_order`` must hold
 on correct histories, simulated and real, and never on one with an impossible cycle.
 """
 
@@ -16,11 +17,13 @@ from pathlib import Path
 import pytest
 
 from checkers import load_history
+from checkers.cycles import cycle_cases
 from checkers.event_order import event_graph, impossible_cycle_cases, time_order
 from checkers.simulate import simulate
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 RECORDED = DATA / "event_order" / "recorded.json"
+RECORDED_CYCLES = DATA / "event_order" / "recorded_cycles.json"  # cycle_cases, same histories
 LONG = {"long_txn_rate": 0.3, "crash_rate": 0.01}
 # (ops, seed, record pairs swapped, simulate shape)
 HISTORIES = [(3000, 0, 3, {}), (3000, 1, 40, {}), (3000, 2, 120, {}),
@@ -68,7 +71,7 @@ def swapped_history(n_ops: int, seed: int, n_swaps: int, **shape) -> list[dict]:
 
 
 def digest(cases: list[dict]) -> dict:
-    return {"names": [c["anomaly"] for c in cases], "ops": [c["ops"] for c in cases],
+    return {"names": [c["anomaly"] for c in cases], "ops": [c.get("ops") for c in cases],
             "sha256": hashlib.sha256(json.dumps(cases, sort_keys=True, default=str).encode()).hexdigest()}
 
 
@@ -83,6 +86,9 @@ def test_cases_are_those_of_the_quadratic_finder(i):
     assert got["sha256"] == want["sha256"]
     if cases:  # the certificate never holds on a history with a cycle of events
         assert time_order(h, event_graph(h)) is False
+    # cycles.sccs and the per-component edges (cycles._within) changed with it: cycle_cases too
+    got, want = digest(cycle_cases(h)), json.loads(RECORDED_CYCLES.read_text())[i]
+    assert (got["names"], got["sha256"]) == (want["names"], want["sha256"])
 
 
 def test_recorded_histories_hold_impossible_cycles_of_every_name():
