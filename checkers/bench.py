@@ -76,7 +76,9 @@ from checkers import load_history
 from checkers.log import index
 from checkers.run import RunMeta
 from checkers.verdict import FINDERS
+c0, w0 = time.process_time(), time.perf_counter()
 h = load_history(sys.argv[1])
+load = {"cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - w0}
 index(h)
 base = dict(h._cache)
 meta, _ = RunMeta.coerce(None)
@@ -89,7 +91,7 @@ for name, finder, kw in FINDERS:
     except Exception as e:
         cases = f"crashed: {type(e).__name__}: {e}"
     out[name] = {"cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - w0, "cases": cases}
-print(json.dumps(out))
+print(json.dumps({"load": load, "finders": out}))
 """
 
 #: the peak RSS the checker must stay under (issue 12)
@@ -108,9 +110,9 @@ def time_finders(path: str | Path, root: str | Path | None = None) -> dict:
     after another in a fresh process whose working directory is ``root`` (a tree holding a
     ``checkers`` package: this one by default, another version's for a before/after
     comparison). Each starts from the history's shared index alone, so it pays for every
-    derived frame it uses. Returns {finder name: {"cpu_s" (CPU of the process, all threads),
-    "wall_s", "cases" (how many it returned, or "crashed: ...")}}. Raises RuntimeError if the
-    process fails."""
+    derived frame it uses. Returns {"load": {"cpu_s", "wall_s"} (``load_history``), "finders":
+    {finder name: {"cpu_s" (CPU of the process, all threads), "wall_s", "cases" (how many it
+    returned, or "crashed: ...")}}}. Raises RuntimeError if the process fails."""
     root = str(root or Path(__file__).resolve().parent.parent)
     return _child(_FINDERS, Path(path), root, "finder timing")
 
@@ -162,10 +164,10 @@ def run_bench(n_ops: int, seed: int = 0, shape: str = "default", finders: bool =
         r = _child(_CHILD, path, root, "checker", json.dumps(allowed))
         floor = _child(_FLOOR, path, root, "parse floor")
         if finders:
-            full = time_finders(path, root)
+            full = time_finders(path, root)["finders"]
             path.unlink()
             simulate(max(1, n_ops // 2), seed=seed, path=path, **kw)
-            half = time_finders(path, root)
+            half = time_finders(path, root)["finders"]
             per, total = _scaling(full, half)
             timed = {"half_ops": max(1, n_ops // 2), "finders": per,
                      "finders_cpu_s": round(sum(v["cpu_s"] for v in full.values()), 3),
