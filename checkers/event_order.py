@@ -133,10 +133,11 @@ def _wr_pairs(h: History, keep: np.ndarray | None = None, dedup: bool = True):
         _, first = np.unique(a * n + b, return_index=True)
         rrow, a, b = rrow[first], a[first], b[first]
     is_txn = (h.ops["f"] == "txn").to_numpy()  # a bool mask: strings would cost O(n) objects
-    proc = h.ops["process"].to_numpy()
-    rc = np.zeros(int(proc.max()) + 1 if n else 1, bool)  # by process id: a lookup, not a search
-    rc[sorted(_read_committed_processes(h))] = True
-    return rrow, a, b, is_txn[a] & rc[proc[b]]
+    proc = h.ops["process"].to_numpy().astype(np.int64)
+    lo = int(proc.min()) if n else 0
+    rc = np.zeros(int(proc.max()) - lo + 1 if n else 1, bool)  # by process id: a lookup, not a search
+    rc[np.array(sorted(_read_committed_processes(h)), np.int64) - lo] = True
+    return rrow, a, b, is_txn[a] & rc[proc[b] - lo]
 
 
 def event_graph(h: History, ops_in: np.ndarray | None = None) -> dict:

@@ -145,3 +145,15 @@ def test_long_transaction_shape_holds_possible_realtime_cycles():
     v = check(simulate(3000, seed=2, **LONG), allowed=["G0", "G0-process", "G0-realtime", "G1c-realtime"])
     assert v["valid"] is True, (v["anomaly_counts"], v["unknown_reasons"])
     assert v["anomaly_counts"].get("G0-realtime", 0) > 0 and v["impossible"] == []
+
+
+def test_read_committed_lookup_by_process_id_takes_negative_ids():
+    """The read_committed processes are looked up in a table by process id: a negative id
+    (a history's processes are any integers) must still find its level."""
+    from checkers.build import HistoryBuilder
+    b = HistoryBuilder()
+    b.assign(-3, ["x/0"], isolation="read_committed")
+    b.invoke(0, "txn", [["send", "x/0", 5]], {"transactional_id": "t"})
+    b.poll(-3, {"x/0": [(0, 5)]})
+    b.complete(0, "ok", [["send", "x/0", [0, 5]]], {"transactional_id": "t", "commit_ns": b.time + 1_000_000})
+    assert [c["anomaly"] for c in impossible_cycle_cases(load_history(b.events))] == ["G1c-realtime"]
