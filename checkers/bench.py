@@ -206,5 +206,8 @@ def run_bench(n_ops: int, seed: int = 0, shape: str = "default", finders: bool =
     }
 
 
-if __name__ == "__main__":  # python -m checkers.bench N
-    print(json.dumps(run_bench(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000), indent=2))
+if __name__ == "__main__":  # python -m checkers.bench N | python -m checkers.bench finders PATH [ROOT]
+    if sys.argv[1:2] == ["finders"]:
+        print(json.dumps(time_finders(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None), indent=2))
+    else:
+        print(json.dumps(run_bench(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000), indent=2))
