@@ -280,7 +280,8 @@ def graph(h: History, nodes: np.ndarray | None = None) -> dict:
 
 
 def sccs(n_nodes: int, edges: pl.DataFrame | tuple) -> list[np.ndarray]:
-    """Node arrays of the non-trivial strongly connected components."""
+    """Node arrays of the non-trivial strongly connected components (in label order; each
+    array ascending). O(E + n log n)."""
     if isinstance(edges, tuple):
         src, dst = edges
     else:
@@ -294,16 +295,26 @@ def sccs(n_nodes: int, edges: pl.DataFrame | tuple) -> list[np.ndarray]:
     if not len(big):
         return []
     order = np.argsort(labels, kind="stable")
-    sl = labels[order]
-    return [order[np.searchsorted(sl, c, "left"):np.searchsorted(sl, c, "right")] for c in big]
+    # every component's bounds in one call: a searchsorted per component would cast the
+    # int32 labels to the int64 needle's type each time, O(n) per component (issue 20)
+    ends = np.cumsum(counts)
+    return [order[ends[c] - counts[c]:ends[c]] for c in big]
 
 
-def _within(edges: pl.DataFrame, n_nodes: int, nodes: np.ndarray) -> pl.DataFrame:
-    """Edges whose both ends are in ``nodes``."""
-    mask = np.zeros(n_nodes, dtype=bool)
-    mask[nodes] = True
-    keep = mask[edges["src"].to_numpy()] & mask[edges["dst"].to_numpy()]
-    return edges.filter(pl.Series(keep))
+def _within(edges: pl.DataFrame, n_nodes: int, comps: list[np.ndarray]) -> list[pl.DataFrame]:
+    """For each component, the edges whose both ends are in it, in ``edges`` order. One
+    stable sort by component for all (a filter of every edge per component would make a
+    history with many components quadratic)."""
+    label = np.full(n_nodes, -1, np.int64)
+    for i, c in enumerate(comps):
+        label[c] = i
+    ls, ld = label[edges["src"].to_numpy()], label[edges["dst"].to_numpy()]
+    inside = np.flatnonzero((ls >= 0) & (ls == ld))
+    order = inside[np.argsort(ls[inside], kind="stable")]
+    counts = np.bincount(ls[inside], minlength=len(comps))
+    ends = np.cumsum(counts)
+    grouped = edges[order]
+    return [grouped.slice(int(ends[i] - counts[i]), int(counts[i])) for i in range(len(comps))]
 
 
 def _adjacency(edges: pl.DataFrame) -> dict[int, list]:
@@ -459,8 +470,8 @@ def cycle_cases(h: History) -> list[dict]:
     out = []
     for name, kinds, need in VARIANTS:
         e = sub.filter(pl.col("kind").is_in(list(kinds)))
-        for comp in sccs(g["n_nodes"], e):
-            ce = _within(e, g["n_nodes"], comp)
+        comps = sccs(g["n_nodes"], e)
+        for comp, ce in zip(comps, _within(e, g["n_nodes"], comps)):
             if any(not (ce["kind"] == k).any() for k in need):
                 continue  # the component lacks a kind this anomaly must use
             size = int(sum(1 for x in comp if x < g["n_ops"]))

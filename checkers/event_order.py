@@ -40,12 +40,17 @@ The isolation level of a poll comes from its process's ``assign`` ops
 (``meta.isolation_level``); a process without one is judged as read_uncommitted (the weaker
 edge), so an unknown level can only hide a contradiction, never invent one.
 
-Cost: first the strongly connected components of the op-level union graph (cycles.py's,
-plus an edge into each transaction from the last completion before it asked to commit); only
-ops in a non-trivial one can lie on a cycle of events, so an acyclic history stops there, and
-otherwise the event graph is built on those ops alone. Components by
+Cost, O(n log n) in ops (issue 20): first a certificate in O(E) (``time_order``): times for
+the events, measured ones for invokes, completions and time nodes and the least consistent
+ones for commit points, that rise along every edge. Every correct history seen so far has
+one (simulated ones of both shapes, the real runs in tests/data), and it proves there is no
+cycle, so the search below never runs on them. Without one: the strongly connected
+components of the op-level union graph (cycles.py's, plus an edge into each transaction
+from the last completion before it asked to commit); only ops in a non-trivial one can lie
+on a cycle of events, so the event graph is rebuilt on those ops alone. Components by
 ``scipy.sparse.csgraph``; one shortest cycle per non-trivial component of the event graph
-(breadth-first in the component).
+(breadth-first in the component, whose edges come from one sort for all components), at most
+``MAX_CASES`` explained.
 """
 
 from __future__ import annotations
@@ -61,6 +66,9 @@ from .log import index, reads
 
 INTRA, WW, WR, WR_RC, PROC, RT, COMMIT = range(7)
 MAX_CASES = 50  # components explained; the rest are counted in the last case's explanation
+INF = 1 << 62
+TIME_SCALE = 1024  # certificate times per measured ns (time_order)
+CHAIN_ROUNDS = 64  # rounds of C(A) -> C(B) relaxation before time_order gives up
 
 
 def _read_committed_processes(h: History) -> set[int]:
@@ -77,11 +85,14 @@ def _read_committed_processes(h: History) -> set[int]:
 
 def _commit_edges(h: History) -> tuple[np.ndarray, np.ndarray]:
     """(time node index j, txn op) pairs: the j-th ok completion is the last one before the
-    op asked to commit (``commit_time``)."""
+    op asked to commit (``commit_time``). int64 arrays; shared, do not modify."""
+    return h.cached("commit_edges", _build_commit_edges)
+
+
+def _build_commit_edges(h: History) -> tuple[np.ndarray, np.ndarray]:
     m, *_, times = proc_rt(h)
-    f = h.ops["f"].cast(pl.String).to_numpy()
     ct = h.ops["commit_time"]
-    cb = np.flatnonzero(ct.is_not_null().to_numpy() & (f == "txn"))
+    cb = np.flatnonzero((ct.is_not_null() & (h.ops["f"] == "txn")).to_numpy())
     if not m or not len(cb):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     j = np.searchsorted(times, ct.fill_null(0).to_numpy()[cb], side="left")
@@ -107,6 +118,28 @@ def candidate_ops(h: History) -> np.ndarray:
     return np.sort(nodes[nodes < n]).astype(np.int64)
 
 
+def _wr_pairs(h: History, keep: np.ndarray | None = None, dedup: bool = True):
+    """(reads(h) row, writer op, reader op, strong) of the wr edges between two distinct
+    ops both in ``keep`` (a mask over ops; all if None); strong: the writer is a transaction
+    and the reader's process reads committed (C(A) -> C(B); else I(A) -> C(B)). ``dedup``:
+    one per (writer, reader) pair, sorted by the pair; else one per read, in read order."""
+    n = h.ops.height
+    rw = read_writers(h)
+    rrow = np.flatnonzero(rw >= 0)
+    a, b = rw[rrow], index(h).r_op[rrow].astype(np.int64)
+    k = (a != b) if keep is None else (a != b) & keep[a] & keep[b]
+    rrow, a, b = rrow[k], a[k], b[k]
+    if dedup and len(rrow):  # one edge per (writer, reader) pair is enough
+        _, first = np.unique(a * n + b, return_index=True)
+        rrow, a, b = rrow[first], a[first], b[first]
+    is_txn = (h.ops["f"] == "txn").to_numpy()  # a bool mask: strings would cost O(n) objects
+    proc = h.ops["process"].to_numpy().astype(np.int64)
+    lo = int(proc.min()) if n else 0
+    rc = np.zeros(int(proc.max()) - lo + 1 if n else 1, bool)  # by process id: a lookup, not a search
+    rc[np.array(sorted(_read_committed_processes(h)), np.int64) - lo] = True
+    return rrow, a, b, is_txn[a] & rc[proc[b] - lo]
+
+
 def event_graph(h: History, ops_in: np.ndarray | None = None) -> dict:
     """The graph of events, restricted to the ops ``ops_in`` (all if None; time nodes are
     always kept). Node ids: I(x) = x, C(x) = n + x, K(x) = 2n + x for op x < n, time node j
@@ -115,9 +148,6 @@ def event_graph(h: History, ops_in: np.ndarray | None = None) -> dict:
     ww edge, the reads(h) row of a wr edge), "times" (ns of the time nodes)}."""
     n = h.ops.height
     m, ps, pd, rs, rd, times = proc_rt(h)
-    ops = h.ops
-    f = ops["f"].cast(pl.String).to_numpy()
-    ix = index(h)
     keep = np.ones(n + m, bool)
     if ops_in is not None:
         keep[:n] = False
@@ -130,7 +160,7 @@ def event_graph(h: History, ops_in: np.ndarray | None = None) -> dict:
         s = np.asarray(s, np.int64)
         d = np.asarray(d, np.int64)
         e = np.arange(len(s), dtype=np.int64) if e is None else np.asarray(e, np.int64)
-        if a is not None:
+        if a is not None and ops_in is not None:
             k_ = keep[a] & keep[b]
             s, d, e = s[k_], d[k_], e[k_]
         src.append(s)
@@ -145,16 +175,7 @@ def event_graph(h: History, ops_in: np.ndarray | None = None) -> dict:
     ws, wd, wrow = ww_pairs(h)
     add(ws, n + wd, WW, wrow, ws, wd)
     # wr: I(A) -> C(B), or C(A) -> C(B) when A is a transaction and B reads committed
-    rw = read_writers(h)
-    rrow = np.flatnonzero(rw >= 0)
-    a, b = rw[rrow], ix.r_op[rrow].astype(np.int64)
-    k = (a != b) & keep[a] & keep[b]
-    rrow, a, b = rrow[k], a[k], b[k]
-    if len(rrow):  # one edge per (writer, reader) pair is enough
-        _, first = np.unique(a * n + b, return_index=True)
-        rrow, a, b = rrow[first], a[first], b[first]
-    rc_procs = np.array(sorted(_read_committed_processes(h)), dtype=np.int64)
-    strong = (f[a] == "txn") & np.isin(ops["process"].to_numpy()[b], rc_procs)
+    rrow, a, b, strong = _wr_pairs(h, None if ops_in is None else keep)
     add(a[~strong], n + b[~strong], WR, rrow[~strong])
     add(n + a[strong], n + b[strong], WR_RC, rrow[strong])
     # process: K(A) -> I(B)
@@ -170,12 +191,79 @@ def event_graph(h: History, ops_in: np.ndarray | None = None) -> dict:
             "kind": np.concatenate(kind), "eid": np.concatenate(eid), "times": times}
 
 
-def _shortest_cycle(g: dict, comp: np.ndarray, n_nodes: int) -> list[int] | None:
-    """Edge indices of a shortest cycle through the component (BFS from the head of one
-    of its inter-op edges back to its tail), None if none (cannot happen in an SCC)."""
-    inside = np.zeros(n_nodes, bool)
-    inside[comp] = True
-    sel = np.flatnonzero(inside[g["src"]] & inside[g["dst"]])
+def event_times(h: History) -> np.ndarray | None:
+    """A certificate that the graph of events (``event_graph(h)``, same node ids) has no
+    cycle, found in O(E) without building it: a time for every event (int64, ns scaled by
+    ``TIME_SCALE`` from the history's first time) that rises strictly along every edge except
+    I(x) -> C(x) -> K(x), K(A) -> T(A) and T_j -> T_j+1, which may keep it equal and among
+    which there is no cycle; so no cycle can return to where it started. I(x), K(x) and T_j
+    take their measured times (an unknown invoke -inf, an unknown or info completion +inf);
+    each C(x), never measured, the least time above every event with an edge into it (a
+    fixpoint over the read_committed wr edges C(A) -> C(B), at most ``CHAIN_ROUNDS``
+    rounds), which fails only where no times for the commit points would do. None when no
+    certificate was found (a cycle, or two events in the same ns: the search decides)."""
+    n = h.ops.height
+    m, ps, pd, rs, rd, times = proc_rt(h)
+    ops = h.ops
+    it, ct = ops["invoke_time"], ops["complete_time"]
+    known = np.concatenate([it.drop_nulls().to_numpy(), ct.drop_nulls().to_numpy(), times])
+    if not n or not len(known):
+        return None
+    t0, span = int(known.min()), int(known.max()) - int(known.min())
+    if span >= INF // TIME_SCALE:
+        return None
+    p_i = np.where(it.is_null().to_numpy(), -INF, (it.fill_null(t0).to_numpy() - t0) * TIME_SCALE)
+    k_open = (ct.is_null() | (ops["type"] == "info")).to_numpy()
+    p_k = np.where(k_open, INF, (ct.fill_null(t0).to_numpy() - t0) * TIME_SCALE)
+    p_t = (np.asarray(times, np.int64) - t0) * TIME_SCALE
+    # C(x): at least I(x), and above the tail of every edge into it (ww, wr, commit)
+    p_c = p_i.copy()
+    ws, wd, _ = ww_pairs(h)
+    np.maximum.at(p_c, wd, p_i[ws] + 1)
+    _, a, b, strong = _wr_pairs(h, dedup=False)
+    np.maximum.at(p_c, b[~strong], p_i[a[~strong]] + 1)
+    tj, cb = _commit_edges(h)
+    np.maximum.at(p_c, cb, p_t[tj] + 1)
+    cs, cd = a[strong], b[strong]
+    for _ in range(CHAIN_ROUNDS):
+        before = p_c[cd]
+        np.maximum.at(p_c, cd, p_c[cs] + 1)
+        if np.array_equal(before, p_c[cd]):
+            break
+    else:
+        return None
+    p = np.concatenate([p_i, p_c, p_k, p_t])
+    # the edges into C(x) hold by construction; the rest are checked
+    if not (p_c <= p_k).all() or not (p_k[ps] < p_i[pd]).all():  # C(x) -> K(x); process
+        return None
+    s_rt = np.where(rs < n, 2 * n + rs, 3 * n + (rs - n))  # realtime, as event_graph has it
+    d_rt = np.where(rd < n, rd, 3 * n + (rd - n))
+    ok = np.where(d_rt >= 3 * n, p[s_rt] <= p[d_rt], p[s_rt] < p[d_rt])
+    return p if ok.all() else None
+
+
+def time_order(h: History) -> bool:
+    """True when ``event_times`` finds a certificate: the graph of events has no cycle."""
+    return event_times(h) is not None
+
+
+def _edges_within(g: dict, comps: list[np.ndarray], n_nodes: int) -> list[np.ndarray]:
+    """For each component, the ascending indices of the edges with both ends in it: one
+    stable sort for all (a scan of every edge per component would cost O(E) each)."""
+    label = np.full(n_nodes, -1, np.int64)
+    for i, c in enumerate(comps):
+        label[c] = i
+    ls, ld = label[g["src"]], label[g["dst"]]
+    inside = np.flatnonzero((ls >= 0) & (ls == ld))
+    order = inside[np.argsort(ls[inside], kind="stable")]
+    ends = np.cumsum(np.bincount(ls[inside], minlength=len(comps)))
+    return np.split(order, ends[:-1])
+
+
+def _shortest_cycle(g: dict, sel: np.ndarray) -> list[int] | None:
+    """Edge indices of a shortest cycle in a component, given ``sel``, the ascending indices
+    of its edges (BFS from the head of one of its inter-op edges back to its tail), None if
+    none (cannot happen in an SCC)."""
     adj: dict[int, list[int]] = {}
     for e in sel:
         adj.setdefault(int(g["src"][e]), []).append(int(e))
@@ -246,15 +334,14 @@ def _step(h: History, g: dict, e: int, ch: pl.DataFrame, rd: pl.DataFrame) -> di
     return None
 
 
-def _timed_steps(h: History, g: dict, cyc: list[int]) -> list[dict]:
+def _timed_steps(h: History, g: dict, cyc: list[int], ch: pl.DataFrame, rd: pl.DataFrame) -> list[dict]:
     """Collapse runs of process/realtime/commit edges (through time nodes) into one step
-    from the op whose completion starts the run to the op whose invoke or commit ends it."""
+    from the op whose completion starts the run to the op whose invoke or commit ends it.
+    ``ch``, ``rd``: ww_chain(h) and reads(h), built once for all cycles."""
     n = g["n"]
     ct, it, cm = h.ops["complete_time"], h.ops["invoke_time"], h.ops["commit_time"]
     ref = _op_index(h)
     ms = lambda t: f"{t / 1e6:.3f} ms"  # noqa: E731
-    ch = ww_chain(h)
-    rd = reads(h)
 
     def starts_step(e: int) -> bool:  # a dependency edge, or a timed run leaving a completion
         return int(g["kind"][e]) in (WW, WR, WR_RC) or 2 * n <= int(g["src"][e]) < 3 * n
@@ -302,6 +389,8 @@ def impossible_cycle_cases(h: History) -> list[dict]:
     """
     if h.ops.is_empty():
         return []
+    if time_order(h):  # the usual case, a correct history: O(E), no graph, no search
+        return []
     cand = candidate_ops(h)
     if not len(cand):
         return []
@@ -310,12 +399,16 @@ def impossible_cycle_cases(h: History) -> list[dict]:
     comps = sccs(n_nodes, (g["src"], g["dst"]))
     out = []
     n = g["n"]
+    if not comps:
+        return out
     by_index = {int(v): i for i, v in enumerate(h.ops["invoke_index"].to_list())}
-    for comp in comps[:MAX_CASES]:
-        cyc = _shortest_cycle(g, comp, n_nodes)
+    ch, rd = ww_chain(h), reads(h)
+    shown = comps[:MAX_CASES]
+    for comp, sel in zip(shown, _edges_within(g, shown, n_nodes)):
+        cyc = _shortest_cycle(g, sel)
         if cyc is None:
             continue
-        steps = _timed_steps(h, g, cyc)
+        steps = _timed_steps(h, g, cyc, ch, rd)
         kinds = {s["kind"] for s in steps}
         name = ("G1c" if "wr" in kinds else "G0") + (
             "-realtime" if "realtime" in kinds else "-process" if "process" in kinds else "")

@@ -26,8 +26,9 @@ OPEN, COMMITTED, ABORTED, MARKER = range(4)
 class _Producer:
     process: int
     tid: str | None
-    txn: list | None = None  # [(key, value, offset)] of the open transaction
+    txn: list | None = None  # [(key, offset, value)] appended by the open transaction
     inflight: bool = False
+    pending: list = field(default_factory=list)  # [(key, value)] a long transaction has yet to append
 
 
 @dataclass
@@ -39,7 +40,8 @@ class _Consumer:
 
 class _Sim:
     def __init__(self, seed: int, n_keys: int, n_producers: int, n_consumers: int,
-                 abort_rate: float, crash_rate: float, emit: Callable[[dict], None]):
+                 abort_rate: float, crash_rate: float, emit: Callable[[dict], None],
+                 long_txn_rate: float = 0.0, long_txn_sends: int = 16):
         self.rnd = random.Random(seed)
         self.keys = [f"t{i % 2}/{i // 2}" for i in range(n_keys)]
         self.entries: dict[str, list] = {k: [] for k in self.keys}  # [offset, value, state]
@@ -50,6 +52,7 @@ class _Sim:
         self.ops = 0
         self.emit = emit
         self.abort_rate, self.crash_rate = abort_rate, crash_rate
+        self.long_txn_rate, self.long_txn_sends = long_txn_rate, long_txn_sends
         self.next_process = 0
         self.producers = [self._producer(f"eosc-txn-{i}") for i in range(n_producers)]
         self.plain = self._producer(None)
@@ -80,12 +83,14 @@ class _Sim:
         self.emit(ev)
 
     # -- producers -----------------------------------------------------------------
-    def append(self, key: str, state: int) -> tuple[int, int]:
-        self.value += 1
+    def append(self, key: str, state: int, value: int | None = None) -> tuple[int, int]:
+        if value is None:
+            self.value += 1
+            value = self.value
         off = self.next_offset[key]
         self.next_offset[key] = off + 1
-        self.entries[key].append([off, self.value, state])
-        return off, self.value
+        self.entries[key].append([off, value, state])
+        return off, value
 
     def marker(self, key: str) -> None:
         off = self.next_offset[key]
@@ -93,12 +98,28 @@ class _Sim:
         self.entries[key].append([off, None, MARKER])
 
     def begin(self, p: _Producer) -> None:
+        if p.tid and self.long_txn_rate and self.rnd.random() < self.long_txn_rate:
+            # a long transaction: its values are fixed at invoke, its records appended one
+            # per turn of its producer (send_later), so others' records land between them
+            keys = [self.rnd.choice(self.keys) for _ in range(self.long_txn_sends)]
+            vals = list(range(self.value + 1, self.value + 1 + len(keys)))
+            self.value += len(keys)
+            p.txn, p.pending, p.inflight = [], list(zip(keys, vals)), True
+            self.event(p.process, "invoke", "txn", [["send", k, v] for k, v in p.pending],
+                       {"transactional_id": p.tid})
+            self.send_later(p)
+            return
         keys = self.rnd.sample(self.keys, self.rnd.randint(1, 3))
         sends = [(k, *self.append(k, OPEN if p.tid else COMMITTED)) for k in keys]
         p.txn, p.inflight = sends, True
         meta = {"transactional_id": p.tid} if p.tid else None
         self.event(p.process, "invoke", "txn" if p.tid else "send",
                    [["send", k, v] for k, _o, v in sends], meta)
+
+    def send_later(self, p: _Producer) -> None:
+        """Append the next record of a long transaction (no event: the op is in flight)."""
+        k, v = p.pending.pop(0)
+        p.txn.append((k, *self.append(k, OPEN, v)))
 
     def resolve(self, p: _Producer, commit: bool) -> None:
         state = COMMITTED if commit else ABORTED
@@ -132,7 +153,8 @@ class _Sim:
         open transaction. Half the time the harness saw an info completion first."""
         p = self.producers[i]
         if self.rnd.random() < 0.5:
-            self.event(p.process, "info", "txn", [["send", k, [None, v]] for k, _o, v in p.txn],
+            sent = [(k, v) for k, _o, v in p.txn] + p.pending
+            self.event(p.process, "info", "txn", [["send", k, [None, v]] for k, v in sent],
                        {"transactional_id": p.tid})
         new = _Producer(self._proc(), p.tid)
         self.event(new.process, "invoke", "init", None, {"transactional_id": p.tid})
@@ -191,6 +213,8 @@ class _Sim:
                 p = self.producers[a]
                 if not p.inflight:
                     self.begin(p)
+                elif p.pending:
+                    self.send_later(p)
                 elif rnd.random() < self.crash_rate:
                     self.crash(a)
                 else:
@@ -206,6 +230,8 @@ class _Sim:
                     self.poll(c)
         for p in self.producers:  # every transaction resolved before the final drain
             if p.inflight:
+                while p.pending:
+                    self.send_later(p)
                 self.finish(p, "ok")
         final = _Consumer(self._proc(), list(self.keys))
         self.assign(final)
@@ -215,15 +241,29 @@ class _Sim:
 
 def simulate(n_ops: int, seed: int = 0, path: str | Path | None = None, *, n_keys: int = 8,
              n_producers: int = 4, n_consumers: int = 3, abort_rate: float = 0.1,
-             crash_rate: float = 0.002) -> list[dict] | Path:
+             crash_rate: float = 0.002, long_txn_rate: float = 0.0,
+             long_txn_sends: int = 16) -> list[dict] | Path:
     """Simulate a correct run of about ``n_ops`` client ops (plus the final drain).
+
+    Shape: ``n_keys`` partitions; ``n_producers`` transactional producers, each with one
+    transaction in flight, of 1-3 records (one per distinct key) appended when it is invoked;
+    ``abort_rate`` and ``crash_rate`` are probabilities per transaction outcome and per turn
+    of a producer with a transaction open. ``long_txn_rate`` (probability per transaction,
+    default 0: the histories of earlier versions, seed for seed) makes a transaction long:
+    ``long_txn_sends`` records on random keys, appended one per turn of its producer, so
+    other producers' records and whole transactions land between its first and last record
+    while read_committed consumers wait at its first. Such histories hold the G0-realtime
+    cycles of correct smoke runs (docs/checkers.md "Realtime cycles in Kafka"), which no
+    cycle of events closes (checkers.event_order). Times: 50 us to 2 ms between events, ns.
 
     With ``path`` the events are streamed to that history.jsonl (constant memory) and the
     path is returned; otherwise the list of event dicts is returned.
     """
+    shape = (abort_rate, crash_rate)
+    more = {"long_txn_rate": long_txn_rate, "long_txn_sends": long_txn_sends}
     if path is None:
         events: list[dict] = []
-        _Sim(seed, n_keys, n_producers, n_consumers, abort_rate, crash_rate, events.append).run(n_ops)
+        _Sim(seed, n_keys, n_producers, n_consumers, *shape, events.append, **more).run(n_ops)
         return events
     path = Path(path)
     with open(path, "w", buffering=1 << 20) as fh:
@@ -232,5 +272,5 @@ def simulate(n_ops: int, seed: int = 0, path: str | Path | None = None, *, n_key
         def emit(ev):
             fh.write(dumps(ev))
             fh.write("\n")
-        _Sim(seed, n_keys, n_producers, n_consumers, abort_rate, crash_rate, emit).run(n_ops)
+        _Sim(seed, n_keys, n_producers, n_consumers, *shape, emit, **more).run(n_ops)
     return path

@@ -481,16 +481,29 @@ app.add_typer(bench_app, name="bench")
 
 @bench_app.command("checker")
 def bench_checker(ops: int = typer.Option(100_000, min=1, max=100_000_000, help="ops in the synthetic history"),
-                  seed: int = typer.Option(0), as_json: bool = typer.Option(False, "--json")) -> None:
-    """Check a synthetic history of N ops from a simulated correct Kafka; print ops/s and peak RSS."""
-    from checkers.bench import run_bench
+                  seed: int = typer.Option(0),
+                  shape: str = typer.Option("default", help="history shape: default, long-txn (checkers.bench.SHAPES)"),
+                  finders: bool = typer.Option(True, "--finders/--no-finders",
+                                               help="also time each finder alone at N and N/2 ops (scaling)"),
+                  as_json: bool = typer.Option(False, "--json")) -> None:
+    """Check a synthetic history of N ops from a simulated correct Kafka; print ops/s, peak RSS
+    and each finder's CPU seconds with its scaling (CPU at N over CPU at N/2)."""
+    from checkers.bench import SHAPES, run_bench
 
-    res = run_bench(ops, seed=seed)
+    if shape not in SHAPES:
+        raise typer.BadParameter(f"unknown shape {shape!r}; one of {', '.join(SHAPES)}", param_hint="--shape")
+    res = run_bench(ops, seed=seed, shape=shape, finders=finders)
     if as_json:
         out.print_json(json.dumps(res))
-    else:
-        for k, v in res.items():
-            out.print(f"{k}: {v}")
+        return
+    per = res.pop("finders", {})
+    for k, v in res.items():
+        out.print(f"{k}: {v}")
+    if per:
+        out.print(f"{'finder':30s} {'cpu s':>8s} {'cpu s N/2':>10s} {'scaling':>8s}")
+        for name, r in sorted(per.items(), key=lambda kv: -kv[1]["cpu_s"]):
+            sc = "-" if r["scaling"] is None else f"{r['scaling']:.2f}"
+            out.print(f"{name:30s} {r['cpu_s']:8.3f} {r['cpu_s_half']:10.3f} {sc:>8s}")
 
 
 @bench_app.command("cluster-ready")

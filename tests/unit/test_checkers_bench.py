@@ -1,6 +1,7 @@
 """run_bench and simulate: the benchmark wiring works end to end on a small history."""
 
 import polars as pl
+import pytest
 
 from checkers.bench import run_bench
 from checkers.simulate import simulate
@@ -26,3 +27,13 @@ def test_simulate_to_file_matches_in_memory(tmp_path):
     lg = log(h1)
     per_key = lg.group_by("key").agg(n=pl.len(), top=pl.col("offset").max())
     assert (per_key["top"] + 1 > per_key["n"]).all()
+
+
+def test_run_bench_times_each_finder_at_n_and_half_on_the_long_transaction_shape():
+    r = run_bench(1500, seed=2, shape="long-txn")
+    assert r["valid"] is True and r["shape"] == "long-txn" and r["half_ops"] == 750
+    assert r["anomaly_counts"].get("G0-realtime", 0) > 0  # the shape's possible cycles, allowed
+    f = r["finders"]["impossible_cycle_cases"]
+    assert f["cpu_s"] >= 0 and f["cpu_s_half"] >= 0 and f["cases"] == 0
+    assert set(r["finders"]) >= {"cycle_cases", "duplicate_cases", "unavailable_cases"}
+    assert r["finders_cpu_s"] == pytest.approx(sum(v["cpu_s"] for v in r["finders"].values()), abs=0.01)
