@@ -143,8 +143,8 @@ def test_long_transaction_shape_holds_possible_realtime_cycles():
     no case impossible."""
     from checkers import check
     v = check(simulate(3000, seed=2, **LONG), allowed=["G0", "G0-process", "G0-realtime", "G1c-realtime"])
-    assert v["valid"] is True, (v["anomaly_counts"], v["unknown_reasons"])
-    assert v["anomaly_counts"].get("G0-realtime", 0) > 0 and v["impossible"] == []
+    assert v.valid is True, (v.anomaly_counts, v.unknown_reasons)
+    assert v.anomaly_counts.get("G0-realtime", 0) > 0 and v.impossible == []
 
 
 def test_read_committed_lookup_by_process_id_takes_negative_ids():
