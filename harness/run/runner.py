@@ -206,7 +206,7 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         # leaves the keys, pipeline/sink mapping, liveness bounds and versions; completed at the end
         start = {**meta, "versions": collect_versions(scn, meta), "finished": False}
         RunDir(run_dir).write_meta(RunMeta.coerce(start)[0])
-        min_isr = min(2, scn.cluster.nodes)
+        min_isr = scn.cluster.topic_min_isr()  # 2 unless the scenario sets cluster.broker min.insync.replicas
         topics = workload.topics()
         service.create_topics(topics, replication_factor=min(3, scn.cluster.nodes), min_isr=min_isr)
         names = [t.name for t in topics]

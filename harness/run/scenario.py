@@ -132,6 +132,24 @@ class ClusterSpec(Strict):
     def _version(cls, v: str) -> str:
         return kafka_version(v)
 
+    @field_validator("broker")
+    @classmethod
+    def _min_isr(cls, v: dict[str, str]) -> dict[str, str]:
+        if "min.insync.replicas" in v:
+            raw = str(v["min.insync.replicas"]).strip()
+            if not raw.isdigit() or not 1 <= int(raw) <= 9:
+                raise ValueError(f"cluster.broker min.insync.replicas must be a whole number 1..9, not {raw!r}")
+        return v
+
+    def topic_min_isr(self) -> int:
+        """``min.insync.replicas`` of the workload's topics (a topic config, set when the runner
+        creates them): ``cluster.broker``'s ``min.insync.replicas`` when the scenario sets it (a
+        scenario that lowers the brokers' default lowers its own topics' too, e.g. the zoo
+        mutant unclean-leader-lose-unsynced's min ISR 1), else 2 (1 on a one-node cluster)."""
+        if "min.insync.replicas" in self.broker:
+            return min(int(str(self.broker["min.insync.replicas"]).strip()), self.nodes)
+        return min(2, self.nodes)
+
     @model_validator(mode="after")
     def _backend_fields(self) -> "ClusterSpec":
         for other in ("docker", "external"):

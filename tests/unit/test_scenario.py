@@ -99,3 +99,15 @@ def test_start_after_ok_holds_the_faults_for_named_clients_only(tmp_path):
     begin, end = [json.loads(x) for x in (tmp_path / "history.jsonl").read_text().splitlines()]
     assert begin["f"] == end["f"] == "start-after-ok" and begin["process"] == "nemesis"
     assert "no client matches ['nope-*']" in end["value"]["result"] and "started anyway" in end["value"]["result"]
+
+
+def test_topic_min_isr_follows_the_brokers_setting():
+    from harness.run.scenario import ClusterSpec
+
+    assert ClusterSpec().topic_min_isr() == 2
+    assert ClusterSpec(nodes=1).topic_min_isr() == 1
+    assert ClusterSpec(broker={"min.insync.replicas": "1"}).topic_min_isr() == 1
+    assert ClusterSpec(broker={"min.insync.replicas": "3"}).topic_min_isr() == 3
+    for bad in ("0", "two", "-1"):
+        with pytest.raises(ValueError, match="min.insync.replicas"):
+            ClusterSpec(broker={"min.insync.replicas": bad})
