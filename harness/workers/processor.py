@@ -148,7 +148,7 @@ class ProcessorWorker(RetirableTxnProducer):
 
     # -- one transaction -----------------------------------------------------------------
     def out_key(self, in_key: str) -> str:
-        return f"{self.cfg['output_topic']}/{in_key.rsplit('/', 1)[1]}"
+        return f"{self.cfg.output_topic}/{in_key.rsplit('/', 1)[1]}"
 
     def group_metadata(self):
         if self.cfg.group_metadata == "group-only":
