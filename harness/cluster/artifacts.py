@@ -27,6 +27,9 @@ from pathlib import Path
 DEFAULT_KAFKA_VERSION = "4.3.1"
 #: the 3.9 line is kept runnable for the version matrix (ZooKeeper-less KRaft works on both).
 SECOND_KAFKA_VERSION = "3.9.1"
+#: the newest release (2026-11), in the nightly suite's matrix (scenarios/nightly.yaml) but not in
+#: `make test`'s: `eos-chaos setup --kafka-version 4.4.0` fetches it
+NEWEST_KAFKA_VERSION = "4.4.0"
 TOXIPROXY_VERSION = "v2.12.0"
 #: the Kafka versions the test suite runs (tests/integration/test_cluster_versions.py)
 KNOWN_KAFKA_VERSIONS = (DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION)

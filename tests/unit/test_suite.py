@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from harness.detect import suite as st
 from harness.detect import suite_run as sr
-from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION
+from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, NEWEST_KAFKA_VERSION, SECOND_KAFKA_VERSION
 from harness.cli.main import app
 from harness.run.runner import RunResult
 from checkers.run import Verdict
@@ -52,7 +52,7 @@ def test_shipped_suites_load_and_expand():
     assert cells[0].duration <= 45, "the CI suite must stay short"
     nightly = st.load_suite(ROOT / "scenarios" / "nightly.yaml")
     cells = st.expand(nightly, ROOT / "scenarios")
-    assert {c.kafka_version for c in cells} == {DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION}
+    assert {c.kafka_version for c in cells} == {DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION, NEWEST_KAFKA_VERSION}
     # every shipped scenario but the one that reproduces finding F1 (invalid by design)
     shipped = {f.stem for f in (ROOT / "scenarios").glob("*.yaml") if not st.is_suite_file(f)}
     assert {c.name for c in cells} == shipped - {"coordinator-inflight-abort"}
