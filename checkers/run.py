@@ -329,13 +329,8 @@ class RunDir:
         """Write meta.json atomically (a temporary file renamed over it): a controller killed
         while writing leaves the earlier meta.json whole, never a truncated one. A dict is
         written as it is (the runner's fallback when a field does not validate)."""
-        text = meta.to_json() if isinstance(meta, RunMeta) else json.dumps(meta, indent=1, default=str)
-        tmp = self.meta.with_name(self.META + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.meta)
+        _write_atomically(self.meta, meta.to_json() if isinstance(meta, RunMeta)
+                          else json.dumps(meta, indent=1, default=str))
 
     def expected(self) -> list[str]:
         """The ``expected`` list of scenario.yaml as run ([] when absent or unreadable)."""
@@ -376,12 +371,18 @@ class RunDir:
 
     def write_verdict(self, verdict: Verdict) -> None:
         """Write verdict.json atomically (a temporary file renamed over it)."""
-        tmp = self.verdict.with_name(self.VERDICT + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(verdict.to_json())
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.verdict)
+        _write_atomically(self.verdict, verdict.to_json())
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """``text`` into ``path`` through ``path``.tmp, fsynced, then renamed over it: a controller
+    killed while writing leaves the earlier file whole, never a truncated one."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
 
 
 def _short(exc: BaseException, limit: int = 200) -> str:
