@@ -7,36 +7,45 @@ Never imports harness or nemesis (docs/architecture.md). Public API:
 * :func:`load_history` - tolerant history.jsonl reader -> :class:`History`.
 * one finder per anomaly, ``<anomaly>_cases(h) -> list[dict]`` (docs/anomalies.md).
 * :data:`ANOMALIES` - the catalogue: every anomaly name a finder reports (``checkers.catalogue``).
+
+The names are loaded on first use (PEP 562): a worker process that needs only the run
+contract (``checkers.run``, e.g. its isolation_level default) must not pay for numpy, polars
+and scipy, which the finders import (about 1 s of CPU per process; several workers start at
+once on a 2-core machine, and their first ops came 5 s late).
 """
+from __future__ import annotations
 
-from .app_end_to_end import app_cases
-from .catalogue import ANOMALIES
-from .cycles import cycle_cases, g0_cases, g1c_cases
-from .duplicate import duplicate_cases
-from .g1a import g1a_cases
-from .history import History, load_history
-from .inconsistent_offsets import inconsistent_offsets_cases
-from .lost_write import lost_write_cases
-from .nonmonotonic_poll import nonmonotonic_poll_cases
-from .nonmonotonic_send import nonmonotonic_send_cases
-from .pipeline import pipeline_cases
-from .poll_skip import poll_skip_cases
-from .precommitted_read import precommitted_read_cases
-from .realtime_lag import realtime_lag_cases
-from .run import RunDir, RunMeta, Verdict
-from .sink import sink_cases
-from .stalled_lso import stalled_lso_cases
-from .torn_transaction import torn_transaction_cases
-from .unavailable import unavailable_cases
-from .unseen import unseen_cases
-from .zombie_write import zombie_write_cases
-from .verdict import LIVENESS, check
+import importlib
+from typing import Any
 
-__all__ = [
-    "ANOMALIES", "History", "LIVENESS", "RunDir", "RunMeta", "Verdict", "check", "load_history",
-    "duplicate_cases", "g1a_cases", "inconsistent_offsets_cases", "lost_write_cases",
-    "nonmonotonic_poll_cases", "poll_skip_cases", "realtime_lag_cases", "unseen_cases",
-    "precommitted_read_cases", "nonmonotonic_send_cases", "cycle_cases", "g0_cases",
-    "g1c_cases", "torn_transaction_cases", "zombie_write_cases", "pipeline_cases",
-    "sink_cases", "app_cases", "stalled_lso_cases", "unavailable_cases",
-]
+#: public name -> the submodule that defines it
+_WHERE: dict[str, str] = {
+    "app_cases": "app_end_to_end", "ANOMALIES": "catalogue",
+    "cycle_cases": "cycles", "g0_cases": "cycles", "g1c_cases": "cycles",
+    "duplicate_cases": "duplicate", "g1a_cases": "g1a",
+    "History": "history", "load_history": "history",
+    "inconsistent_offsets_cases": "inconsistent_offsets", "lost_write_cases": "lost_write",
+    "nonmonotonic_poll_cases": "nonmonotonic_poll", "nonmonotonic_send_cases": "nonmonotonic_send",
+    "pipeline_cases": "pipeline", "poll_skip_cases": "poll_skip",
+    "precommitted_read_cases": "precommitted_read", "realtime_lag_cases": "realtime_lag",
+    "RunDir": "run", "RunMeta": "run", "Verdict": "run",
+    "sink_cases": "sink", "stalled_lso_cases": "stalled_lso",
+    "torn_transaction_cases": "torn_transaction", "unavailable_cases": "unavailable",
+    "unseen_cases": "unseen", "zombie_write_cases": "zombie_write",
+    "LIVENESS": "verdict", "check": "verdict",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'checkers' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{where}", __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))

@@ -25,7 +25,6 @@ import stat
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import yaml
 
 MAX_YAML_BYTES = 256 << 10
@@ -117,17 +116,25 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 _QUOTED = re.compile(r"""'[^']*'|"(?:[^"\\]|\\.)*"|#[^\n]*""")
 
 
+def _depth(data: bytes) -> int:
+    """Deepest bracket nesting of ``data`` ([ and { open, ] and } close), vectorised.
+    numpy is imported here, not at module top: worker processes import this module (through
+    the run contract) and must start fast; only deep-looking texts get here."""
+    import numpy as np
+
+    arr = np.frombuffer(data, dtype=np.uint8)
+    step = np.zeros(len(arr), np.int32)
+    step[(arr == 0x5B) | (arr == 0x7B)] = 1
+    step[(arr == 0x5D) | (arr == 0x7D)] = -1
+    return int(np.cumsum(step).max(initial=0))
+
+
 def _flow_depth(text: str) -> int:
     """Deepest nesting of flow collections ([...], {...}) in YAML text, quoted strings and
     comments skipped (a bracket inside a plain scalar counts: an overestimate at worst)."""
     if text.count("[") + text.count("{") <= MAX_DEPTH:
         return 0
-    body = _QUOTED.sub("", text).encode("utf-8")
-    arr = np.frombuffer(body, dtype=np.uint8)
-    step = np.zeros(len(arr), np.int32)
-    step[(arr == 0x5B) | (arr == 0x7B)] = 1
-    step[(arr == 0x5D) | (arr == 0x7D)] = -1
-    return int(np.cumsum(step).max(initial=0))
+    return _depth(_QUOTED.sub("", text).encode("utf-8"))
 
 
 def file_problem(path: str | Path) -> str | None:
@@ -193,11 +200,7 @@ def json_depth(data: bytes) -> int:
     opens = data.count(b"[") + data.count(b"{")
     if not opens:
         return 0
-    arr = np.frombuffer(_STRING.sub(b'""', data) if b'"' in data else data, dtype=np.uint8)
-    step = np.zeros(len(arr), np.int32)
-    step[(arr == 0x5B) | (arr == 0x7B)] = 1
-    step[(arr == 0x5D) | (arr == 0x7D)] = -1
-    return int(np.cumsum(step).max(initial=0))
+    return _depth(_STRING.sub(b'""', data) if b'"' in data else data)
 
 
 def load_json(text: str | bytes, *, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_DEPTH) -> Any:
