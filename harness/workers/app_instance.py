@@ -15,7 +15,9 @@ the child is restarted per ``restart`` (always | on-failure | never) after one s
 ``done: exit`` an exit with code 0 means the batch app finished and it is not restarted. An
 instance whose first start fails (the command cannot be started, or it exits within
 ``startup_s`` before any restart) sends ``{"ctl": {"app_failed": ...}}`` with the reason and its
-log's last lines, and the run stops with that error.
+log's last lines, and the run stops with that error; one that is still running ``startup_s``
+after its first start sends ``{"ctl": {"app_up": true}}`` (so the run waits on each instance's
+own start, however long the worker itself took to start).
 
 Stdin: ``stop`` (SIGTERM the app, SIGKILL after ``stop_grace_s``, exit), ``restart`` (SIGTERM,
 wait, start again: a rolling deploy, nemesis ``stop-client``), ``retire`` (a zombie fault: the
@@ -197,7 +199,7 @@ class AppInstanceWorker(Worker):
         write_client_properties(self.cfg.client_properties, self.cfg.bootstrap, self.cfg.security)
         if not self.start():
             return
-        first_run = True
+        first_run, up = True, False
         restart, done = self.cfg.restart, self.cfg.done
         try:
             while not self.stopping.is_set():
@@ -209,6 +211,9 @@ class AppInstanceWorker(Worker):
                     continue
                 code = self.child.poll() if self.child is not None else None
                 if code is None:
+                    if first_run and not up and time.monotonic() - self.started_at >= float(self.cfg.startup_s):
+                        up = True  # past the startup window: the run need not wait on this instance
+                        self.control(app_up=True)
                     time.sleep(0.1)
                     continue
                 self._exited(code, "self")

@@ -309,17 +309,30 @@ class App:
 
     def check_started(self, pool, wait_s: float | None = None) -> None:
         """Raise AppError when an instance failed to start: the command is not found, or its
-        first run exited within ``startup_s`` (the reason and its log's last lines)."""
+        first run exited within ``startup_s`` (the reason and its log's last lines). Waits
+        until every instance has said it is up (ran ``startup_s``), done (a batch app that
+        finished) or failed; each instance's window starts when its own worker started it, so a
+        slow worker start (a loaded machine) does not end the wait early. ``wait_s`` bounds the
+        whole wait (default: ``startup_s`` + 30 s); past it the run goes on."""
         import time
 
-        deadline = time.monotonic() + (wait_s if wait_s is not None else self.spec.app.startup_s + 1.0)
-        while time.monotonic() < deadline:
-            for name in [f"app-{i}" for i in range(self.spec.app.instances)]:
+        deadline = time.monotonic() + (wait_s if wait_s is not None else self.spec.app.startup_s + 30.0)
+        pending = [f"app-{i}" for i in range(self.spec.app.instances)]
+        gone: dict[str, int] = {}
+        while pending and time.monotonic() < deadline:
+            for name in list(pending):
                 w = pool.workers.get(name)
-                failed = next((c["app_failed"] for c in (w.control if w else []) if "app_failed" in c), None)
+                control = [c for c in (w.control if w else []) if isinstance(c, dict)]
+                failed = next((c["app_failed"] for c in control if "app_failed" in c), None)
                 if failed:
                     log = f"; its log ends: {failed['log']}" if failed.get("log") else f"; see logs/{name}.log"
                     raise AppError(f"app instance {name} did not start: {failed['reason']}{log}")
+                if any("app_up" in c or "app_done" in c or "done" in c for c in control):
+                    pending.remove(name)
+                elif w is not None and not w.alive():  # gone without a word (its last words read next round)
+                    gone[name] = gone.get(name, 0) + 1
+                    if gone[name] > 5:
+                        pending.remove(name)
             time.sleep(0.2)
 
     def settle(self, pool, stop_timeout: float = 90.0) -> list[str]:
