@@ -1,8 +1,8 @@
 """The idempotent and zombie scenarios on the real cluster (issue 4 parts 6 and 8).
 
-One run each, shared by the assertions (module-scoped fixtures), about 40-45 s of load:
+One run each, shared by the assertions (module-scoped fixtures), 45 s of load each:
 
-* idempotent.yaml, seed 4: link faults (held responses) and a leader crash; the run must be
+* idempotent.yaml, seed 4 (45 s): link faults (held responses) and a leader crash; the run must be
   valid (no duplicate, no nonmonotonic-send) with the faults really applied.
 * zombie.yaml, seed 2: the input producer and then a processor are paused, replaced under
   the same transactional.id and resumed; the run must be valid, each zombie must have hit a
@@ -29,7 +29,10 @@ def _events(run_dir: Path) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def idempotent_run(results_root):
-    scn = variant("idempotent", seed=4, duration=40)
+    # 45 s: the same faults as 40 s (the last heals at 36.7 s) and 8 s of calm after it, so the
+    # ok-send floor below does not hang on how fast the killed leader's partitions recover
+    # (5-16 s, by which node was killed: measured 277-339 ok sends at 40 s)
+    scn = variant("idempotent", seed=4, duration=45)
     kinds = Counter(s.f for s in fault_steps(scn))  # start ops: toxic, kill (ends: untoxic, start)
     assert kinds["toxic"] >= 3 and kinds["kill"] >= 1, kinds
     return run_scenario(scn, results_root, source=str(SCENARIOS / "idempotent.yaml"))
