@@ -1,4 +1,4 @@
-"""eos-duplicate / eos-loss / offsets-ahead / offsets-behind for consume-transform-produce.
+"""eos-duplicate / eos-loss / offsets-ahead / offsets-behind / pipeline-stalled for consume-transform-produce.
 
 Run metadata (``meta["pipeline"]``)::
 
@@ -66,6 +66,11 @@ def pipeline_cases(h: History, pipeline: dict | None = None) -> list[dict]:
       record whose output is not committed (that input will never be processed: loss).
     * offsets-behind: the committed offset points at or before an input record whose output
       is committed (a restart reprocesses it: duplicate).
+    * pipeline-stalled (liveness): an input key with committed records none of which has a
+      committed output: the processors made no progress on it in the whole run. When that
+      holds for every input key with records, the pipeline did nothing at all (processors
+      that crash at their first output, a wrong topic), so exactly-once was not tested: one
+      case marked ``unknown`` (the verdict is then unknown, never valid) instead.
 
     Committed input records are the input keys' committed log (``checkers.log``). Without
     ``pipeline`` there are no cases. Example: {"anomaly", "input": {"key", "value",
@@ -136,7 +141,30 @@ def pipeline_cases(h: History, pipeline: dict | None = None) -> list[dict]:
     for row in behind.iter_rows(named=True):
         case("offsets-behind", row, f"has committed output, yet {group}'s committed offset "
              f"{row['committed_offset']} is not past it")
+    out += _stalled(h, j, group)
     return out
+
+
+def _stalled(h: History, j: pl.DataFrame, group: str) -> list[dict]:
+    """pipeline-stalled cases: input keys whose committed records all lack a committed output
+    (``j``: one row per committed input record, with ``has_out``)."""
+    per = (j.group_by("key").agg(n=pl.len(), done=pl.col("has_out").sum(), first=pl.col("offset").min())
+           .sort("key"))
+    idle = per.filter(pl.col("done") == 0)
+    if idle.is_empty():
+        return []
+    if idle.height == per.height:  # nothing processed anywhere: a vacuous run, not a valid one
+        n = int(idle["n"].sum())
+        return [{"anomaly": "pipeline-stalled", "unknown": True,
+                 "keys": [h.keys[k] for k in idle["key"]], "inputs": n,
+                 "explanation": f"none of the {n} committed input records on {idle.height} input key(s) has "
+                                f"a committed output: {group} made no progress at all (processors that never "
+                                "started or crash at their first output; read their logs), so exactly-once "
+                                "was not tested"}]
+    return [{"anomaly": "pipeline-stalled", "liveness": True, "key": h.keys[r["key"]], "inputs": r["n"],
+             "explanation": f"none of the {r['n']} committed input records of {h.keys[r['key']]} (from offset "
+                            f"{r['first']}) has a committed output: {group} made no progress on it in the whole run"}
+            for r in idle.iter_rows(named=True)]
 
 
 def _consumed_by_committed_txn(h: History, in_keys: list[int]) -> pl.DataFrame:

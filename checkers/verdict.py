@@ -47,7 +47,7 @@ from .unavailable import unavailable_cases
 from .unseen import unseen_cases
 from .zombie_write import zombie_write_cases
 
-LIVENESS = frozenset({"stalled-lso", "realtime-lag", "unavailable", "app-stalled"})
+LIVENESS = frozenset({"stalled-lso", "realtime-lag", "unavailable", "app-stalled", "pipeline-stalled"})
 WORKERS = max(1, min(4, os.cpu_count() or 1))  # finders run side by side on threads
 # the costliest finders start first (the rest fill in around them)
 HEAVY = {"cycle_cases": 0, "impossible_cycle_cases": 1, "poll_skip_cases": 2,

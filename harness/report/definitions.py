@@ -63,6 +63,10 @@ ANOMALY_DEFINITIONS: dict[str, str] = {
         "An input that reached the application's output more than lag_bound_s after its commit, "
         "or never during the load."
     ),
+    "pipeline-stalled": (
+        "An input partition of the eos-pipeline whose committed records all lack a committed output: "
+        "the processors made no progress on it in the whole run (nothing processed anywhere: unknown)."
+    ),
     "offsets-ahead": (
         "A consumer group's committed offsets point past input whose output is not committed."
     ),

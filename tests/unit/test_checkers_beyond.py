@@ -317,11 +317,45 @@ def test_encoded_outputs_group_by_the_input_they_carry():
     committed attempts of input 1 (eos-duplicate), though their values differ."""
     h, meta = _pipeline([(1001, 0), (2001, 1), (3001, 2), (4001, 3)], committed=4)
     assert pipeline_cases(h, dict(meta, value_divisor=1000)) == []
-    # undecoded, no output matches its input: wrong
-    assert {c["anomaly"] for c in pipeline_cases(h, meta)} == {"offsets-ahead", "eos-loss"}
+    # undecoded, no output matches its input: wrong (and nothing looks processed)
+    assert {c["anomaly"] for c in pipeline_cases(h, meta)} == {"offsets-ahead", "eos-loss", "pipeline-stalled"}
     h, meta = _pipeline([(1001, 0), (1002, 1), (3001, 2), (4001, 3)])
     names = sorted((c["anomaly"], c["input"]["value"]) for c in pipeline_cases(h, dict(meta, value_divisor=1000)))
     assert names == [("eos-duplicate", 1), ("eos-loss", 2)]
+
+
+def test_a_pipeline_that_processed_nothing_is_unknown_not_valid():
+    """The processors crashed at their first output (a bug the CI rehearsal of stop 27 found):
+    committed input, no output, no committed offsets. This was judged valid: nothing the
+    pipeline finders look for can exist without output."""
+    b = HistoryBuilder()
+    b.send(0, [("in/0", v, v - 1) for v in (1, 2, 3, 4)])
+    b.assign(1, ["in/0"])
+    b.poll(1, {"in/0": [(0, 1), (1, 2), (2, 3), (3, 4)]})  # a reader saw the input
+    h = H(b)
+    meta = {"keys": {"in/0": "out/0"}, "group_id": "g"}
+    cs = pipeline_cases(h, meta)
+    assert [(c["anomaly"], c.get("unknown"), c["inputs"]) for c in cs] == [("pipeline-stalled", True, 4)]
+    v = check(h, meta={"pipeline": meta})
+    assert v.valid == "unknown", v.anomaly_counts
+    assert any("made no progress at all" in r for r in v.unknown_reasons), v.unknown_reasons
+
+
+def test_one_input_key_never_processed_is_a_liveness_report():
+    b = HistoryBuilder()
+    b.send(0, [("in/0", 1, 0), ("in/1", 2, 0), ("in/1", 3, 1)])
+    b.assign(1, ["in/0"])
+    b.txn(1, [("out/0", 1, 0)], tid="proc", polls={"in/0": [(0, 1)]})
+    b.assign(2, ["out/0", "in/1"])
+    b.poll(2, {"out/0": [(0, 1)], "in/1": [(0, 2), (1, 3)]})
+    h = H(b)
+    meta = {"keys": {"in/0": "out/0", "in/1": "out/1"}, "group_id": "g"}
+    cs = pipeline_cases(h, meta)
+    assert [(c["anomaly"], c["key"], c["inputs"], c.get("liveness")) for c in cs] == [
+        ("pipeline-stalled", "in/1", 2, True)]
+    v = check(h, meta={"pipeline": meta})
+    assert "pipeline-stalled" in v.liveness_reports and "pipeline-stalled" not in v.failing
+    assert check(h, meta={"pipeline": meta, "fail_on": ["pipeline-stalled"]}).valid is False
 
 
 # -- sink ----------------------------------------------------------------------------
