@@ -140,18 +140,25 @@ class RunMeta(BaseModel):
             return meta, []
         if not meta:
             return cls(), []
-        try:
-            return cls.model_validate(meta), []
-        except ValidationError as exc:
-            bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
-            problems = [f"meta.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
-            try:
-                return cls.model_validate({k: v for k, v in meta.items() if k not in bad}), problems
-            except ValidationError:
-                return cls(), problems
+        return _validate_dropping_bad_fields(cls, meta, "meta")
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=1)
+
+
+def _validate_dropping_bad_fields(model: type[BaseModel], data: dict, name: str) -> tuple[Any, list[str]]:
+    """(``model`` read from ``data``, problems). A top-level field that does not validate is
+    dropped and named (``<name>.<field path>: <why>``); if the rest still does not validate,
+    the model's defaults. Never raises (the run contract reads files any tool may have written)."""
+    try:
+        return model.model_validate(data), []
+    except ValidationError as exc:
+        bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
+        problems = [f"{name}.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+    try:
+        return model.model_validate({k: x for k, x in data.items() if k not in bad}), problems
+    except ValidationError:
+        return model(), problems
 
 
 #: ``Verdict.valid``: True, False, or "unknown" (docs/anomalies.md "Verdicts")
@@ -238,19 +245,12 @@ class Verdict(BaseModel):
             return cls(unknown_reasons=["no verdict (verdict.json missing or not an object)"])
         if "valid" in data and data["valid"] is None:  # a suite row of a run with no verdict
             data = {k: x for k, x in data.items() if k != "valid"}
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
-            why = [f"verdict.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
-            try:
-                v = cls.model_validate({k: x for k, x in data.items() if k not in bad})
-            except ValidationError:
-                v = cls()
+        v, why = _validate_dropping_bad_fields(cls, data, "verdict")
+        if why:
             v.unknown_reasons = [*v.unknown_reasons, *why]
             if v.valid is True:
                 v.valid = "unknown"
-            return v
+        return v
 
     def to_json(self, indent: int | None = 1) -> str:
         """verdict.json's text (cases may hold values JSON lacks: written as strings)."""
