@@ -24,11 +24,11 @@ ever runs iptables in the root namespace (every command goes through Host.run, w
 whose ``hosts`` map a host name to an object with ``address`` and ``run(*argv)``.
 
 Op values: the schedule holds ``{"kind": "halves", "grudge": {"n1": ["n2", "n3"], ...},
-"params": {"grudge": "halves"}}`` (nemesis.grudge.to_json form), or for ``isolate-one`` /
-``client-broker`` aimed at a role, ``{"kind": ..., "role": "coordinator", "transactional_id":
+"params": {"grudge": "halves"}}`` (nemesis.grudge.to_json form), or for a single-node kind
+(``isolate-one``, ``client-broker``, ``isolate-one-inbound``) aimed at a role, ``{"kind": ..., "role": "coordinator", "transactional_id":
 ...}`` and the grudge is computed when the fault begins. The completion adds the grudge
 applied, the node resolved (role targets), ``rules`` (our rules the namespaces hold afterwards,
-read back with ``iptables -S``), ``symmetric`` and ``result``.
+read back with ``iptables -S``), ``listener``, ``symmetric`` and ``result``.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ from nemesis.targets import resolve_target
 CHAIN = "EOSC"
 
 #: the brokers' listener ports a ``listener`` parameter cuts (harness.cluster.kafka BROKER_PORT
-#: and CONTROLLER_PORT, the docker image's listeners; tests/unit/test_grudge.py holds them
+#: and CONTROLLER_PORT, the docker image's listeners; tests/unit/test_partition_listener.py holds them
 #: equal: a nemesis does not import the harness); ``all``: no port match, every packet
 LISTENER_PORTS: dict[str, int | None] = {"all": None, "broker": 9092, "controller": 9093}
 
@@ -81,8 +81,8 @@ class NetworkView(Protocol):
 
 def choose_partition(rng: random.Random, spec: dict, nodes: list[int], clients: list[str]) -> dict:
     """Schedule-time value of a ``partition`` fault (nemesis.registry Chooser): the grudge of
-    ``spec["grudge"]`` (default isolate-one) over the nodes, as data. For isolate-one and
-    client-broker with ``target`` coordinator/leader/controller, the role instead (resolved
+    ``spec["grudge"]`` (default isolate-one) over the nodes, as data. For a single-node kind
+    (nemesis.grudge.SINGLE_NODE_KINDS) with ``target`` coordinator/leader/controller, the role instead (resolved
     when applied). Raises ValueError for an unknown grudge kind or a role on another kind."""
     kind = spec.get("grudge", "isolate-one")
     role = spec.get("target", "random")

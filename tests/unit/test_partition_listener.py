@@ -3,6 +3,7 @@ grudge limited to one of the brokers' listeners makes, applied by PartitionNemes
 network (no namespace, no iptables), and the scenario check of the parameter."""
 from __future__ import annotations
 
+import random
 import subprocess
 from pathlib import Path
 
@@ -48,6 +49,19 @@ def test_drop_rules_of_one_listener_match_its_port_and_node_sources_only(listene
         assert host != "c" and argv[3] != ADDR["c"]  # the client host keeps its path to every broker
     assert {(h, argv[3]) for h, argv in rules} == {
         ("n2", ADDR["n1"]), ("n2", ADDR["n3"]), ("n1", ADDR["n2"]), ("n3", ADDR["n2"])}
+
+
+def test_isolate_one_inbound_cuts_only_what_the_others_send_the_loner():
+    grudge = g.make_grudge("isolate-one-inbound", ["n3", "n1", "n2"], random.Random(0), node="n2")
+    assert grudge == g.isolate_one_inbound(["n1", "n2", "n3"], "n2") == {"n2": {"n1", "n3"}}
+    assert not g.is_symmetric(grudge) and g.links(grudge) == {("n2", "n1"), ("n2", "n3")}
+    with pytest.raises(ValueError, match="not one of"):
+        g.isolate_one_inbound(["n1", "n2"], "n3")
+    # only the loner's namespace holds rules: its followers' fetches (to its port 9092) stall,
+    # its own connections to the others' listeners (replies to its ephemeral ports) pass
+    assert drop_rules(grudge, ADDR, "broker") == [
+        ("n2", ["-A", CHAIN, "-s", ADDR["n1"], "-p", "tcp", "--dport", "9092", "-j", "DROP"]),
+        ("n2", ["-A", CHAIN, "-s", ADDR["n3"], "-p", "tcp", "--dport", "9092", "-j", "DROP"])]
 
 
 def test_drop_rules_reject_an_unknown_listener_and_a_host_without_address():
@@ -122,6 +136,20 @@ def test_partition_nemesis_cuts_only_the_broker_listener_and_heals_everything():
     assert all(h.chain is None and not h.jump for h in net.hosts.values())
 
 
+def test_partition_nemesis_inbound_grudge_on_a_leader_role_resolved_to_node_3():
+    net = FakeNetwork()
+    nem = PartitionNemesis(NemesisContext(cluster=None, extra={"network": net}))
+    value = {"kind": "isolate-one-inbound", "node": 3,
+             "params": {"grudge": "isolate-one-inbound", "listener": "broker"}}
+    done = nem.invoke({"f": "partition", "value": value})["value"]
+    assert done["grudge"] == {"n3": ["n1", "n2"]} and done["rules"] == 2 and done["symmetric"] is False
+    assert net.hosts["n3"].chain == [f"-s {ADDR['n1']} -p tcp --dport 9092 -j DROP",
+                                     f"-s {ADDR['n2']} -p tcp --dport 9092 -j DROP"]
+    assert net.hosts["n1"].chain is None and net.hosts["n2"].chain is None  # never touched
+    assert nem.invoke({"f": "heal-partition", "value": value})["value"]["rules"] == 2
+    assert nem.teardown() == [] and net.hosts["n3"].chain is None and not net.hosts["n3"].jump
+
+
 def test_partition_nemesis_without_listener_drops_every_packet_of_the_grudge():
     net = FakeNetwork()
     nem = PartitionNemesis(NemesisContext(cluster=None, extra={"network": net}))
@@ -151,8 +179,8 @@ def test_the_unclean_leader_mutant_and_its_control_share_one_schedule():
     steps = m.steps(1, mutant.scenario.duration, [1, 2, 3], [])
     assert [(s.at, s.f) for s in steps] == [(3, "partition"), (14, "lose-unsynced"), (19, "heal-partition"),
                                            (22, "power-on")]
-    assert steps[0].value == {"kind": "isolate-one", "role": "leader", "key": "t0/0",
-                              "params": {"grudge": "isolate-one", "listener": "broker"}}
+    assert steps[0].value == {"kind": "isolate-one-inbound", "role": "leader", "key": "t0/0",
+                              "params": {"grudge": "isolate-one-inbound", "listener": "broker"}}
     assert steps == explicit_schedule(1, [s.model_dump(exclude_none=True) | {"fault": s.fault.as_dict()}
                                           for s in m.schedule], [1, 2, 3], [], mutant.scenario.duration)
     # the mutant differs from its control in the brokers' configuration only
