@@ -24,6 +24,12 @@ Kinds (``GRUDGE_KINDS``), after Jepsen ``nemesis.clj``:
 - ``bridge``: two halves that both still reach one node in the middle (Jepsen ``bridge``).
 - ``client-broker``: the client host and one node cannot reach each other; the nodes still
   talk among themselves (not in Jepsen's Kafka test, whose clients are never partitioned).
+- ``isolate-one-inbound``: one node hears none of the other nodes; they still hear it (the
+  one-way half of isolate-one). Dropping by source alone, that cuts TCP both ways as said
+  above; with a partition's ``listener`` (nemesis.partition) only connections the others open
+  to the node's listener stall (replies to the node's own connections go to its ephemeral
+  ports and pass): a leader whose followers cannot fetch from it while it still fetches from
+  them and reaches the other transaction coordinators.
 """
 from __future__ import annotations
 
@@ -32,9 +38,9 @@ from typing import Iterable, Mapping, Sequence
 
 Grudge = dict[str, frozenset[str]]
 
-GRUDGE_KINDS = ("isolate-one", "halves", "majorities-ring", "bridge", "client-broker")
+GRUDGE_KINDS = ("isolate-one", "halves", "majorities-ring", "bridge", "client-broker", "isolate-one-inbound")
 #: kinds that cut a single chosen node away, so a role (coordinator, leader...) can pick it
-SINGLE_NODE_KINDS = ("isolate-one", "client-broker")
+SINGLE_NODE_KINDS = ("isolate-one", "client-broker", "isolate-one-inbound")
 CLIENT = "c"
 
 
@@ -81,6 +87,13 @@ def invert_grudge(nodes: Iterable[str], conns: Mapping[str, Iterable[str]]) -> G
 def isolate_one(nodes: Sequence[str], loner: str) -> Grudge:
     """``loner`` cut off from every other node; Jepsen ``partition-random-node``."""
     return complete_grudge(split_one(nodes, loner))
+
+
+def isolate_one_inbound(nodes: Sequence[str], loner: str) -> Grudge:
+    """``loner`` hears none of the other nodes; they still hear it: ``{loner: the others}``.
+    Raises ValueError if loner is not in nodes."""
+    alone, rest = split_one(nodes, loner)
+    return {alone[0]: frozenset(rest)}
 
 
 def halves(nodes: Sequence[str], rng: random.Random) -> Grudge:
@@ -185,6 +198,8 @@ def make_grudge(kind: str, nodes: Sequence[str], rng: random.Random, *, node: st
         raise ValueError(f"grudge {kind!r} cuts nothing on {len(nodes)} node(s)")
     if kind == "isolate-one":
         return isolate_one(nodes, node or rng.choice(nodes))
+    if kind == "isolate-one-inbound":
+        return isolate_one_inbound(nodes, node or rng.choice(nodes))
     if kind == "halves":
         return halves(nodes, rng)
     if kind == "bridge":

@@ -6,6 +6,16 @@ must not hear from, ``ip netns exec eosc-<h> iptables -A EOSC -s <address of s> 
 an answer and connections hang until they time out). ``heal-partition`` flushes the chain in
 every namespace (Jepsen ``heal!``). The name ``heal`` stays the runner's final heal event.
 
+The parameter ``listener`` narrows every rule to one of the brokers' listeners (``-p tcp
+--dport <port>``, LISTENER_PORTS): ``broker`` drops only what is sent to the PLAINTEXT listener
+(the inter-broker listener: the replica fetchers' Fetch requests, transaction markers, and
+clients when a run has no proxy), so a node cut off from the other nodes' brokers stays in
+the KRaft quorum (the CONTROLLER listener: votes, metadata fetches, broker heartbeats,
+AlterPartition); its followers fall out of the ISR after ``replica.lag.time.max.ms`` and it
+leads alone (Kafka docs, "Replication"). ``controller`` drops only KRaft traffic. Default
+``all``: every packet from the grudge's sources. Replies are not matched (their destination
+port is the sender's ephemeral port): cutting the requests stops the connection.
+
 The rules live in a chain of ours, ``EOSC``, created in each host's namespace at setup and
 jumped to first from INPUT, so healing removes exactly our rules and teardown removes the
 chain and the jump too. iptables inside a namespace changes only that namespace; nothing here
@@ -14,11 +24,11 @@ ever runs iptables in the root namespace (every command goes through Host.run, w
 whose ``hosts`` map a host name to an object with ``address`` and ``run(*argv)``.
 
 Op values: the schedule holds ``{"kind": "halves", "grudge": {"n1": ["n2", "n3"], ...},
-"params": {"grudge": "halves"}}`` (nemesis.grudge.to_json form), or for ``isolate-one`` /
-``client-broker`` aimed at a role, ``{"kind": ..., "role": "coordinator", "transactional_id":
+"params": {"grudge": "halves"}}`` (nemesis.grudge.to_json form), or for a single-node kind
+(``isolate-one``, ``client-broker``, ``isolate-one-inbound``) aimed at a role, ``{"kind": ..., "role": "coordinator", "transactional_id":
 ...}`` and the grudge is computed when the fault begins. The completion adds the grudge
 applied, the node resolved (role targets), ``rules`` (our rules the namespaces hold afterwards,
-read back with ``iptables -S``), ``symmetric`` and ``result``.
+read back with ``iptables -S``), ``listener``, ``symmetric`` and ``result``.
 """
 from __future__ import annotations
 
@@ -30,6 +40,25 @@ from nemesis.core import NemesisContext, Op
 from nemesis.targets import resolve_target
 
 CHAIN = "EOSC"
+
+#: the brokers' listener ports a ``listener`` parameter cuts (harness.cluster.kafka BROKER_PORT
+#: and CONTROLLER_PORT, the docker image's listeners; tests/unit/test_partition_listener.py holds them
+#: equal: a nemesis does not import the harness); ``all``: no port match, every packet
+LISTENER_PORTS: dict[str, int | None] = {"all": None, "broker": 9092, "controller": 9093}
+
+
+def drop_rules(grudge: g.Grudge, addresses: dict[str, str], listener: str = "all") -> list[tuple[str, list[str]]]:
+    """The iptables rules that apply ``grudge``, as ``(host, argv after "iptables -w 5")`` in
+    host order: for each host and each source it must not hear from, ``-A EOSC -s <source's
+    address> [-p tcp --dport <port>] -j DROP``, the port that of ``listener`` (LISTENER_PORTS).
+    ``addresses`` maps a host name to its IPv4 address. Raises ValueError for an unknown
+    listener, KeyError for a host without an address."""
+    if listener not in LISTENER_PORTS:
+        raise ValueError(f"unknown listener {listener!r}; known: {list(LISTENER_PORTS)}")
+    port = LISTENER_PORTS[listener]
+    match = [] if port is None else ["-p", "tcp", "--dport", str(port)]
+    return [(host, ["-A", CHAIN, "-s", addresses[src], *match, "-j", "DROP"])
+            for host, srcs in g.to_json(grudge).items() for src in srcs]
 
 
 class HostView(Protocol):
@@ -52,8 +81,8 @@ class NetworkView(Protocol):
 
 def choose_partition(rng: random.Random, spec: dict, nodes: list[int], clients: list[str]) -> dict:
     """Schedule-time value of a ``partition`` fault (nemesis.registry Chooser): the grudge of
-    ``spec["grudge"]`` (default isolate-one) over the nodes, as data. For isolate-one and
-    client-broker with ``target`` coordinator/leader/controller, the role instead (resolved
+    ``spec["grudge"]`` (default isolate-one) over the nodes, as data. For a single-node kind
+    (nemesis.grudge.SINGLE_NODE_KINDS) with ``target`` coordinator/leader/controller, the role instead (resolved
     when applied). Raises ValueError for an unknown grudge kind or a role on another kind."""
     kind = spec.get("grudge", "isolate-one")
     role = spec.get("target", "random")
@@ -125,13 +154,17 @@ class PartitionNemesis:
         unknown = sorted(({h for h in grudge} | {s for v in grudge.values() for s in v}) - set(self.network.hosts))
         if unknown:
             raise ValueError(f"grudge names hosts that are not on the test network: {unknown}")
-        for host, srcs in g.to_json(grudge).items():
+        listener = (value.get("params") or {}).get("listener", "all")
+        plan = drop_rules(grudge, {h: v.address for h, v in self.network.hosts.items()}, listener)
+        for host in g.to_json(grudge):
             self._prepare(host)
-            for src in srcs:
-                self._iptables(host, "-A", CHAIN, "-s", self.network.hosts[src].address, "-j", "DROP")
+        for host, argv in plan:
+            self._iptables(host, *argv)
         rules = sum(self._count(h) for h in grudge)  # read back: what the namespaces now hold
-        out: dict[str, Any] = {"grudge": g.to_json(grudge), "rules": rules,
-                               "symmetric": g.is_symmetric(grudge), "result": g.describe(grudge)}
+        port = LISTENER_PORTS[listener]
+        result = g.describe(grudge) + ("" if port is None else f" (tcp port {port}, the {listener} listener, only)")
+        out: dict[str, Any] = {"grudge": g.to_json(grudge), "rules": rules, "listener": listener,
+                               "symmetric": g.is_symmetric(grudge), "result": result}
         if node is not None:
             out["node"] = node
         return out

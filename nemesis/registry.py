@@ -13,7 +13,7 @@ from typing import Any, Callable
 from nemesis.client_faults import ClientKillNemesis, ClientPauseNemesis, ClientStopNemesis
 from nemesis.clock import ClockNemesis, choose_clock_target, clock_params
 from nemesis.core import Composite, NemesisContext
-from nemesis.partition import PartitionNemesis, choose_partition
+from nemesis.partition import LISTENER_PORTS, PartitionNemesis, choose_partition
 from nemesis.power import LoseUnsyncedNemesis, choose_power_target, power_params
 from nemesis.process import KillNemesis, PauseNemesis
 from nemesis.targets import choose_client
@@ -30,11 +30,15 @@ def choose_client_target(rng: random.Random, spec: dict, nodes: list[int], clien
 
 
 def partition_params(name: str, params: dict[str, Any]) -> None:
-    """``grudge``: one of nemesis.grudge.GRUDGE_KINDS."""
-    only_params(name, params, frozenset({"grudge"}))
+    """``grudge``: one of nemesis.grudge.GRUDGE_KINDS; ``listener``: which of the brokers'
+    listeners the rules cut, one of nemesis.partition.LISTENER_PORTS (default ``all``)."""
+    only_params(name, params, frozenset({"grudge", "listener"}))
     kind = params.get("grudge", "isolate-one")
     if kind not in GRUDGE_KINDS:
         raise ValueError(f"unknown grudge {kind!r}; known: {list(GRUDGE_KINDS)}")
+    listener = params.get("listener", "all")
+    if listener not in LISTENER_PORTS:
+        raise ValueError(f"unknown listener {listener!r}; known: {list(LISTENER_PORTS)}")
 
 
 def zombie_params(name: str, params: dict[str, Any]) -> None:
