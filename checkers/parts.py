@@ -19,9 +19,9 @@ are checked here (gaps, disorder: loader problems of the whole file), not in the
 indices have gaps by construction.
 
 Checking (``check_parts``): each part is read back in line order and loaded
-(``load_history(..., index_gaps=False)``); the *per-key* finders (``PER_KEY``) run on it and
-keep only the cases of the part's own keys (a multi-key op brings foreign keys' micro-ops, whose
-cases are found in their own part). One fact crosses keys: an ``info`` transaction one of whose
+(``load_history(..., index_gaps=False)``) and keeps only its own keys' micro-ops (a multi-key
+op brings the others', whose logs are partial there); the *per-key* finders (``PER_KEY``) run
+on it and keep only the cases of the part's own keys. One fact crosses keys: an ``info`` transaction one of whose
 values was read on any key must have committed (``checkers.log``). The cut records such ops
 that span parts; a part holding one whose values it did not see read is checked again once the
 other parts said whether they read it (``History.ops_read_elsewhere``). The *cross-key*
@@ -335,8 +335,7 @@ def _check_per_key(parts: Parts, meta: RunMeta, root: Path) -> tuple[dict, list[
              "parts": {"n": parts.n_parts, "lines": parts.lines, "checked_again": 0},
              "_malformed": 0}
 
-    def one(i: int, h: History) -> None:
-        own = {k for k, name in enumerate(h.keys) if part_of(name, parts.n_parts) == i}
+    def one(i: int, h: History, own: set[int]) -> None:
         by_part[i] = _run_per_key(h, own, meta)
         laps(f"parts: part {i}")
 
@@ -344,7 +343,7 @@ def _check_per_key(parts: Parts, meta: RunMeta, root: Path) -> tuple[dict, list[
         h = read_part(parts, i, root / "part.jsonl")
         if h is None:
             continue
-        own = {k for k, name in enumerate(h.keys) if part_of(name, parts.n_parts) == i}
+        own = _own(h, i, parts.n_parts)
         part_reasons[i] = set()
         for r in judgeable(h):
             kind = r.split(":")[0].split(" (")[0]
@@ -355,7 +354,7 @@ def _check_per_key(parts: Parts, meta: RunMeta, root: Path) -> tuple[dict, list[
         read_anywhere |= r_here
         if u_here:
             unread[i] = u_here
-        one(i, h)
+        one(i, h, own)
         _part_stats(h, own, stats)
         del h
     for i, ops in unread.items():  # info transactions read in another part: committed here too
@@ -363,9 +362,10 @@ def _check_per_key(parts: Parts, meta: RunMeta, root: Path) -> tuple[dict, list[
             continue
         h = read_part(parts, i, root / "part.jsonl")
         assert h is not None
+        own = _own(h, i, parts.n_parts)
         inv = h.ops["invoke_index"].to_list()
         h.ops_read_elsewhere = [op for op, g in enumerate(inv) if g in read_anywhere]
-        one(i, h)
+        one(i, h, own)
         stats["parts"]["checked_again"] += 1
         del h
     keyless: set = set()
@@ -397,11 +397,22 @@ _NOTHING = {"history has no client operations": 3,
             "history has no completed read": 1}
 
 
+def _own(h: History, i: int, n_parts: int) -> set[int]:
+    """The ids of part i's own keys; drops the other keys' micro-ops from ``h`` (a multi-key op
+    brought them: their logs are partial here, and would make false cases that cost time to
+    find and are dropped anyway). The op stays, for its own keys and its process's order."""
+    own = {k for k, name in enumerate(h.keys) if part_of(name, n_parts) == i}
+    if len(own) < len(h.keys):
+        h.mops = h.mops.filter(pl.col("key").is_in(sorted(own)))
+        h.drop_cached(*list(h._cache))
+    return own
+
+
 def _part_stats(h: History, own: set[int], stats: dict) -> None:
     """Add a part's own-key micro-op and log counts to ``stats``."""
     from .log import log
 
-    stats["micro_ops"] += int(h.mops["key"].is_in(sorted(own)).sum())
+    stats["micro_ops"] += h.mops.height
     stats["ops"] = max(stats["ops"], h.ops.height)  # ops span parts: the largest part's
     for k, n in log(h).group_by("key").len().iter_rows():
         if k in own:
