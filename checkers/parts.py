@@ -1,6 +1,6 @@
 """The parts path of ``check``: a history cut by key into Parquet parts, checked part by part.
 
-Opt-in (``eos-chaos check HISTORY --parts N``, ``check_parts``); ``checkers.verdict.check``
+Opt-in (``eos-chaos check HISTORY --parts N``, ``check_parts``, ``check_run_parts``); ``checkers.verdict.check``
 stays the default. Issue 25 section 1, first step: the per-key finders run on one part at a
 time, so their memory is that of the largest part, not of the whole history.
 
@@ -53,6 +53,7 @@ from .history import BULK_FS, History, load_history
 from .log import index
 from .run import RunMeta, Verdict
 from .timing import laps
+from .verdict import FINDERS, check_run, fold, judgeable, malformed
 
 try:
     import orjson as _json
@@ -238,8 +239,6 @@ def read_part(parts: Parts, i: int, tmp: Path) -> History | None:
 
 def _run_per_key(h: History, own: set[int], meta: RunMeta) -> list:
     """Each per-key finder's cases on ``h`` about the keys of ``own`` (key ids), or its crash."""
-    from .verdict import FINDERS
-
     out = []
     names = {h.keys[k] for k in own}
     for fname, finder, kw in FINDERS:
@@ -277,8 +276,6 @@ def check_parts(history: str | Path, meta: RunMeta | dict | None = None, allowed
     history, in memory) or "skip" (an unknown reason instead). ``workdir``: where the parts go
     (a temporary folder by default, removed at the end). Never raises on content; raises
     ValueError for a bad ``cross`` or ``n_parts`` and OSError when the file cannot be read."""
-    from .verdict import FINDERS, fold
-
     if cross not in CROSS:
         raise ValueError(f"cross must be one of {CROSS}, not {cross!r}")
     meta, unknown = RunMeta.coerce(meta)
@@ -320,11 +317,18 @@ def check_parts(history: str | Path, meta: RunMeta | dict | None = None, allowed
                 stats=stats, max_examples=max_examples)
 
 
+def check_run_parts(run_dir: str | Path, n_parts: int = 8, cross: str = "whole",
+                    max_examples: int = 10) -> Verdict:
+    """``checkers.verdict.check_run`` (a run folder: its meta.json and scenario.yaml) by the
+    parts path. Raises FileNotFoundError when the folder has no history.jsonl."""
+    def checker(history, **kw):
+        return check_parts(history, n_parts=n_parts, cross=cross, **kw)
+    return check_run(run_dir, max_examples=max_examples, checker=checker)
+
+
 def _check_per_key(parts: Parts, meta: RunMeta, root: Path) -> tuple[dict, list[str], dict]:
     """Run the per-key finders part by part: ({finder name: merged cases or crash string},
     unknown reasons of the whole history, stats)."""
-    from .verdict import judgeable, malformed
-
     per_key: dict[str, list | str] = {n: [] for n in PER_KEY}
     by_part: dict[int, list] = {}
     unread: dict[int, set[int]] = {}

@@ -288,15 +288,15 @@ def _stats(h: History) -> dict:
 
 
 def check_run(run_dir: str | Path, max_examples: int = 10, history: Any = None,
-              parts: int | None = None, cross: str = "whole") -> Verdict:
+              checker: Callable[..., Verdict] | None = None) -> Verdict:
     """Re-check a run folder: its history.jsonl with its meta.json (``RunMeta``) and the
     ``expected`` list of its scenario.yaml. A folder whose controller was killed (a history
     prefix, no verdict.json, maybe no meta.json) is judged too; problems of meta.json and of
     scenario.yaml (unreadable: no anomaly is taken as expected) become unknown reasons.
     ``history``: the folder's history already loaded (a History), to read it once. The
     verdict carries meta.json's ``versions``. Raises FileNotFoundError when the folder has no
-    history.jsonl. ``parts``: check by the parts path instead (``checkers.parts.check_parts``
-    with that many parts and ``cross``; opt-in, issue 25)."""
+    history.jsonl. ``checker``: what judges the history instead of ``check`` (same arguments:
+    history path, meta, allowed, max_examples; ``checkers.parts.check_run_parts``)."""
     d = RunDir(run_dir)
     if not d.history.is_file():
         raise FileNotFoundError(f"{d.history} does not exist")
@@ -306,10 +306,8 @@ def check_run(run_dir: str | Path, max_examples: int = 10, history: Any = None,
                         "the history is a prefix, with no heal, final drain or final reads")
     expected, bad_scenario = d.read_expected()  # a garbled scenario.yaml is said, never ignored
     problems += bad_scenario
-    if parts:
-        from .parts import check_parts
-        v = check_parts(d.history, meta=meta, allowed=expected, max_examples=max_examples,
-                        n_parts=parts, cross=cross)
+    if checker is not None:
+        v = checker(d.history, meta=meta, allowed=expected, max_examples=max_examples)
     else:
         v = check(history if history is not None else d.history, meta=meta, allowed=expected,
                   max_examples=max_examples)

@@ -312,7 +312,11 @@ def check(
             import checkers
             verdict = checkers.check(history, max_examples=max_examples)
     else:
-        verdict = check_run(history.parent, max_examples=max_examples, parts=parts or None, cross=cross)
+        if parts:
+            from checkers.parts import check_run_parts
+            verdict = check_run_parts(history.parent, parts, cross, max_examples=max_examples)
+        else:
+            verdict = check_run(history.parent, max_examples=max_examples)
     if as_json:
         out.print_json(verdict.to_json(indent=None))
     else:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from checkers import check
 from checkers.build import HistoryBuilder
-from checkers.parts import check_parts, part_of, write_parts
+from checkers.parts import check_parts, check_run_parts, part_of, write_parts
 from checkers.simulate import simulate
 from checkers.verdict import check_run
 
@@ -30,7 +30,7 @@ def same(a, b) -> None:
 
 @pytest.mark.parametrize("run_dir", REAL, ids=lambda d: d.name)
 def test_recorded_real_runs_get_the_same_verdict(run_dir):
-    same(check_run(run_dir), check_run(run_dir, parts=3))
+    same(check_run(run_dir), check_run_parts(run_dir, 3))
 
 
 @pytest.mark.parametrize("seed, kw, allowed", [
