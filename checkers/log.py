@@ -274,6 +274,8 @@ def _index(h: History) -> Index:
         ix.w_place[unplaced] = got.fill_null(-1).to_numpy()
     op_read = np.zeros(n_ops, bool)
     op_read[w_op[read]] = True
+    if h.ops_read_elsewhere:  # a part of a history cut by key (checkers.parts)
+        op_read[np.asarray(h.ops_read_elsewhere, dtype=np.int64)] = True
     # a transaction is atomic: one read value commits all of the op's; the records of a
     # non-transactional send op are independent: each must have committed when it was read
     # or acknowledged (its delivery report gave an offset)

@@ -109,8 +109,6 @@ def check(
                        unknown_reasons=[*unknown, f"could not read history: {type(e).__name__}: {e}"])
 
     unknown += judgeable(h)
-
-    found: dict[str, list[dict]] = {}
     finders = FINDERS
 
     def run(i: int):
@@ -153,6 +151,20 @@ def check(
         for i in order:
             results[i] = run(i)
         stats_v = stats()
+    return fold(results, unknown, meta=meta, allowed=allowed_l, malformed_n=malformed(h),
+                stats=stats_v, max_examples=max_examples)
+
+
+def fold(results: list, unknown: list[str], *, meta: RunMeta, allowed: list[str],
+         malformed_n: int, stats: dict, max_examples: int = 10) -> Verdict:
+    """Fold the finders' results into a ``Verdict``: ``results`` holds, per finder, its list
+    of cases or the string saying it crashed; ``unknown`` the reasons found so far (judgeable,
+    meta); ``allowed`` the expected names (sorted); ``malformed_n`` how many loader problems say
+    the history is not well-formed (``malformed``); ``stats`` goes to ``Verdict.stats``. Shared
+    by ``check`` and the parts path (``checkers.parts``)."""
+    allowed_l = allowed
+    fail_on = set(meta.fail_on)
+    found: dict[str, list[dict]] = {}
     for cases in results:
         if isinstance(cases, str):
             unknown.append(cases)
@@ -167,7 +179,7 @@ def check(
     # only through fail_on, like the LIVENESS names
     liveness_only = {n for n, cs in found.items() if all(c.get("liveness") for c in cs)}
     suspect: dict[str, list[dict]] = {}
-    if malformed(h) and found:  # cases of a broken history may be its artifacts: none is judged
+    if malformed_n and found:  # cases of a broken history may be its artifacts: none is judged
         suspect, found = {n: cs[:max_examples] for n, cs in sorted(found.items())}, {}
         unknown.append("cases found in the history that is not well-formed are listed under "
                        "'suspect', not judged: " + ", ".join(f"{n}: {len(cs)}" for n, cs in suspect.items()))
@@ -199,7 +211,7 @@ def check(
         impossible=impossible,
         unknown_reasons=unknown,
         suspect=suspect,
-        stats=stats_v,
+        stats=stats,
     )
 
 
@@ -275,14 +287,16 @@ def _stats(h: History) -> dict:
     }
 
 
-def check_run(run_dir: str | Path, max_examples: int = 10, history: Any = None) -> Verdict:
+def check_run(run_dir: str | Path, max_examples: int = 10, history: Any = None,
+              checker: Callable[..., Verdict] | None = None) -> Verdict:
     """Re-check a run folder: its history.jsonl with its meta.json (``RunMeta``) and the
     ``expected`` list of its scenario.yaml. A folder whose controller was killed (a history
     prefix, no verdict.json, maybe no meta.json) is judged too; problems of meta.json and of
     scenario.yaml (unreadable: no anomaly is taken as expected) become unknown reasons.
     ``history``: the folder's history already loaded (a History), to read it once. The
     verdict carries meta.json's ``versions``. Raises FileNotFoundError when the folder has no
-    history.jsonl."""
+    history.jsonl. ``checker``: what judges the history instead of ``check`` (same arguments:
+    history path, meta, allowed, max_examples; ``checkers.parts.check_run_parts``)."""
     d = RunDir(run_dir)
     if not d.history.is_file():
         raise FileNotFoundError(f"{d.history} does not exist")
@@ -292,8 +306,11 @@ def check_run(run_dir: str | Path, max_examples: int = 10, history: Any = None) 
                         "the history is a prefix, with no heal, final drain or final reads")
     expected, bad_scenario = d.read_expected()  # a garbled scenario.yaml is said, never ignored
     problems += bad_scenario
-    v = check(history if history is not None else d.history, meta=meta, allowed=expected,
-              max_examples=max_examples)
+    if checker is not None:
+        v = checker(d.history, meta=meta, allowed=expected, max_examples=max_examples)
+    else:
+        v = check(history if history is not None else d.history, meta=meta, allowed=expected,
+                  max_examples=max_examples)
     if meta.versions:
         v.versions = meta.versions
     if not d.meta.is_file():

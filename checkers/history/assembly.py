@@ -215,8 +215,9 @@ def _extras(ev: _Events, ops: pl.DataFrame) -> dict[int, dict]:
     return out
 
 
-def _assemble(ev: _Events) -> History:
-    ev.index_gaps()
+def _assemble(ev: _Events, index_gaps: bool = True) -> History:
+    if index_gaps:
+        ev.index_gaps()
     laps("load: index gaps")
     ops = _pair(ev)
     ev.fast = None  # the events are in ops now
@@ -250,11 +251,13 @@ def _assemble(ev: _Events) -> History:
     )
 
 
-def load_history(source: str | Path | Iterable[dict]) -> History:
+def load_history(source: str | Path | Iterable[dict], index_gaps: bool = True) -> History:
     """Read a history from a ``history.jsonl`` path or from an iterable of event dicts.
 
     Returns a :class:`History`; content problems land in ``History.problems`` (and set
     ``truncated`` for a dropped last line, ``garbled_lines`` for dropped lines mid-file).
+    ``index_gaps=False``: event indices need not be consecutive (a part of a history cut by
+    key, ``checkers.parts``, which checks the whole file's indices itself).
     """
     # parsing allocates many short-lived containers that refcounting frees; the cyclic
     # collector would only rescan them, so it is paused while reading
@@ -265,7 +268,7 @@ def load_history(source: str | Path | Iterable[dict]) -> History:
             ev = _read_file(Path(source))
         else:
             ev = _read_events(source)
-        return _assemble(ev)
+        return _assemble(ev, index_gaps)
     finally:
         if was_enabled:
             gc.enable()

@@ -35,6 +35,10 @@ class History:
     n_problems: int = 0
     truncated: bool = False
     garbled_lines: int = 0
+    #: op ids (rows of ``ops``) some of whose values were read on keys this history does not
+    #: hold: a part of a history cut by key (``checkers.parts``); ``log.index`` counts such an
+    #: op as read (an info transaction one of whose values was read must have committed)
+    ops_read_elsewhere: list[int] = field(default_factory=list)
     _cache: dict = field(default_factory=dict, repr=False)
     _locks: dict = field(default_factory=dict, repr=False)
 

@@ -283,6 +283,12 @@ def check(
     history: Path = typer.Argument(..., help="history.jsonl of a run"),
     as_json: bool = typer.Option(False, "--json", help="print the verdict as JSON"),
     max_examples: int = typer.Option(10, min=0, help="examples kept per anomaly"),
+    parts: int = typer.Option(0, "--parts", min=0, metavar="N",
+                              help="cut the history by key into N Parquet parts and run the per-key "
+                                   "finders part by part (checkers.parts; 0: the in-memory check)"),
+    cross: str = typer.Option("whole", "--cross", metavar="whole|skip",
+                              help="with --parts: run the cross-key finders on the whole history, "
+                                   "or skip them (the verdict is then unknown)"),
 ) -> None:
     """Re-check a history (meta.json and scenario.yaml beside it are used when present)."""
     from checkers.run import RunDir
@@ -295,11 +301,22 @@ def check(
                 if why == "is a directory" and (history / RunDir.HISTORY).is_file() else "")
         console.print(f"[red]error:[/] {history} {why}" + ("" if why == "does not exist" else f", not a history file{hint}"))
         raise typer.Exit(2)
+    if cross not in ("whole", "skip"):
+        console.print(f"[red]error:[/] --cross is whole or skip, not {cross!r}")
+        raise typer.Exit(2)
     if history.name != RunDir.HISTORY:  # a lone file: no run folder around it
-        import checkers
-        verdict = checkers.check(history, max_examples=max_examples)
+        if parts:
+            from checkers.parts import check_parts
+            verdict = check_parts(history, max_examples=max_examples, n_parts=parts, cross=cross)
+        else:
+            import checkers
+            verdict = checkers.check(history, max_examples=max_examples)
     else:
-        verdict = check_run(history.parent, max_examples=max_examples)
+        if parts:
+            from checkers.parts import check_run_parts
+            verdict = check_run_parts(history.parent, parts, cross, max_examples=max_examples)
+        else:
+            verdict = check_run(history.parent, max_examples=max_examples)
     if as_json:
         out.print_json(verdict.to_json(indent=None))
     else:
