@@ -2,14 +2,16 @@
 
 Runs after the input producers stopped and the faults healed, while the application still
 runs: it reads every input key to its end (read_committed: the committed input) and the output
-keys with the scenario's match, until every committed input is named by some output record,
+with the scenario's match (the output keys' records, or the committed rows of the file sinks in
+``output_dirs``, read every ``files_poll_s`` s: harness.workers.app_files), until every committed input is named by some output record,
 or no new output arrived for ``quiet_s`` seconds, or ``bound_s`` seconds passed. It records
 nothing in the history (the final drain does, after the application stopped); it reports
 ``{"ctl": {"caught_up": bool, "inputs": n, "covered": n, "waited_s": s, "ended": "covered" |
 "quiet" | "bound" | "stopped", "matched": n, "unmatched": n, "samples": [...]}}``.
 
-Config: ``bootstrap``, ``input_keys``, ``output_keys``, ``match``, ``base_dir``,
-``bound_s`` (default 120), ``quiet_s`` (default 20), ``consumer`` (extra settings), ``security``.
+Config: ``bootstrap``, ``input_keys``, ``output_keys``, ``output_dirs``, ``files_poll_s``, ``match``,
+``base_dir``, ``bound_s`` (default 120), ``quiet_s`` (default 20), ``consumer`` (extra settings),
+``security``.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import time
 from confluent_kafka import Consumer
 
 from harness.workers.consumer import _tp
+from harness.workers.app_files import FileOutput
 from harness.workers.base import Worker
 from harness.workers.app_match import compile_match
 from harness.workers.configs import AppCatchUpConfig
@@ -48,6 +51,8 @@ class AppCatchUpWorker(Worker):
                 except Exception as exc:  # a broker still recovering: retry within the bound
                     self.log(f"watermarks of {key}: {exc}")
         c.assign([_tp(k) for k in [*self.cfg.input_keys, *self.cfg.output_keys]])
+        files = FileOutput(self.cfg.output_dirs, match) if self.cfg.output_dirs else None
+        files_due = 0.0
         last_new = time.monotonic()
         ended = "bound"
         try:
@@ -55,6 +60,13 @@ class AppCatchUpWorker(Worker):
                 if self.stopping.is_set():
                     ended = "stopped"
                     break
+                if files is not None and time.monotonic() >= files_due:
+                    files_due = time.monotonic() + float(self.cfg.files_poll_s)
+                    for rows in files.poll().values():
+                        new = {v for _off, v in rows if v is not None} - covered
+                        if new:
+                            covered |= new
+                            last_new = time.monotonic()
                 for m in c.consume(num_messages=500, timeout=0.5):
                     if m.error() is not None:
                         continue
@@ -86,6 +98,9 @@ class AppCatchUpWorker(Worker):
                     break
         finally:
             c.close()
+        if files is not None:
+            matched, unmatched = matched + files.matched, unmatched + files.unmatched
+            samples = (samples + files.samples)[:3]
         self.control(caught_up=ended == "covered", inputs=len(inputs), covered=len(inputs & covered),
                      waited_s=round(time.monotonic() - t0, 2), ended=ended, matched=matched,
                      unmatched=unmatched, samples=samples)

@@ -3,11 +3,17 @@
 ``python -m harness.workers.app_pyspark --job mod:fn ...`` is the application's command: the
 harness supplies the Kafka source (Spark's spark-sql-kafka-0-10, read_committed unless told,
 ``startingOffsets=earliest``, ``failOnDataLoss=true``; the same options and Spark settings as
-the spark workload's driver, harness.workers.spark_driver) and Spark's Kafka sink with a
-checkpoint under the instance's work dir; the transformation is the user's: ``fn(df) -> df``
-gets the source's DataFrame (key, value (binary), topic, partition, offset, timestamp, ...)
-and returns one with ``key`` and ``value`` (string or binary), written to the output topic.
-Spark documents its Kafka sink as at-least-once: declare ``output.semantics: at-least-once``.
+the spark workload's driver, harness.workers.spark_driver) and the sink, with a checkpoint
+under the instance's work dir; the transformation is the user's: ``fn(df) -> df`` gets the
+source's DataFrame (key, value (binary), topic, partition, offset, timestamp, ...) and returns
+one with ``key`` and ``value`` (string or binary), cast to strings and written to the sink:
+
+* ``--sink kafka --output TOPIC``: Spark's Kafka sink, which Spark documents as at-least-once
+  (declare ``output.semantics: at-least-once``);
+* ``--sink parquet --path DIR``: Spark's file sink (harness.workers.spark_driver.file_sink),
+  parquet files with columns ``key`` and ``value`` (strings) in ``DIR``, exactly-once through
+  ``DIR/_spark_metadata``; the harness reads the committed files only
+  (harness.workers.app_files). ``DIR`` is kept across restarts, as the checkpoint is.
 
 SIGTERM stops the query and the session and exits 0; SIGKILL (the nemesis) kills the driver
 JVM with this process (the java wrapper's PR_SET_PDEATHSIG); a restart resumes from the
@@ -25,7 +31,7 @@ from pathlib import Path
 
 from checkers.run import DEFAULT_ISOLATION_LEVEL
 from harness.workers.configs import SparkConsumerConfig
-from harness.workers.spark_driver import java_wrapper, source_options, spark_conf
+from harness.workers.spark_driver import file_sink, java_wrapper, kafka_sink, source_options, spark_conf
 
 
 def load_job(ref: str, base_dir: str | None):
@@ -41,13 +47,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--job", required=True)
     ap.add_argument("--bootstrap", required=True)
     ap.add_argument("--input", required=True, help="comma-separated topics")
-    ap.add_argument("--output", required=True)
+    ap.add_argument("--sink", choices=["kafka", "parquet"], default="kafka")
+    ap.add_argument("--output", default=None, help="the output topic (--sink kafka)")
+    ap.add_argument("--path", default=None, help="the sink folder (--sink parquet)")
     ap.add_argument("--checkpoint", required=True)
     ap.add_argument("--isolation-level", default=DEFAULT_ISOLATION_LEVEL)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--base-dir", default=None)
     ap.add_argument("--jars", default="", help="comma-separated local jar paths (Spark's Kafka connector)")
     a = ap.parse_args(argv)
+    if (a.sink == "kafka" and not a.output) or (a.sink == "parquet" and not a.path):
+        print(f"app_pyspark: --sink {a.sink} needs {'--output TOPIC' if a.sink == 'kafka' else '--path DIR'}",
+              file=sys.stderr)
+        return 2
     try:
         job = load_job(a.job, a.base_dir)
     except (ImportError, AttributeError, ValueError) as exc:
@@ -70,11 +82,12 @@ def main(argv: list[str] | None = None) -> int:
     reader = spark.readStream.format("kafka")
     for k, v in source_options(cfg).items():
         reader = reader.option(k, v)
-    out = job(reader.load())
-    query = (out.selectExpr("CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value")
-             .writeStream.format("kafka").option("kafka.bootstrap.servers", a.bootstrap)
-             .option("topic", a.output).option("checkpointLocation", a.checkpoint)
-             .queryName("eosc-app").start())
+    out = job(reader.load()).selectExpr("CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value")
+    if a.sink == "parquet":
+        writer = file_sink(out, Path(a.path))
+    else:
+        writer = kafka_sink(out, a.bootstrap).option("topic", a.output)
+    query = writer.option("checkpointLocation", a.checkpoint).queryName("eosc-app").start()
     stopped = threading.Event()
 
     def on_term(*_):

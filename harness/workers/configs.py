@@ -84,8 +84,10 @@ class IdempotentProducerConfig(WorkerConfig):
 class ConsumerConfig(WorkerConfig):
     """``consumer`` and ``drain``: assigned readers of ``keys`` at ``isolation_level`` in
     ``group_id``. The app workload's readers also name ``output_keys`` (records there are
-    mapped to input values by ``match``, harness.workers.app_match, from ``base_dir``);
-    ``drain_timeout_s``: how long the final drain may take."""
+    mapped to input values by ``match``, harness.workers.app_match, from ``base_dir``), or
+    ``output_dirs`` (output key -> a file sink folder, harness.workers.app_files: read every
+    ``files_poll_s`` s, and to its end by the drain); ``drain_timeout_s``: how long the final
+    drain may take."""
 
     keys: list[str]
     group_id: str = "eosc-readers"
@@ -93,6 +95,8 @@ class ConsumerConfig(WorkerConfig):
     consumer: dict[str, Any] = Field(default_factory=dict)
     drain_timeout_s: float = Field(120.0, gt=0)
     output_keys: list[str] | None = None
+    output_dirs: dict[str, str] | None = None
+    files_poll_s: float = Field(2.0, gt=0)
     match: Any = None
     base_dir: str | None = None
 
@@ -187,11 +191,14 @@ class AppInstanceConfig(WorkerConfig):
 
 class AppCatchUpConfig(WorkerConfig):
     """``app-catch-up``: after the load, waits until every committed input of ``input_keys``
-    has an output in ``output_keys`` (mapped by ``match`` from ``base_dir``), the output has
-    been quiet for ``quiet_s``, or ``bound_s`` passed."""
+    has an output in ``output_keys`` (mapped by ``match`` from ``base_dir``) or in the file
+    sinks of ``output_dirs`` (output key -> folder, read every ``files_poll_s`` s), the output
+    has been quiet for ``quiet_s``, or ``bound_s`` passed."""
 
     input_keys: list[str]
     output_keys: list[str]
+    output_dirs: dict[str, str] = Field(default_factory=dict)
+    files_poll_s: float = Field(2.0, gt=0)
     match: Any = "value"
     base_dir: str | None = None
     bound_s: float = Field(120.0, gt=0)

@@ -11,6 +11,11 @@ The drain (``DrainWorker``) runs after the faults are healed and the producers s
 each key until its position reaches the key's high watermark taken at its start (with
 read_committed, librdkafka moves the position past control records and aborted data), marks
 its ops ``meta.final``, and reports per-key positions in a ``drained`` control message.
+
+The app workload's readers also record its output as ``app-poll`` ops: records of the output
+keys (``output_keys``, topics), and rows of a file sink (``output_dirs``, harness.workers.app_files:
+committed files only), read every ``files_poll_s`` seconds while the run goes on and once,
+to the last committed batch, at the end of the drain.
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+from harness.workers.app_files import FileOutput
 from harness.workers.app_match import compile_match
 from harness.workers.base import Worker
 from harness.workers.configs import ConsumerConfig
@@ -90,9 +96,40 @@ class ConsumerWorker(Worker):
         """The app workload's output keys (``self.cfg.output_keys``): read as app-poll ops."""
         if not hasattr(self, "_output_keys"):
             self._output_keys = frozenset(self.cfg.output_keys or ())
-            self._match = compile_match(self.cfg.match, self.cfg.base_dir) if self._output_keys else None
+            dirs = self.cfg.output_dirs or {}
+            self._match = compile_match(self.cfg.match, self.cfg.base_dir) if self._output_keys or dirs else None
             self.matched, self.unmatched, self.samples = 0, 0, []
+            self.files = FileOutput(dirs, self._match) if dirs else None
+            self._files_due = 0.0
+            self._files_problems = 0
         return self._output_keys
+
+    def poll_files(self, final: bool = False) -> None:
+        """Read the app's file sinks (``output_dirs``) when ``files_poll_s`` has passed since the
+        last read (always when ``final``): the rows committed since then as one app-poll op."""
+        _ = self.output_keys  # the match and the file readers
+        if self.files is None or (not final and time.monotonic() < self._files_due):
+            return
+        self._files_due = time.monotonic() + float(self.cfg.files_poll_s)
+        t0 = self.now()
+        rows = self.files.poll(final)
+        for p in self.files.problems()[self._files_problems:]:
+            self.log(f"file sink: {p}")
+        self._files_problems = len(self.files.problems())
+        if rows:
+            self.emit("invoke", "app-poll", [["poll"]], time_ns=t0, meta=self.meta())
+            self.emit("ok", "app-poll", [["poll", rows]], meta=self.meta())
+
+    def app_stats(self) -> dict | None:
+        """matched / unmatched output records (Kafka and file sinks) and the first samples of
+        unmatched ones, for the drain's ``drained`` message; None without app output."""
+        _ = self.output_keys
+        if not self._output_keys and self.files is None:
+            return None
+        f = self.files
+        return {"matched": self.matched + (f.matched if f else 0),
+                "unmatched": self.unmatched + (f.unmatched if f else 0),
+                "samples": (self.samples + (f.samples if f else []))[:3]}
 
     def app_output(self, m) -> int | None:
         """The input value output record ``m`` names (harness.workers.app_match), or None;
@@ -113,6 +150,7 @@ class ConsumerWorker(Worker):
             self.assign(c)
             while not self.stopping.is_set():
                 self.poll_once(c)
+                self.poll_files()
         finally:
             c.close()
         self.control(done=True)
@@ -153,6 +191,5 @@ class DrainWorker(ConsumerWorker):
         finally:
             c.close()
         complete = all(done(k) for k in keys)
-        app = ({"matched": self.matched, "unmatched": self.unmatched, "samples": self.samples}
-               if self.output_keys else None)
-        self.control(drained=True, complete=complete, high=high, positions=positions, app=app)
+        self.poll_files(final=True)  # the app stopped before the drain: its sinks are as they end
+        self.control(drained=True, complete=complete, high=high, positions=positions, app=self.app_stats())

@@ -109,6 +109,26 @@ def spark_conf(cfg: SparkConsumerConfig, work: Path) -> dict[str, str]:
     return conf
 
 
+def file_sink(df, path: Path):
+    """``df``'s DataStreamWriter to Spark's file sink, parquet files in folder ``path``:
+    exactly-once through ``path/_spark_metadata`` (a batch's files count once its log lists
+    them; harness.workers.file_sink reads that log). The caller adds the checkpoint and starts
+    the query; the same checkpoint and ``path`` after a restart resume it."""
+    return df.writeStream.format("parquet").option("path", str(path))
+
+
+def kafka_sink(df, bootstrap: str, options: dict[str, Any] | None = None):
+    """``df``'s DataStreamWriter to Spark's Kafka sink (at-least-once, Spark's documentation)
+    at ``bootstrap``, with the ``kafka.``-prefixed entries of ``options`` (Kafka producer
+    settings). ``df`` names the topic in a ``topic`` column, or the caller adds the
+    ``topic`` option."""
+    writer = df.writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+    for k, v in (options or {}).items():
+        if k.startswith("kafka."):
+            writer = writer.option(k, str(v))
+    return writer
+
+
 def java_wrapper(work: Path) -> Path | None:
     """Write ``work/java/bin/java``, which execs the real java with PR_SET_PDEATHSIG=SIGKILL;
     return the directory to use as JAVA_HOME, or None when setpriv or java is missing."""
@@ -180,7 +200,7 @@ class SparkConsumerWorker(Worker):
                 F.col("value").cast("string").alias("value"),
                 F.lit(self.instance).cast("int").alias("instance"),
             )
-            writer = out.writeStream.format("parquet").option("path", str(self.work / "sink"))
+            writer = file_sink(out, self.work / "sink")
         elif sink == "kafka":
             out = df.select(
                 F.concat(F.col("topic"), F.lit("-out")).alias("topic"),
@@ -189,10 +209,7 @@ class SparkConsumerWorker(Worker):
                          F.col("offset").cast("string")).alias("key"),
                 F.col("value"),
             )
-            writer = out.writeStream.format("kafka").option("kafka.bootstrap.servers", self.cfg.bootstrap)
-            for k, v in (self.cfg.kafka or {}).items():
-                if k.startswith("kafka."):
-                    writer = writer.option(k, str(v))
+            writer = kafka_sink(out, self.cfg.bootstrap, self.cfg.kafka)
         else:
             raise ValueError(f"unknown sink {sink!r}")
         writer = writer.option("checkpointLocation", str(self.work / "checkpoint")).queryName("eosc")

@@ -19,6 +19,14 @@ seconds to name every committed input in its output (harness.workers.app_catch_u
 when no new output arrives for ``output.quiet_s``), then it is stopped (SIGTERM) and the final
 drain reads input and output to their ends.
 
+A PySpark job (``app.pyspark``, harness.workers.app_pyspark) writes to a topic (``sink: kafka``)
+or to Spark's file sink (``sink: parquet``): parquet files in ``<run>/app/<i>/sink``, the
+instance's work dir beside its checkpoint. There the output is not a topic: each sink folder is
+one output key, ``app/<i>/sink``, and an output record's offset its position in the sink's
+committed order (harness.workers.app_files); the readers, the catch-up wait and the final drain
+read the files its ``_spark_metadata`` log lists, and nothing else. ``output.topics`` and
+``output.partitions`` then mean nothing: setting either is an error.
+
 Placeholders in ``command``, ``env`` values and ``cwd`` (``{name}``; ``{{``/``}}`` for a brace):
 ``PLACEHOLDERS`` below. A name not listed is an error when the scenario loads.
 """
@@ -35,6 +43,7 @@ from pydantic import Field, field_validator, model_validator
 from checkers.run import DEFAULT_ISOLATION_LEVEL, IsolationLevel
 
 from harness.cluster.docker.nodes import labels as docker_labels
+from harness.workers.app_files import SINK_DIR, sink_key
 from harness.workers.app_match import check_spec
 from harness.workloads.base import Setting, Strict, TopicSpec, WorkerSpec
 from harness.workloads.txn_queue import VALUE_STRIDE
@@ -56,6 +65,8 @@ PLACEHOLDERS = {
     "scenario_dir": "the folder of the scenario file",
 }
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+#: ``output.topics`` and ``output.partitions`` when a scenario does not set them (a topic sink)
+DEFAULT_OUTPUT_TOPICS, DEFAULT_OUTPUT_PARTITIONS = ("out",), 6
 
 
 def placeholders_in(text: str) -> list[str]:
@@ -86,7 +97,9 @@ class AppInput(Strict):
 class AppPySpark(Strict):
     #: the user's transformation, "module:function" (DataFrame -> DataFrame of key, value)
     job: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-    sink: Literal["kafka"] = "kafka"
+    #: kafka: the output topic (Spark's Kafka sink, at-least-once); parquet: Spark's file sink
+    #: in the instance's work dir (exactly-once), read by the harness from its committed files
+    sink: Literal["kafka", "parquet"] = "kafka"
     isolation_level: IsolationLevel = DEFAULT_ISOLATION_LEVEL
     master: str = "local[2]"
 
@@ -125,8 +138,10 @@ class AppProcess(Strict):
 
 
 class AppOutput(Strict):
-    topics: list[str] = Field(default_factory=lambda: ["out"], min_length=1, max_length=8)
-    partitions: int = Field(6, ge=1, le=64)
+    #: the output topics and their partitions; unset: ``["out"]`` and 6 (filled in by AppSpec),
+    #: and left unset with a pyspark job's ``sink: parquet``, which writes no topic
+    topics: list[str] | None = Field(None, min_length=1, max_length=8)
+    partitions: int | None = Field(None, ge=1, le=64)
     #: how an output record names its input: value | key | {json: PATH} | {regex: RE} | {python: "mod:fn"}
     match: str | dict[str, str] = "value"
     semantics: Literal["exactly-once", "at-least-once"] = "exactly-once"
@@ -158,6 +173,19 @@ class AppSpec(Strict):
 
     @model_validator(mode="after")
     def _topics_apart(self) -> "AppSpec":
+        ps = self.app.pyspark
+        o = self.output
+        if ps is not None and ps.sink == "parquet":
+            given = [f for f in ("topics", "partitions") if getattr(o, f) is not None]
+            if given:
+                raise ValueError(f"output.{given[0]}: a pyspark job with sink: parquet writes files, not a topic "
+                                 "(its output is <run>/app/<i>/sink): remove output."
+                                 + " and output.".join(given))
+            return self
+        if o.topics is None:
+            o.topics = list(DEFAULT_OUTPUT_TOPICS)
+        if o.partitions is None:
+            o.partitions = DEFAULT_OUTPUT_PARTITIONS
         both = set(self.input.topics) & set(self.output.topics)
         if both:
             raise ValueError(f"topic {sorted(both)[0]} is both input and output: name them apart")
@@ -184,8 +212,15 @@ class App:
     def in_topics(self) -> list[str]:
         return [self.names.topic(t) for t in self.spec.input.topics]
 
+    @property
+    def file_sink(self) -> bool:
+        """The application writes Spark's file sink (``pyspark.sink: parquet``), not a topic."""
+        ps = self.spec.app.pyspark
+        return ps is not None and ps.sink == "parquet"
+
     def out_topics(self) -> list[str]:
-        return [self.names.topic(t) for t in self.spec.output.topics]
+        """The output topics ([] for a file sink)."""
+        return [] if self.file_sink else [self.names.topic(t) for t in self.spec.output.topics]
 
     def topics(self) -> list[TopicSpec]:
         return ([TopicSpec(t, self.spec.input.partitions) for t in self.in_topics()]
@@ -195,10 +230,25 @@ class App:
         return [f"{t}/{p}" for t in self.in_topics() for p in range(self.spec.input.partitions)]
 
     def output_keys(self) -> list[str]:
+        """Output topics' ``topic/partition`` keys, or a file sink's folders ``app/<i>/sink``."""
+        if self.file_sink:
+            return [sink_key(i) for i in range(self.spec.app.instances)]
         return [f"{t}/{p}" for t in self.out_topics() for p in range(self.spec.output.partitions)]
 
+    def output_dirs(self) -> dict[str, str]:
+        """A file sink's output key -> its folder (``<run>/app/<i>/sink``); {} for topics."""
+        if not self.file_sink:
+            return {}
+        run = self.run_dir or Path.cwd()
+        return {sink_key(i): str(run / "app" / str(i) / SINK_DIR) for i in range(self.spec.app.instances)}
+
+    def kafka_output_keys(self) -> list[str]:
+        """The output keys the harness reads from Kafka ([] for a file sink)."""
+        return [] if self.file_sink else self.output_keys()
+
     def keys(self) -> list[str]:
-        return self.input_keys() + self.output_keys()
+        """Every key the harness reads from Kafka: input, and output unless a file sink."""
+        return self.input_keys() + self.kafka_output_keys()
 
     # -- the run's hooks (harness.run.runner) ------------------------------------------
     def prepare(self, run_dir: Path, service_meta: dict | None = None) -> None:
@@ -226,7 +276,7 @@ class App:
             "work_dir": str(run / "app" / str(instance)),
             "client_properties": str(run / "app" / str(instance) / "client.properties"),
             "input_topic": self.in_topics()[0], "input_topics": ",".join(self.in_topics()),
-            "output_topic": self.out_topics()[0], "output_topics": ",".join(self.out_topics()),
+            "output_topic": (self.out_topics() or [""])[0], "output_topics": ",".join(self.out_topics()),
             "group": group, "transactional_id": f"{group}-{instance}",
             "python": sys.executable, "examples": str(EXAMPLES), "scenario_dir": self.base_dir(),
         }
@@ -247,11 +297,13 @@ class App:
         from harness.cluster.artifacts import spark_connector_jars
 
         jars = ",".join(str(j) for j in spark_connector_jars())
+        work = Path(values["work_dir"])
+        sink = (["--sink", "parquet", "--path", str(work / SINK_DIR)] if ps.sink == "parquet"
+                else ["--sink", "kafka", "--output", values["output_topic"]])
         return [sys.executable, "-m", "harness.workers.app_pyspark", "--job", ps.job, "--jars", jars,
-                "--bootstrap", values["bootstrap"], "--input", values["input_topics"],
-                "--output", values["output_topic"], "--checkpoint", str(Path(values["work_dir"]) / "checkpoint"),
-                "--isolation-level", ps.isolation_level, "--master", ps.master,
-                "--base-dir", self.base_dir()]
+                "--bootstrap", values["bootstrap"], "--input", values["input_topics"], *sink,
+                "--checkpoint", str(work / "checkpoint"), "--isolation-level", ps.isolation_level,
+                "--master", ps.master, "--base-dir", self.base_dir()]
 
     def _instance(self, i: int) -> WorkerSpec:
         a = self.spec.app
@@ -281,9 +333,10 @@ class App:
                           dict(cfg, producer={"enable.idempotence": True, **s.producer}))
 
     def _reader_cfg(self, group: str) -> dict:
-        return {"bootstrap": self.bootstrap, "keys": self.keys(), "output_keys": self.output_keys(),
+        files = {"output_dirs": self.output_dirs()} if self.file_sink else {}
+        return {"bootstrap": self.bootstrap, "keys": self.keys(), "output_keys": self.kafka_output_keys(),
                 "match": self.spec.output.match, "base_dir": self.base_dir(), "group_id": group,
-                "isolation_level": "read_committed", "consumer": self.spec.consumer}
+                "isolation_level": "read_committed", "consumer": self.spec.consumer, **files}
 
     def readers(self) -> list[WorkerSpec]:
         return [WorkerSpec(f"consumer-{i}", "consumer", self._reader_cfg(self.names.client_id(f"eosc-reader-{i}")))
@@ -341,8 +394,8 @@ class App:
         problems = pool.stop([w.name for w in self.producers()], timeout=stop_timeout)
         o = self.spec.output
         w = pool.spawn(self.secure(WorkerSpec("app-catch-up", "app-catch-up", {
-            "bootstrap": self.bootstrap, "input_keys": self.input_keys(), "output_keys": self.output_keys(),
-            "match": o.match, "base_dir": self.base_dir(), "bound_s": o.catch_up_s, "quiet_s": o.quiet_s,
+            "bootstrap": self.bootstrap, "input_keys": self.input_keys(), "output_keys": self.kafka_output_keys(),
+            **({"output_dirs": self.output_dirs()} if self.file_sink else {}), "match": o.match, "base_dir": self.base_dir(), "bound_s": o.catch_up_s, "quiet_s": o.quiet_s,
             "group_id": self.names.client_id("eosc-catch-up"), "consumer": self.spec.consumer})))
         if not w.wait(timeout=o.catch_up_s + 60):
             w.kill()
@@ -371,7 +424,8 @@ class App:
         stats = d.get("app") or {}
         app["matched"], app["unmatched"] = stats.get("matched", 0), stats.get("unmatched", 0)
         if stats and stats.get("matched", 0) == 0 and stats.get("unmatched", 0) == 0 and (self.catch_up or {}).get("inputs"):
-            app["match_error"] = (f"the application wrote no record to {', '.join(self.out_topics())} although "
+            where = ", ".join(self.out_topics()) or "its sink (no committed file in " + ", ".join(self.output_keys()) + ")"
+            app["match_error"] = (f"the application wrote no record to {where} although "
                                   f"{self.catch_up['inputs']} inputs were committed: is it reading "
                                   f"{', '.join(self.in_topics())} and writing there? see logs/app-*.log")
         if stats and stats.get("matched", 0) == 0 and stats.get("unmatched", 0) > 0:

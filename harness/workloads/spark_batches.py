@@ -12,7 +12,8 @@ Sources (Spark's on-disk formats, each a text file named by the batch id, first 
   the sink: files of a batch that never committed (a killed driver) are ignored, as Spark's
   own readers ignore them. Its mtime is when the sink committed batch N, the exactly-once
   commit point. ``N.compact`` files (every ``compactInterval`` batches) repeat all earlier
-  entries; a batch's own files are then the entries not listed by earlier batches.
+  entries; a batch's own files are then the entries not listed by earlier batches. Read by
+  harness.workers.file_sink (shared with the app workload's readers of a parquet sink).
 * ``events.jsonl`` - the Spark worker's event lines (harness.workers.spark_driver).
 * ``output.jsonl`` - the Kafka sink's output topic as read by the Spark drain
   (harness.workers.spark_drain): ``[out_key, out_offset, record_key, value]``, record_key
@@ -29,7 +30,8 @@ import json
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+
+from harness.workers.file_sink import committed_batches, json_lines, numbered
 
 #: a micro-batch's records: key "topic/partition" -> [(offset, value string or None), ...]
 Records = dict[str, list[tuple[int, str | None]]]
@@ -63,37 +65,12 @@ class SinkBatches:
     problems: list[str] = field(default_factory=list)
 
 
-def _numbered(d: Path) -> dict[int, Path]:
-    """Batch id -> file among ``d``'s entries named ``<N>`` or ``<N>.compact``."""
-    out: dict[int, Path] = {}
-    if not d.is_dir():
-        return out
-    for p in d.iterdir():
-        stem = p.name.removesuffix(".compact")
-        if stem.isdigit() and not p.name.startswith("."):
-            out[int(stem)] = p
-    return out
-
-
-def _json_lines(p: Path, problems: list[str]) -> list:
-    out = []
-    lines = p.read_text().splitlines()
-    for line in lines[1:]:  # line 1 is the log version, "v1"
-        if not line.strip():
-            continue
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            problems.append(f"{p}: unreadable line {line[:80]!r}")
-    return out
-
-
 def offset_log(checkpoint: Path, problems: list[str] | None = None) -> dict[int, tuple[int, dict[str, int]]]:
     """Batch id -> (mtime ns, end offsets {key: next offset}) from ``checkpoint/offsets``."""
     problems = [] if problems is None else problems
     out = {}
-    for n, p in sorted(_numbered(checkpoint / "offsets").items()):
-        entries = _json_lines(p, problems)
+    for n, p in sorted(numbered(checkpoint / "offsets").items()):
+        entries = json_lines(p, problems)
         ends: dict[str, int] = {}
         for src in entries[1:]:  # entries[0] is the batch metadata
             if isinstance(src, dict):
@@ -106,7 +83,7 @@ def offset_log(checkpoint: Path, problems: list[str] | None = None) -> dict[int,
 
 def commit_log(checkpoint: Path) -> dict[int, int]:
     """Batch id -> mtime ns of ``checkpoint/commits/<N>``."""
-    return {n: p.stat().st_mtime_ns for n, p in _numbered(checkpoint / "commits").items()}
+    return {n: p.stat().st_mtime_ns for n, p in numbered(checkpoint / "commits").items()}
 
 
 def read_events(work: Path) -> list[dict]:
@@ -152,14 +129,6 @@ def instance_at(starts: list[tuple[int, int]], run_ns: int) -> int | None:
     return found
 
 
-def _local_path(uri: str, sink: Path) -> Path:
-    u = urlparse(uri)
-    path = Path(unquote(u.path)) if u.scheme in ("file", "") else None
-    if path is None or not path.exists():
-        path = sink / Path(unquote(u.path)).name  # the sink folder was copied elsewhere
-    return path
-
-
 def parquet_batches(work: Path) -> SinkBatches:
     """Committed batches of the parquet file sink at ``work/sink`` (rows topic, partition,
     offset, value, instance), with plan times from ``work/checkpoint/offsets``."""
@@ -167,18 +136,13 @@ def parquet_batches(work: Path) -> SinkBatches:
 
     problems: list[str] = []
     sink = work / "sink"
-    logs = _numbered(sink / "_spark_metadata")
     plans = offset_log(work / "checkpoint", problems)
-    seen_files: set[str] = set()
     batches, raw = [], []
-    for n, p in sorted(logs.items()):
-        entries = [e for e in _json_lines(p, problems) if isinstance(e, dict) and e.get("action", "add") == "add"]
-        files = [e["path"] for e in entries if e.get("path") not in seen_files]
-        seen_files.update(e["path"] for e in entries)
-        batch = Batch(n, p.stat().st_mtime_ns, plans.get(n, (None, {}))[0], None)
+    for committed in committed_batches(sink, problems):
+        n = committed.batch_id
+        batch = Batch(n, committed.commit_wall_ns, plans.get(n, (None, {}))[0], None)
         instances = set()
-        for uri in files:
-            path = _local_path(uri, sink)
+        for path in committed.files:
             try:
                 t = pq.read_table(path, columns=["topic", "partition", "offset", "value", "instance"]).to_pydict()
             except Exception as exc:  # a committed file that cannot be read is a finding

@@ -146,3 +146,66 @@ def test_security_reaches_every_app_worker_and_the_catch_up(tmp_path):
     catch_up = w.secure(WorkerSpec("c", "app-catch-up", {}))
     assert catch_up.cfg["security"] == sec
     assert all(t.startswith("eosc-r1-") for t in w.in_topics() + w.out_topics())
+
+
+def test_pyspark_parquet_sink_reads_its_folder_not_a_topic(tmp_path):
+    """sink: parquet: no output topic; the output key of instance i is its sink folder
+    app/<i>/sink in the run folder, beside its checkpoint; the readers, the drain and the
+    catch-up wait read that folder; the driver gets --sink parquet --path <work_dir>/sink."""
+    import harness.cluster.artifacts
+
+    spec = AppSpec.model_validate({"app": {"pyspark": {"job": "spark_jobs:transform", "sink": "parquet"},
+                                           "cwd": str(tmp_path)}, "output": {"semantics": "exactly-once"}})
+    w = App(spec, "h:9092", seed=1)
+    w.prepare(tmp_path / "run")
+    run = (tmp_path / "run").resolve()
+    assert w.out_topics() == [] and [t.name for t in w.topics()] == ["in"]
+    assert w.output_keys() == ["app/0/sink"] and w.keys() == [f"in/{p}" for p in range(6)]
+    assert w.output_dirs() == {"app/0/sink": str(run / "app" / "0" / "sink")}
+    for cfg in [w.drain().cfg, *(r.cfg for r in w.readers())]:
+        assert cfg["output_dirs"] == w.output_dirs() and cfg["output_keys"] == [] and "app/0/sink" not in cfg["keys"]
+    assert w.meta()["app"]["output_keys"] == ["app/0/sink"]
+    orig = harness.cluster.artifacts.spark_connector_jars
+    harness.cluster.artifacts.spark_connector_jars = lambda *a: [Path("/jars/a.jar")]
+    try:
+        argv = w.writers()[-1].cfg["argv"]
+    finally:
+        harness.cluster.artifacts.spark_connector_jars = orig
+    assert argv[argv.index("--sink"):argv.index("--sink") + 4] == ["--sink", "parquet", "--path",
+                                                                    str(run / "app" / "0" / "sink")]
+    assert "--output" not in argv and argv[argv.index("--checkpoint") + 1] == str(run / "app" / "0" / "checkpoint")
+
+
+def test_pyspark_parquet_sink_with_output_topics_is_one_short_error(tmp_path):
+    app = 'pyspark: {job: "spark_jobs:transform", sink: parquet}'
+    for output in ("  output: {topics: [out]}\n", "  output: {partitions: 3, semantics: exactly-once}\n"):
+        with pytest.raises(ScenarioError) as e:
+            load_scenario(write(tmp_path, app, output))
+        msg = str(e.value).splitlines()[-1]
+        assert "sink: parquet writes files, not a topic" in msg and "remove output." in msg
+    with pytest.raises(ScenarioError, match="sink"):
+        load_scenario(write(tmp_path, 'pyspark: {job: "spark_jobs:transform", sink: delta}'))
+    assert load_scenario(write(tmp_path, app, "  output: {match: value}\n")).workload.app.pyspark.sink == "parquet"
+
+
+def test_shipped_parquet_scenario_and_its_negative_control():
+    from harness.detect.zoo import load_entry
+
+    scn = load_scenario(ROOT / "scenarios" / "app-pyspark-parquet.yaml")
+    assert scn.workload.app.pyspark.sink == "parquet" and scn.workload.output.semantics == "exactly-once"
+    assert {f.fault for f in scn.nemesis.all_faults()} >= {"kill-client", "kill", "pause"}
+    mutant = load_entry(ROOT / "scenarios" / "zoo" / "app-pyspark-parquet-read-uncommitted.yaml")
+    assert list(mutant.must_find) == ["eos-aborted-read"]
+    ps = mutant.scenario.workload.app.pyspark
+    assert (ps.sink, ps.isolation_level) == ("parquet", "read_uncommitted")
+    assert load_scenario(ROOT / "scenarios" / "app-pyspark.yaml").workload.app.pyspark.sink == "kafka"
+
+
+def test_app_spec_survives_a_dump_and_reload():
+    """Suites and the run folder's scenario.yaml dump a scenario and read it again: a parquet
+    sink's unset output topics stay unset, a topic sink's defaults stay its defaults."""
+    for sink in ("parquet", "kafka"):
+        spec = AppSpec.model_validate({"app": {"pyspark": {"job": "m:f", "sink": sink}}})
+        again = AppSpec.model_validate(spec.model_dump())
+        assert again == spec
+        assert (again.output.topics, again.output.partitions) == ((None, None) if sink == "parquet" else (["out"], 6))
