@@ -22,7 +22,7 @@ import argparse
 import signal
 import sys
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 
 def read_properties(path):
@@ -79,7 +79,10 @@ def main():
         for m in consumer.consume(a.batch, timeout=0.5):
             if m.error() is None:
                 msgs.append(m)
-            elif m.error().fatal():  # e.g. fenced by a newer instance with our group.instance.id
+            elif m.error().fatal() or m.error().code() == KafkaError._FATAL:
+                # e.g. fenced by a newer instance with our group.instance.id (KIP-345): the
+                # consumer reports it as code _FATAL with fatal() False
+                # (confluent-kafka-python#869); it never consumes again, so exit and be restarted
                 print(f"copy_service: fatal consumer error: {m.error()}", file=sys.stderr)
                 return 3
         if not msgs:
