@@ -22,6 +22,9 @@ own start, however long the worker itself took to start).
 Stdin: ``stop`` (SIGTERM the app, SIGKILL after ``stop_grace_s``, exit), ``restart`` (SIGTERM,
 wait, start again: a rolling deploy, nemesis ``stop-client``), ``retire`` (a zombie fault: the
 application cannot be told, so this is acknowledged at once; the pool then pauses the group).
+A retired instance is never restarted: once resumed, a zombie that exits (fenced by its
+replacement, as it should be) stays down, as a replaced instance does under an orchestrator;
+restarting it would set two live instances with the same ids fencing each other in turn.
 
 Config: ``argv`` (placeholders already filled), ``env``, ``cwd``, ``work_dir``, ``instance``,
 ``restart``, ``done``, ``log`` (this worker's log path), ``client_properties`` (a path to write
@@ -148,11 +151,14 @@ class AppInstanceWorker(Worker):
         super().__init__(cfg)
         self.child: ProcessChild | ContainerChild | None = None
         self.starts = 0
+        #: replaced by a zombie fault's replacement: never restarted (module docstring)
+        self.retired = False
 
     def _watch_stdin(self) -> None:
         for line in sys.stdin:
             cmd = line.strip()
             if cmd == "retire":
+                self.retired = True
                 self.control(retired=True)
             elif cmd in ("stop", "restart"):
                 with self._cmd_lock:
@@ -228,12 +234,14 @@ class AppInstanceWorker(Worker):
                     self.child = None
                     self.stopping.wait()
                     break
-                if restart == "always" or (restart == "on-failure" and code != 0):
+                if not self.retired and (restart == "always" or (restart == "on-failure" and code != 0)):
                     first_run = False
                     time.sleep(1.0)
                     if not self.start():
                         return
                 else:
+                    if self.retired:
+                        self.log("retired (a zombie fault replaced this instance): not restarted")
                     self.child = None
                     self.stopping.wait()
                     break

@@ -1,0 +1,49 @@
+"""The app instance supervisor (harness.workers.app_instance) as the pool runs it: a real worker
+process with a real child. A zombie fault retires the instance it replaces; once that instance
+exits by itself (fenced by its replacement), it must stay down, not be restarted: two live
+instances with the same transactional.id and group.instance.id fence each other in turn."""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.util import CONFIG_ENV
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _supervise(tmp_path, commands: list[str], watch_s: float = 3.5) -> list[dict]:
+    cfg = {"instance": 0, "work_dir": str(tmp_path / "w"), "client_properties": str(tmp_path / "w" / "c.properties"),
+           "bootstrap": "198.18.0.11:9092", "restart": "on-failure", "startup_s": 0.2, "stop_grace_s": 2,
+           "argv": [sys.executable, "-c", "import time; time.sleep(0.8); raise SystemExit(3)"],
+           "log": str(tmp_path / "app-0.log"), "cwd": str(tmp_path)}
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **{CONFIG_ENV: json.dumps(cfg)})
+    p = subprocess.Popen([sys.executable, "-m", "harness.workers", "app"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=str(ROOT), text=True)
+    for c in commands:
+        p.stdin.write(c + "\n")
+    p.stdin.flush()
+    time.sleep(watch_s)
+    p.stdin.write("stop\n")
+    p.stdin.flush()
+    out, _ = p.communicate(timeout=30)
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def _starts(events):
+    return [e for e in events if e.get("f") == "app-start" and e.get("type") == "ok"]
+
+
+def test_a_retired_instance_that_exits_is_not_restarted(tmp_path):
+    events = _supervise(tmp_path, ["retire"])
+    assert {"ctl": {"retired": True}} in events
+    exits = [e["value"]["code"] for e in events if e.get("f") == "app-exit" and e.get("type") == "ok"]
+    assert exits == [3], exits
+    assert len(_starts(events)) == 1, _starts(events)
+
+
+def test_an_instance_not_retired_is_restarted_on_failure(tmp_path):
+    # the control: the same child, not retired, is started again after each exit with code 3
+    assert len(_starts(_supervise(tmp_path, []))) >= 2
