@@ -7,6 +7,8 @@ application, and the one-line errors of an app that cannot run.
   committed input must have reached the output.
 * A command that does not exist: the run ends with one line naming it, and nothing of the run
   is left running (no worker, no namespace). About 20 s.
+* An instance that exits at once, a match that names nothing, an app that never writes: one
+  line, or an unknown verdict that says what to check; nothing left running.
 """
 import json
 import subprocess
@@ -102,3 +104,17 @@ def test_a_match_that_names_nothing_is_unknown_with_samples_not_loss(results_roo
     why = " ".join(v.unknown_reasons)
     assert "named no input in any of the" in why and "samples:" in why and "value=b'" in why, why
     assert "eos-loss" not in v.anomaly_counts
+
+
+def test_an_app_that_never_writes_output_is_unknown_and_leaves_nothing(results_root):
+    # up and running, but it never writes: no output at all is unknown with what to check, not
+    # thousands of eos-loss cases, and its process goes with the run
+    res = run_scenario(_bad_app("silent", 6, {"command": ["{python}", "-c", "import time; time.sleep(600)"]},
+                                {"quiet_s": 5.0, "catch_up_s": 20.0}), results_root)
+    v = res.verdict
+    assert v.valid == "unknown", v.anomaly_counts
+    why = " ".join(v.unknown_reasons)
+    assert "wrote no record to" in why and "logs/app-*.log" in why, why
+    assert "eos-loss" not in v.anomaly_counts
+    left = subprocess.run(["pgrep", "-f", "time.sleep\\(600\\)"], capture_output=True, text=True).stdout
+    assert left.strip() == "", left
