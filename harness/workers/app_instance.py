@@ -148,11 +148,12 @@ class AppInstanceWorker(Worker):
     def __init__(self, cfg: dict):
         self.commands: list[str] = []
         self._cmd_lock = threading.Lock()
+        #: replaced by a zombie fault's replacement: never restarted (module docstring); set
+        #: before the base class starts the stdin reader, which may read ``retire`` at once
+        self.retired = False
         super().__init__(cfg)
         self.child: ProcessChild | ContainerChild | None = None
         self.starts = 0
-        #: replaced by a zombie fault's replacement: never restarted (module docstring)
-        self.retired = False
 
     def _watch_stdin(self) -> None:
         for line in sys.stdin:

@@ -14,15 +14,15 @@ from harness.util import CONFIG_ENV
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _supervise(tmp_path, commands: list[str], watch_s: float = 3.5) -> list[dict]:
+def _supervise(tmp_path, commands: list[str], watch_s: float = 6.0) -> list[dict]:
     cfg = {"instance": 0, "work_dir": str(tmp_path / "w"), "client_properties": str(tmp_path / "w" / "c.properties"),
            "bootstrap": "198.18.0.11:9092", "restart": "on-failure", "startup_s": 0.2, "stop_grace_s": 2,
-           "argv": [sys.executable, "-c", "import time; time.sleep(0.8); raise SystemExit(3)"],
+           "argv": [sys.executable, "-c", "import time; time.sleep(2.0); raise SystemExit(3)"],
            "log": str(tmp_path / "app-0.log"), "cwd": str(tmp_path)}
     env = dict(os.environ, PYTHONPATH=str(ROOT), **{CONFIG_ENV: json.dumps(cfg)})
     p = subprocess.Popen([sys.executable, "-m", "harness.workers", "app"], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=str(ROOT), text=True)
-    for c in commands:
+    for c in commands:  # read by the worker's stdin thread at its start, long before the child's exit
         p.stdin.write(c + "\n")
     p.stdin.flush()
     time.sleep(watch_s)
