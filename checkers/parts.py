@@ -43,8 +43,9 @@ import shutil
 import tempfile
 import zlib
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 import numpy as np
 import polars as pl
@@ -76,6 +77,11 @@ _ALL = -1  # placement of an event no key places: every part
 def part_of(key: str, n_parts: int) -> int:
     """The part (0 .. n_parts-1) a key belongs to: CRC-32 of its UTF-8 bytes modulo n_parts."""
     return zlib.crc32(key.encode()) % n_parts
+
+
+def run_local(fn, items: list) -> list:
+    """The local engine: ``fn`` on each item, one after another, in this process."""
+    return [fn(x) for x in items]
 
 
 @dataclass
@@ -270,11 +276,13 @@ def _ops_read_here(h: History, parts: Parts, own: set[int]) -> tuple[set[int], s
 
 def check_parts(history: str | Path, meta: RunMeta | dict | None = None, allowed: Iterable[str] = (),
                 max_examples: int = 10, n_parts: int = 8, cross: str = "whole",
-                workdir: str | Path | None = None) -> Verdict:
+                workdir: str | Path | None = None, engine: Callable = run_local) -> Verdict:
     """Judge a history.jsonl as ``checkers.verdict.check`` does, the per-key finders part by
     part (see the module docstring). ``cross``: "whole" (run the cross-key finders on the whole
     history, in memory) or "skip" (an unknown reason instead). ``workdir``: where the parts go
-    (a temporary folder by default, removed at the end). Never raises on content; raises
+    (a temporary folder by default, removed at the end; an engine that runs elsewhere needs
+    it on storage its workers share). ``engine(fn, items) -> [fn(x) for x in items]``: how the
+    parts are checked (``run_local``: here, one by one). Never raises on content; raises
     ValueError for a bad ``cross`` or ``n_parts`` and OSError when the file cannot be read."""
     if cross not in CROSS:
         raise ValueError(f"cross must be one of {CROSS}, not {cross!r}")
@@ -287,7 +295,7 @@ def check_parts(history: str | Path, meta: RunMeta | dict | None = None, allowed
     root = Path(tempfile.mkdtemp(prefix="eosc-parts-", dir=workdir))
     try:
         parts = write_parts(history, root / "parts", n_parts)
-        per_key, reasons, stats = _check_per_key(parts, meta, root)
+        per_key, reasons, stats = _check_per_key(parts, meta, root, engine)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     unknown += reasons
@@ -318,63 +326,95 @@ def check_parts(history: str | Path, meta: RunMeta | dict | None = None, allowed
 
 
 def check_run_parts(run_dir: str | Path, n_parts: int = 8, cross: str = "whole",
-                    max_examples: int = 10) -> Verdict:
+                    max_examples: int = 10, engine: Callable = run_local,
+                    workdir: str | Path | None = None) -> Verdict:
     """``checkers.verdict.check_run`` (a run folder: its meta.json and scenario.yaml) by the
     parts path. Raises FileNotFoundError when the folder has no history.jsonl."""
     def checker(history, **kw):
-        return check_parts(history, n_parts=n_parts, cross=cross, **kw)
+        return check_parts(history, n_parts=n_parts, cross=cross, engine=engine, workdir=workdir, **kw)
     return check_run(run_dir, max_examples=max_examples, checker=checker)
 
 
-def _check_per_key(parts: Parts, meta: RunMeta, root: Path) -> tuple[dict, list[str], dict]:
-    """Run the per-key finders part by part: ({finder name: merged cases or crash string},
-    unknown reasons of the whole history, stats)."""
-    per_key: dict[str, list | str] = {n: [] for n in PER_KEY}
-    by_part: dict[int, list] = {}
-    unread: dict[int, set[int]] = {}
-    read_anywhere: set[int] = set()
-    reasons: dict[str, list[str]] = {}
-    part_reasons: dict[int, set[str]] = {}
-    stats = {"events": parts.events, "ops": 0, "micro_ops": 0, "log_lengths": {},
-             "parts": {"n": parts.n_parts, "lines": parts.lines, "checked_again": 0},
-             "_malformed": 0}
+@dataclass
+class PartResult:
+    """What checking one part gives (picklable: an engine may run ``check_part`` elsewhere).
 
-    def one(i: int, h: History, own: set[int]) -> None:
-        by_part[i] = _run_per_key(h, own, meta)
-        laps(f"parts: part {i}")
+    ``results``: per ``PER_KEY`` finder, its cases about the part's own keys or its crash
+    string; ``reasons``: the loader's unknown reasons by kind; ``malformed``: its malformed
+    count; ``read_here`` / ``unread_here``: invoke indices of ``Parts.info_multi`` ops the part
+    saw read on one of its own keys / did not; ``micro_ops``, ``ops``: the part's sizes;
+    ``log_lengths``: own key name -> committed log length."""
 
-    for i in range(parts.n_parts):
-        h = read_part(parts, i, root / "part.jsonl")
-        if h is None:
-            continue
-        own = _own(h, i, parts.n_parts)
-        part_reasons[i] = set()
-        for r in judgeable(h):
-            kind = r.split(":")[0].split(" (")[0]
-            reasons.setdefault(kind, []).append(r)
-            part_reasons[i].add(kind)
-        stats["_malformed"] = max(stats["_malformed"], malformed(h))
-        r_here, u_here = _ops_read_here(h, parts, own)
-        read_anywhere |= r_here
-        if u_here:
-            unread[i] = u_here
-        one(i, h, own)
-        _part_stats(h, own, stats)
-        del h
-    for i, ops in unread.items():  # info transactions read in another part: committed here too
-        if not ops & read_anywhere:
-            continue
-        h = read_part(parts, i, root / "part.jsonl")
-        assert h is not None
-        own = _own(h, i, parts.n_parts)
+    i: int
+    results: list
+    reasons: dict[str, list[str]] = field(default_factory=dict)
+    malformed: int = 0
+    read_here: set[int] = field(default_factory=set)
+    unread_here: set[int] = field(default_factory=set)
+    micro_ops: int = 0
+    ops: int = 0
+    log_lengths: dict[str, int] = field(default_factory=dict)
+
+
+def check_part(parts: Parts, i: int, meta: RunMeta, tmp: str | Path,
+               read_elsewhere: frozenset[int] | None = None) -> PartResult | None:
+    """Run the per-key finders on part ``i`` (None when it holds no line). ``tmp``: a folder
+    for the part's text while it loads. ``read_elsewhere``: invoke indices of info ops some
+    other part saw read (the second round, ``History.ops_read_elsewhere``). Never raises on
+    content (a finder's crash is its result); OSError when the part cannot be read."""
+    h = read_part(parts, i, Path(tmp) / f"part-{i}.jsonl")
+    if h is None:
+        return None
+    own = _own(h, i, parts.n_parts)
+    out = PartResult(i, [])
+    if read_elsewhere is not None:
         inv = h.ops["invoke_index"].to_list()
-        h.ops_read_elsewhere = [op for op, g in enumerate(inv) if g in read_anywhere]
-        one(i, h, own)
-        stats["parts"]["checked_again"] += 1
-        del h
+        h.ops_read_elsewhere = [op for op, g in enumerate(inv) if g in read_elsewhere]
+    for r in judgeable(h):
+        out.reasons.setdefault(r.split(":")[0].split(" (")[0], []).append(r)
+    out.malformed = malformed(h)
+    out.read_here, out.unread_here = _ops_read_here(h, parts, own)
+    out.results = _run_per_key(h, own, meta)
+    laps(f"parts: part {i}")
+    out.micro_ops, out.ops = h.mops.height, h.ops.height
+    from .log import log
+
+    out.log_lengths = {h.keys[k]: n for k, n in log(h).group_by("key").len().iter_rows() if k in own}
+    return out
+
+
+def _check_per_key(parts: Parts, meta: RunMeta, root: Path, engine=run_local) -> tuple[dict, list[str], dict]:
+    """Run the per-key finders part by part with ``engine`` (``engine(fn, items) -> results``:
+    ``run_local`` or a distributed map such as ``checkers.parts_spark``'s): ({finder name:
+    merged cases or crash string}, unknown reasons of the whole history, stats)."""
+    first = [r for r in engine(partial(check_part, parts, meta=meta, tmp=root), list(range(parts.n_parts)))
+             if r is not None]
+    read_anywhere = frozenset().union(*(r.read_here for r in first))
+    # info transactions read in another part: committed there, so committed here too
+    again_ids = [r.i for r in first if r.unread_here & read_anywhere]
+    again = {r.i: r for r in engine(partial(check_part, parts, meta=meta, tmp=root,
+                                            read_elsewhere=read_anywhere), again_ids) if r is not None}
+    return merge_parts(parts, first, again)
+
+
+def merge_parts(parts: Parts, first: list[PartResult], again: dict[int, PartResult]) -> tuple[dict, list[str], dict]:
+    """Fold the parts' results (``again``: second-round results that replace the first's
+    cases) into ({finder name: merged cases or crash string}, unknown reasons, stats)."""
+    per_key: dict[str, list | str] = {n: [] for n in PER_KEY}
+    reasons: dict[str, list[str]] = {}
+    stats = {"events": parts.events, "ops": 0, "micro_ops": 0, "log_lengths": {},
+             "parts": {"n": parts.n_parts, "lines": parts.lines, "checked_again": len(again)},
+             "_malformed": 0}
+    for r in first:
+        for kind, rs in r.reasons.items():
+            reasons.setdefault(kind, []).extend(rs)
+        stats["_malformed"] = max(stats["_malformed"], r.malformed)
+        stats["micro_ops"] += r.micro_ops
+        stats["ops"] = max(stats["ops"], r.ops)  # ops span parts: the largest part's
+        stats["log_lengths"].update(r.log_lengths)
     keyless: set = set()
-    for i in sorted(by_part):
-        for fname, res in zip(PER_KEY, by_part[i]):
+    for r in sorted(first, key=lambda r: r.i):
+        for fname, res in zip(PER_KEY, again.get(r.i, r).results):
             if isinstance(res, str) or isinstance(per_key[fname], str):
                 per_key[fname] = res if isinstance(res, str) else per_key[fname]
                 continue
@@ -388,11 +428,11 @@ def _check_per_key(parts: Parts, meta: RunMeta, root: Path) -> tuple[dict, list[
     # (no op < no completed read or write < no completed read); the others (garbled lines,
     # not well-formed) when any part says them: every part holds the lines that cause them
     out = [rs[0] for r, rs in reasons.items() if r not in _NOTHING]
-    level = min((max((lv for r, lv in _NOTHING.items() if r in part_reasons[i]), default=0)
-                 for i in part_reasons), default=0)
+    level = min((max((lv for r, lv in _NOTHING.items() if r in p.reasons), default=0)
+                 for p in first), default=0)
     if level:
         r = next(r for r, lv in _NOTHING.items() if lv == level)
-        out.insert(0, next(x for x in reasons[r]))
+        out.insert(0, reasons[r][0])
     return per_key, out, stats
 
 
@@ -410,14 +450,3 @@ def _own(h: History, i: int, n_parts: int) -> set[int]:
         h.mops = h.mops.filter(pl.col("key").is_in(sorted(own)))
         h.drop_cached(*list(h._cache))
     return own
-
-
-def _part_stats(h: History, own: set[int], stats: dict) -> None:
-    """Add a part's own-key micro-op and log counts to ``stats``."""
-    from .log import log
-
-    stats["micro_ops"] += h.mops.height
-    stats["ops"] = max(stats["ops"], h.ops.height)  # ops span parts: the largest part's
-    for k, n in log(h).group_by("key").len().iter_rows():
-        if k in own:
-            stats["log_lengths"][h.keys[k]] = n
