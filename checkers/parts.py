@@ -8,8 +8,9 @@ Cutting (``write_parts``, one pass over history.jsonl, memory bounded by ``flush
 the number of processes): every key (``topic/partition``) belongs to one of ``n_parts``
 *parts* (``part_of``: CRC-32 of the key modulo ``n_parts``). An op (an invoke with its
 completion: the next event of its process, docs/history.md) belongs to every part one of its
-micro-ops' keys (invoke's or completion's) belongs to: a multi-key transaction is in each part
-it touches, with all its micro-ops. Events no key places (nemesis events, ``assign``,
+micro-ops' keys (invoke's or completion's) belongs to: a multi-key transaction or poll is in
+each part it touches, with only that part's micro-ops (``_only``: the op's lines are written
+again without the others). Events no key places (nemesis events, ``assign``,
 ``init``, ``subscribe``, ``app-poll``, an empty poll, lines that do not parse, a completion
 with no open invoke) go to every part, so each part keeps every process's seeks and
 reassignments (``checkers.polls`` segments) and the final drain's processes
@@ -21,7 +22,8 @@ indices have gaps by construction.
 Checking (``check_parts``): each part is read back in line order and loaded
 (``load_history(..., index_gaps=False)``) and keeps only its own keys' micro-ops (a multi-key
 op brings the others', whose logs are partial there); the *per-key* finders (``PER_KEY``) run
-on it and keep only the cases of the part's own keys. One fact crosses keys: an ``info`` transaction one of whose
+on it and keep only the cases of the part's own keys (an assign or seek names keys of other
+parts too: ``_own`` drops what they bring). One fact crosses keys: an ``info`` transaction one of whose
 values was read on any key must have committed (``checkers.log``). The cut records such ops
 that span parts; a part holding one whose values it did not see read is checked again once the
 other parts said whether they read it (``History.ops_read_elsewhere``). The *cross-key*
@@ -120,6 +122,29 @@ def _keys(value) -> tuple[list[str], bool]:
     return keys, sends
 
 
+def _only(ev: dict, i: int, n_parts: int) -> bytes:
+    """The event's JSON with only the micro-ops of part ``i``'s keys: a send to another part's
+    key is left out, a poll keeps its own keys' records (an empty poll when none). Its other
+    micro-ops would only be dropped when the part loads (``_own``): leaving them out here
+    keeps a part's size to its keys' share of the history."""
+    out = []
+    for m in ev["value"]:
+        if isinstance(m, list) and len(m) >= 2:
+            if m[0] == "send" and isinstance(m[1], str):
+                if part_of(m[1], n_parts) == i:
+                    out.append(m)
+                continue
+            if m[0] == "poll" and isinstance(m[1], dict):
+                out.append([m[0], {k: v for k, v in m[1].items() if part_of(k, n_parts) == i}, *m[2:]])
+                continue
+        out.append(m)
+    if _json.__name__ != "orjson":
+        return _json.dumps({**ev, "value": out}, separators=(",", ":")).encode()
+    # orjson's bytes keep their ~4 KiB write buffer: an exact-size copy, or a buffer of
+    # half a million lines holds gigabytes
+    return bytes(memoryview(_json.dumps({**ev, "value": out})))
+
+
 class _Cutter:
     """The streaming state of ``write_parts``: open invokes per process, per-part buffers."""
 
@@ -127,7 +152,7 @@ class _Cutter:
         self.p, self.flush_lines = parts, flush_lines
         self.buf: list[list[tuple[int, bytes]]] = [[] for _ in range(parts.n_parts)]
         self.buffered, self.flushes = 0, 0
-        self.open: dict = {}  # process -> (line, text, keys, sends, event index)
+        self.open: dict = {}  # process -> (line, text, keys, sends, event index, event)
         self.prev_index: int | None = None
 
     def emit(self, where: Iterable[int] | int, line: int, text: bytes) -> None:
@@ -154,15 +179,22 @@ class _Cutter:
         return frozenset(part_of(k, self.p.n_parts) for k in keys) if keys else _ALL
 
     def close_invoke(self, process, completion: tuple | None) -> None:
-        """Emit an open invoke with its completion (line, text, keys, sends, type) or alone."""
-        line, text, keys, sends, idx = self.open.pop(process)
+        """Emit an open invoke with its completion (line, text, keys, sends, type, event) or
+        alone. An op of several parts goes to each with only that part's micro-ops."""
+        line, text, keys, sends, idx, ev = self.open.pop(process)
         ckeys, csends, ctype = (completion[2], completion[3], completion[4]) if completion else ([], False, "info")
         where = self.where(keys + ckeys)
-        if (ctype == "info" and (sends or csends) and where != _ALL and len(where) > 1):  # type: ignore[arg-type]
+        if where == _ALL or len(where) == 1:  # type: ignore[arg-type]
+            self.emit(where, line, text)
+            if completion:
+                self.emit(where, completion[0], completion[1])
+            return
+        if ctype == "info" and (sends or csends):
             self.p.info_multi[idx] = where  # type: ignore[assignment]
-        self.emit(where, line, text)
-        if completion:
-            self.emit(where, completion[0], completion[1])
+        for i in where:  # type: ignore[union-attr]
+            self.emit((i,), line, _only(ev, i, self.p.n_parts))
+            if completion:
+                self.emit((i,), completion[0], _only(completion[5], i, self.p.n_parts))
 
     def event(self, line: int, text: bytes) -> None:
         try:
@@ -183,7 +215,7 @@ class _Cutter:
         proc, typ, f = ev.get("process"), ev.get("type"), ev.get("f")
         if proc == "nemesis" or not isinstance(proc, (int, str)) or f not in BULK_FS:
             if proc in self.open and typ != "invoke":  # a completion of a keyless op
-                self.close_invoke(proc, (line, text, [], False, typ))
+                self.close_invoke(proc, (line, text, [], False, typ, ev))
                 return
             if proc in self.open:  # a second invoke in flight: the loader reports it
                 self.close_invoke(proc, None)
@@ -193,9 +225,9 @@ class _Cutter:
         if typ == "invoke":
             if proc in self.open:
                 self.close_invoke(proc, None)
-            self.open[proc] = (line, text, keys, sends, idx)
+            self.open[proc] = (line, text, keys, sends, idx, ev)
         elif proc in self.open:
-            self.close_invoke(proc, (line, text, keys, sends, typ))
+            self.close_invoke(proc, (line, text, keys, sends, typ, ev))
         else:  # a completion with no open invoke: the loader reports it
             self.emit(_ALL, line, text)
 

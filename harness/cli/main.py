@@ -523,6 +523,34 @@ def bench_checker(ops: int = typer.Option(100_000, min=1, max=100_000_000, help=
             out.print(f"{name:30s} {r['cpu_s']:8.3f} {r['cpu_s_half']:10.3f} {sc:>8s}")
 
 
+@bench_app.command("parts")
+def bench_parts(ops: list[int] = typer.Option(None, "--ops", min=1, max=100_000_000,
+                                              help="history sizes, in turn (default: 300000 1000000)"),
+                parts: int = typer.Option(8, "--parts", min=1, max=4096),
+                memory: bool = typer.Option(True, "--memory/--no-memory",
+                                            help="also time the in-memory check (needs ~1.7 GiB per million ops)"),
+                workdir: Path = typer.Option(None, "--workdir", help="where the histories are written"),
+                as_json: bool = typer.Option(False, "--json")) -> None:
+    """The parts path (check --parts N --cross skip) against the in-memory check on simulated
+    correct histories of each size: CPU s, CPU s per million ops, peak RSS, same anomalies."""
+    from checkers.bench_parts import run_parts_bench
+
+    res = run_parts_bench(ops or [300_000, 1_000_000], n_parts=parts, memory=memory, workdir=workdir)
+    if as_json:
+        out.print_json(json.dumps(res))
+        return
+    out.print(f"{'ops':>11s} {'path':8s} {'cpu s':>8s} {'cpu s/M':>8s} {'peak GiB':>9s} {'wall s':>8s}")
+    for r in res["rows"]:
+        for k in ("memory", "parts"):
+            if r[k]:
+                x = r[k]
+                out.print(f"{r['n_ops']:>11,d} {k:8s} {x['cpu_s']:8.1f} {x['cpu_s_per_million_ops']:8.1f} "
+                          f"{x['peak_rss_gib']:9.2f} {x['wall_s']:8.1f}")
+    if "growth" in res:
+        out.print(f"peak RSS growth over {res['growth']['ops']}x ops: "
+                  + ", ".join(f"{k} {v}x" for k, v in res["growth"].items() if k != "ops"))
+
+
 @bench_app.command("cluster-ready")
 def bench_cluster_ready(backend: list[str] = typer.Option(None, "--backend", help="backends, in turn (default: netns docker)"),
                         runs: int = typer.Option(3, min=1, help="counted rounds (one warm-up round first)"),

@@ -119,3 +119,20 @@ def test_cross_skip_is_never_valid_and_says_why(tmp_path):
     assert any("cross-key finders not run" in r for r in v.unknown_reasons)
     with pytest.raises(ValueError):
         check_parts(p, cross="nope")
+
+
+def test_a_multi_key_op_is_cut_to_each_part_s_own_micro_ops(tmp_path):
+    # a txn on a and b and a poll of both: part a's copy holds only a's send and records
+    a, b = _two_parts()
+    hb = HistoryBuilder()
+    hb.assign(10, [a, b])
+    hb.txn(1, [(a, 1, 0), (b, 2, 0)], tid="t1")
+    hb.poll(10, {a: [(0, 1)], b: [(0, 2)]})
+    parts = write_parts(hb.write(tmp_path / "history.jsonl"), tmp_path / "parts", 2)
+    for mine, other in ((a, b), (b, a)):
+        import polars as pl
+
+        text = b"\n".join(pl.read_parquet(parts.files(part_of(mine, 2))).sort("line")["text"].to_list())
+        assert mine.encode() in text
+        ops = [json.loads(t) for t in text.split(b"\n") if b'"f":"txn"' in t or b'"f":"poll"' in t]
+        assert ops and all(other not in json.dumps(o["value"]) for o in ops), ops
