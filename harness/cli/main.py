@@ -117,8 +117,13 @@ def _summary(verdict: "Verdict | dict") -> str:
 
 def _progress_text(p) -> Text:
     ops = p.ops()
-    return Text(f"phase {p.phase:<9} elapsed {p.elapsed:6.1f} s   ops ok {ops['ok']} fail {ops['fail']} "
-                f"info {ops['info']}   faults {p.faults}")
+    text = (f"phase {p.phase:<9} elapsed {p.elapsed:6.1f} s   ops ok {ops['ok']} fail {ops['fail']} "
+            f"info {ops['info']}   faults {p.faults}")
+    w = getattr(p, "windows", None)
+    if w is not None:  # a soak: how fast, how far checked, the controller's memory
+        text += (f"   {p.ops_per_s():.0f} ops/s   windows {w.checked} checked, {w.invalid} invalid"
+                 f"   RSS {p.rss_mib():.0f} MiB")
+    return Text(text)
 
 
 @app.command()
@@ -188,6 +193,11 @@ def run(
     for problem in res.problems:
         console.print(f"[yellow]note:[/] {problem}")
     out.print(_summary(res.verdict))
+    if progress.windows is not None and progress.windows.stopped:  # a soak stopped early
+        from harness.run.soak import stop_line
+
+        out.print(f"load {stop_line(progress.windows.stopped)}; windows: {res.run_dir / 'windows.jsonl'}",
+                  highlight=False)
     out.print(f"history: {res.run_dir / 'history.jsonl'}")
     out.print(f"report:  {res.report if res.report else '(none: see notes above)'}")
     raise typer.Exit(EXIT.get(res.verdict.valid, 2))

@@ -23,6 +23,7 @@ from .cycle_graph import cycle_svg
 from .history_table import history_table
 from .lanes import lanes_svg
 from .loading import gc_paused, read_json, read_yaml
+from .soak_windows import windows_section
 from .orders import (MAX_KEY_PLOTS, STYLE_NAMES, key_plots, marks_from_verdict, stall_windows,
                      unavailable_windows)
 from .records import extract_records, realtime_lags, unseen_over_time
@@ -223,6 +224,7 @@ def _context(h: "History", verdict: "Verdict | dict | None", scenario: dict, met
         "lanes": lanes,
         "app": app_section(h, verdict.stats.get("app"), meta.get("app"), windows, run_end),
         "files": run_files(run_dir) if run_dir else [],
+        "check_windows": windows_section(run_dir, meta),
         "n_events": h.n_events,
         "n_clients": h.ops["process"].n_unique(),
         "run_end": an.fmt_seconds(run_end),

@@ -35,6 +35,7 @@ from harness.run.history_writer import HistoryWriter
 from harness.run.pool import Pool
 from harness.run.scenario import START_AFTER_OK, Scenario
 from harness.run.versions import collect_versions
+from harness.run.soak import WindowChecks, rss_mib, stop_line
 from harness.workloads import WORKLOADS
 from nemesis.core import Composite, NemesisContext
 from nemesis.registry import build_nemesis, needs, start_fs
@@ -50,10 +51,26 @@ class Progress:
     started: float = field(default_factory=time.monotonic)
     history: HistoryWriter | None = None
     faults: int = 0
+    #: the run's window checks (harness.run.soak) when its scenario has ``windows:``
+    windows: WindowChecks | None = None
+    _rate: tuple[float, int, float] = (0.0, 0, 0.0)  # (when, ops then, ops/s) of the last sample
 
     @property
     def elapsed(self) -> float:
         return time.monotonic() - self.started
+
+    def ops_per_s(self) -> float:
+        """Completed client ops per second, over the last few seconds (0 before the load)."""
+        now, n = time.monotonic(), sum(self.ops().values())
+        t0, n0, rate = self._rate
+        if now - t0 >= 2.0:
+            rate = (n - n0) / (now - t0) if t0 else 0.0
+            self._rate = (now, n, rate)
+        return rate
+
+    def rss_mib(self) -> float:
+        """The controller's resident set size in MiB."""
+        return rss_mib()
 
     def ops(self) -> dict[str, int]:
         """Completed client ops so far by outcome (ok / fail / info); nemesis events excluded."""
@@ -223,6 +240,12 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
             workload.check_started(pool)
         ctx = service.nemesis_context(pool)
         timings["load_s"] = _load(scn, run_dir, ctx, history, progress, stop, service)
+        if progress.windows is not None:  # the soak's window checks (harness.run.soak)
+            w = progress.windows
+            meta["windows"] = {"every_s": scn.windows.every_s, "checked": w.checked, "invalid": w.invalid,
+                               "controller_rss_mib": rss_mib()}
+            if w.stopped:
+                meta["stopped_at_window"] = stop_line(w.stopped)
 
         t0 = time.monotonic()
         service.wait_ready(names, min_isr, 180,
@@ -271,6 +294,9 @@ def _load(scn: Scenario, run_dir: Path, ctx: NemesisContext, history: HistoryWri
     if scn.nemesis.start_after_ok and not stop.is_set():
         _await_first_ok(scn, history, ctx.clients, stop)
     load_start = time.monotonic()
+    if scn.windows.every_s:  # soak: check closed windows of the history while the load runs
+        progress.windows = WindowChecks(history, run_dir, scn.windows.every_s, allowed=scn.expected,
+                                        stop_on_invalid=scn.windows.stop_on_invalid, stop=stop).start()
     try:
         for step in schedule:
             if stop.wait(max(0.0, load_start + step.at - time.monotonic())):
@@ -279,6 +305,8 @@ def _load(scn: Scenario, run_dir: Path, ctx: NemesisContext, history: HistoryWri
             progress.faults += step.f in starts
         stop.wait(max(0.0, load_start + scn.duration - time.monotonic()))
     finally:
+        if progress.windows is not None:
+            progress.windows.close()
         progress.phase = "heal"
         _heal(history, nemesis, service)
     return round(time.monotonic() - load_start, 2)

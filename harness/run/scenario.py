@@ -286,6 +286,20 @@ class NemesisSpec(Strict):
         return v
 
 
+#: the shortest window of a soak's checks: a window check starts a child process (~1 s of imports)
+MIN_WINDOW_S = 5.0
+
+
+class WindowsSpec(Strict):
+    """``windows:`` check the history window by window while the load runs (soak runs;
+    checkers/windows.py, harness/run/soak.py). ``every_s``: window length in seconds, 0 =
+    off; at least MIN_WINDOW_S and at most the run's duration. ``stop_on_invalid``: an invalid
+    window ends the load early (the run still heals, drains and checks everything)."""
+
+    every_s: float = Field(0.0, ge=0, le=MAX_LOAD_S)
+    stop_on_invalid: bool = True
+
+
 class Scenario(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
@@ -306,6 +320,8 @@ class Scenario(Strict):
     fail_on: list[str] = Field(default_factory=list)
     #: bounds of the liveness reports (checkers.run.Liveness); written to meta.json
     liveness: Liveness = Field(default_factory=Liveness)
+    #: window checks while the load runs (off by default)
+    windows: WindowsSpec = Field(default_factory=WindowsSpec)
 
     @model_validator(mode="before")
     @classmethod
@@ -336,6 +352,10 @@ class Scenario(Strict):
     def _sane(self) -> "Scenario":
         check_fail_on(self.fail_on, self.liveness)
         check_targets(self)
+        w = self.windows.every_s
+        if w and not MIN_WINDOW_S <= w <= self.duration:
+            raise ValueError(f"windows.every_s {w:g} must be 0 (off) or between {MIN_WINDOW_S:g} and the "
+                             f"duration ({self.duration:g} s): make it {'larger' if w < MIN_WINDOW_S else 'smaller, or the duration longer'}")
         if self.cluster.nodes < 3 and any(f.fault in ("kill", "lose-unsynced") for f in self.nemesis.all_faults()):
             raise ValueError("killing a node needs at least 3 nodes (RF 3, min.insync.replicas 2)")
         if self.cluster.backend == "external":
