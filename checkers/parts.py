@@ -9,7 +9,7 @@ the number of processes): every key (``topic/partition``) belongs to one of ``n_
 *parts* (``part_of``: CRC-32 of the key modulo ``n_parts``). An op (an invoke with its
 completion: the next event of its process, docs/history.md) belongs to every part one of its
 micro-ops' keys (invoke's or completion's) belongs to: a multi-key transaction or poll is in
-each part it touches, with only that part's micro-ops (``_only``: the op's lines are written
+each part it touches, with only that part's micro-ops (``_split``: the op's lines are written
 again without the others). Events no key places (nemesis events, ``assign``,
 ``init``, ``subscribe``, ``app-poll``, an empty poll, lines that do not parse, a completion
 with no open invoke) go to every part, so each part keeps every process's seeks and
@@ -122,27 +122,39 @@ def _keys(value) -> tuple[list[str], bool]:
     return keys, sends
 
 
-def _only(ev: dict, i: int, n_parts: int) -> bytes:
-    """The event's JSON with only the micro-ops of part ``i``'s keys: a send to another part's
-    key is left out, a poll keeps its own keys' records (an empty poll when none). Its other
-    micro-ops would only be dropped when the part loads (``_own``): leaving them out here
-    keeps a part's size to its keys' share of the history."""
-    out = []
+def _split(ev: dict, where: frozenset[int], part: Callable[[str], int]) -> dict[int, bytes]:
+    """The event's JSON for each part of ``where``, with only the micro-ops of that part's keys
+    (``part``: key -> part): a send to another part's key is left out, a poll keeps its own
+    keys' records (an empty poll when none). Its other micro-ops would only be dropped when the
+    part loads (``_own``): leaving them out here keeps a part's size to its keys' share."""
+    out: dict[int, list] = {i: [] for i in where}
     for m in ev["value"]:
         if isinstance(m, list) and len(m) >= 2:
             if m[0] == "send" and isinstance(m[1], str):
-                if part_of(m[1], n_parts) == i:
-                    out.append(m)
+                p = part(m[1])
+                if p in out:
+                    out[p].append(m)
                 continue
             if m[0] == "poll" and isinstance(m[1], dict):
-                out.append([m[0], {k: v for k, v in m[1].items() if part_of(k, n_parts) == i}, *m[2:]])
+                by: dict[int, dict] = {i: {} for i in where}
+                for k, v in m[1].items():
+                    p = part(k)
+                    if p in by:
+                        by[p][k] = v
+                for i, recs in by.items():
+                    out[i].append([m[0], recs, *m[2:]])
                 continue
-        out.append(m)
+        for i in out:
+            out[i].append(m)
+    return {i: _dumps({**ev, "value": v}) for i, v in out.items()}
+
+
+def _dumps(ev: dict) -> bytes:
     if _json.__name__ != "orjson":
-        return _json.dumps({**ev, "value": out}, separators=(",", ":")).encode()
+        return _json.dumps(ev, separators=(",", ":")).encode()
     # orjson's bytes keep their ~4 KiB write buffer: an exact-size copy, or a buffer of
     # half a million lines holds gigabytes
-    return bytes(memoryview(_json.dumps({**ev, "value": out})))
+    return bytes(memoryview(_json.dumps(ev)))
 
 
 class _Cutter:
@@ -154,6 +166,7 @@ class _Cutter:
         self.buffered, self.flushes = 0, 0
         self.open: dict = {}  # process -> (line, text, keys, sends, event index, event)
         self.prev_index: int | None = None
+        self.parts_of: dict[str, int] = {}
 
     def emit(self, where: Iterable[int] | int, line: int, text: bytes) -> None:
         targets = range(self.p.n_parts) if where == _ALL else where
@@ -176,7 +189,7 @@ class _Cutter:
         self.buffered, self.flushes = 0, self.flushes + 1
 
     def where(self, keys: list[str]) -> frozenset[int] | int:
-        return frozenset(part_of(k, self.p.n_parts) for k in keys) if keys else _ALL
+        return frozenset(map(self.part, keys)) if keys else _ALL
 
     def close_invoke(self, process, completion: tuple | None) -> None:
         """Emit an open invoke with its completion (line, text, keys, sends, type, event) or
@@ -191,10 +204,19 @@ class _Cutter:
             return
         if ctype == "info" and (sends or csends):
             self.p.info_multi[idx] = where  # type: ignore[assignment]
-        for i in where:  # type: ignore[union-attr]
-            self.emit((i,), line, _only(ev, i, self.p.n_parts))
+        inv = _split(ev, where, self.part)  # type: ignore[arg-type]
+        cmp = _split(completion[5], where, self.part) if completion else {}  # type: ignore[arg-type]
+        for i in sorted(where):  # type: ignore[arg-type]
+            self.emit((i,), line, inv[i])
             if completion:
-                self.emit((i,), completion[0], _only(completion[5], i, self.p.n_parts))
+                self.emit((i,), completion[0], cmp[i])
+
+    def part(self, key: str) -> int:
+        """``part_of(key)``, memoised: a history names few keys, each millions of times."""
+        p = self.parts_of.get(key)
+        if p is None:
+            p = self.parts_of[key] = part_of(key, self.p.n_parts)
+        return p
 
     def event(self, line: int, text: bytes) -> None:
         try:
