@@ -116,8 +116,8 @@ class WindowTracker:
     longer holds a window; ``settle_s`` (default min(every_s, 10)): how long after a window's
     end to wait for late poll lines. ``now_ns`` is the run's clock (the history's ``time``
     base); the largest ``time`` read counts too, so a finished file can be followed with
-    ``now_ns=0`` and ``finish()``. State: per process its open invoke's time, per open
-    window its first line and its count of events; nothing per event.
+    ``now_ns=0`` and ``finish()``. State: per process its open invoke's time, per worker its
+    latest process, per open window its first line and its count of events; nothing per event.
     """
 
     def __init__(self, every_s: float, grace_s: float | None = None, settle_s: float | None = None):
@@ -129,6 +129,7 @@ class WindowTracker:
         self.pos = 0  # bytes read
         self.max_time = 0
         self.open: dict = {}  # process -> time of its invoke whose completion is not read yet
+        self.workers: dict = {}  # worker name (an event's meta.worker) -> its latest process
         self.starts: dict[int, int] = {}  # window -> byte offset of its first line
         self.counts: dict[int, int] = {}  # window -> lines whose time falls in it
         self.next_k = 0
@@ -153,13 +154,29 @@ class WindowTracker:
             self.counts[k] = self.counts.get(k, 0) + 1
         self.max_time = max(self.max_time, t)
         p = ev.get("process")
-        if p == "nemesis" or p is None:
+        if p == "nemesis":
+            self._killed(ev)
             return
+        if p is None:
+            return
+        meta = ev.get("meta")
+        if isinstance(meta, dict) and isinstance(meta.get("worker"), str):
+            self.workers[meta["worker"]] = p
         kind = ev.get("type")
         if kind == "invoke":
             self.open[p] = t
         elif kind in ("ok", "fail", "info"):
             self.open.pop(p, None)
+
+    def _killed(self, ev: dict) -> None:
+        """A client killed by the nemesis (``kill-client``'s completion, value ``{"client",
+        "result": "killed ..."}``) never completes its open op: it no longer holds a window
+        (the loader reads it as ``info``). Without this every window of a run that kills
+        clients waited the whole grace."""
+        v = ev.get("value")
+        if (ev.get("f") == "kill-client" and isinstance(v, dict)
+                and str(v.get("result", "")).startswith("killed")):
+            self.open.pop(self.workers.get(v.get("client")), None)
 
     def closed(self, now_ns: int = 0) -> list[Window]:
         """Windows closed by now (``now_ns``: the run's clock in ns), oldest first."""

@@ -237,6 +237,25 @@ def test_a_window_closes_only_when_its_ops_completed_or_the_grace_passed():
     assert [w.k for w in t.finish()] == [2]
 
 
+def test_an_op_of_a_killed_client_no_longer_holds_its_window():
+    # processor-0's txn at 0.5 s never completes: the nemesis killed it at 0.8 s. Window 0
+    # [0, 1) s closes once the run's clock passes its end, not after the 2 s grace
+    t = WindowTracker(1.0, settle_s=0)
+    nem = {"index": 3, "time": 80 * NS // 100, "process": "nemesis", "type": "info", "f": "kill-client",
+           "value": {"client": "processor-0", "result": "killed pid 498"}}
+    lines = _lines([_ev(0, 10, 0, "invoke", "txn", [["send", "t/0", 1]], worker="processor-0"),
+                    _ev(1, 50, 0, "ok", "txn", [["send", "t/0", [0, 1]]], worker="processor-0"),
+                    _ev(2, 50, 0, "invoke", "txn", [["send", "t/0", 2]], worker="processor-0")])
+    pos = 0
+    for line in lines:
+        pos += len(line) + 1
+        t.feed(line, pos)
+    assert t.closed(now_ns=int(1.2 * NS)) == []  # open, within the grace
+    line = _lines([nem])[0]
+    t.feed(line, pos + len(line) + 1)
+    assert [w.k for w in t.closed(now_ns=int(1.2 * NS))] == [0]
+
+
 @pytest.mark.parametrize("every_s", [0.05, 0.3])
 def test_slices_overlap_by_one_window_and_cover_the_file(every_s):
     lines = _lines(simulate(400, seed=3, n_keys=4))
