@@ -299,11 +299,19 @@ def check(
     cross: str = typer.Option("whole", "--cross", metavar="whole|skip",
                               help="with --parts: run the cross-key finders on the whole history, "
                                    "or skip them (the verdict is then unknown)"),
+    engine: str = typer.Option("polars", "--engine", metavar="polars|spark",
+                               help="where the per-key checks run: polars (this process) or spark "
+                                    "(one Spark task per part, checkers.parts_spark; implies --parts, 8 by default)"),
+    master: Optional[str] = typer.Option(None, "--master", metavar="URL",
+                                         help="with --engine spark: local[N] (default local[2]), spark://host:port, "
+                                              "yarn or k8s://https://host:port"),
+    workdir: Optional[Path] = typer.Option(None, "--workdir", metavar="DIR",
+                                           help="with --parts or --engine spark: where the parts go (default a temporary "
+                                                "folder; for a Spark cluster a folder every executor reads at the same path)"),
 ) -> None:
     """Re-check a history (meta.json and scenario.yaml beside it are used when present)."""
     from checkers.run import RunDir
     from checkers.safe_load import file_problem
-    from checkers.verdict import check_run
 
     why = file_problem(history)
     if why:  # a directory, a FIFO (reading it would block), /dev/null: say what it is
@@ -314,19 +322,31 @@ def check(
     if cross not in ("whole", "skip"):
         console.print(f"[red]error:[/] --cross is whole or skip, not {cross!r}")
         raise typer.Exit(2)
-    if history.name != RunDir.HISTORY:  # a lone file: no run folder around it
-        if parts:
-            from checkers.parts import check_parts
-            verdict = check_parts(history, max_examples=max_examples, n_parts=parts, cross=cross)
-        else:
-            import checkers
-            verdict = checkers.check(history, max_examples=max_examples)
-    else:
-        if parts:
-            from checkers.parts import check_run_parts
-            verdict = check_run_parts(history.parent, parts, cross, max_examples=max_examples)
-        else:
-            verdict = check_run(history.parent, max_examples=max_examples)
+    if engine not in ("polars", "spark"):
+        console.print(f"[red]error:[/] --engine is polars or spark, not {engine!r}")
+        raise typer.Exit(2)
+    if master is not None and engine != "spark":
+        console.print("[red]error:[/] --master is for --engine spark")
+        raise typer.Exit(2)
+    if workdir is not None:
+        try:
+            workdir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            console.print(f"[red]error:[/] cannot make --workdir {workdir}: {exc.strerror or exc}")
+            raise typer.Exit(2)
+    run_engine, engine_error = None, ()
+    if engine == "spark":
+        from checkers.parts_spark import SparkEngineError as engine_error  # type: ignore[assignment]
+        parts = parts or 8
+        run_engine = _spark_engine(master or "local[2]", workdir)
+    try:
+        verdict = _check(history, max_examples, parts, cross, run_engine, workdir)
+    except engine_error as exc:  # a Spark job that failed (a lost executor): one line
+        console.print(f"[red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(2)
+    finally:
+        if run_engine is not None:
+            run_engine.close()
     if as_json:
         out.print_json(verdict.to_json(indent=None))
     else:
@@ -335,6 +355,39 @@ def check(
             for ex in examples[:3]:
                 out.print(f"  {name}: {ex.get('explanation', ex)}")
     raise typer.Exit(EXIT.get(verdict.valid, 2))
+
+
+def _spark_engine(master: str, workdir: Optional[Path]):
+    """A started checkers.parts_spark engine, or exit 2 with its one-line error."""
+    from checkers.parts_spark import SparkEngineError, master_kind, spark_engine
+
+    try:
+        if workdir is None and master_kind(master) != "local":
+            console.print(f"[yellow]note:[/] the parts go to a local temporary folder: executors of {master} on "
+                          "other hosts need --workdir on storage they share", highlight=False)
+        console.print(f"starting Spark on {master} ...", highlight=False)
+        return spark_engine(master, workdir=workdir)
+    except SparkEngineError as exc:
+        console.print(f"[red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(2)
+
+
+def _check(history: Path, max_examples: int, parts: int, cross: str, engine, workdir: Optional[Path]):
+    """The verdict of `check`: in memory (parts 0) or by parts with ``engine`` (None: polars)."""
+    from checkers.run import RunDir
+    from checkers.verdict import check_run
+
+    kw = {"engine": engine} if engine is not None else {}
+    if history.name != RunDir.HISTORY:  # a lone file: no run folder around it
+        if parts:
+            from checkers.parts import check_parts
+            return check_parts(history, max_examples=max_examples, n_parts=parts, cross=cross, workdir=workdir, **kw)
+        import checkers
+        return checkers.check(history, max_examples=max_examples)
+    if parts:
+        from checkers.parts import check_run_parts
+        return check_run_parts(history.parent, parts, cross, max_examples=max_examples, workdir=workdir, **kw)
+    return check_run(history.parent, max_examples=max_examples)
 
 
 @app.command()
