@@ -16,10 +16,12 @@ What the cluster needs (docs/checkers.md "The parts path on Spark"):
 * the ``checkers`` package is zipped at start and shipped with ``sc.addPyFile``: the project
   need not be installed on the executors, but the executors' Python must have the same
   minor version as the driver's and the libraries checkers imports: polars, numpy, scipy,
-  pydantic, pyyaml (orjson optional) and pyspark's own. Which Python the executors run:
-  ``spark.pyspark.python`` in ``conf`` or PYSPARK_PYTHON (for a ``local`` master the default
-  is this process's interpreter). The engine starts with a probe task that imports
-  ``checkers.parts`` on an executor, so a missing library is one error line at start.
+  pydantic, pyyaml (orjson optional) and pyspark's own. Which Python the executors run: the
+  engine's ``python``, else PYSPARK_PYTHON (a path valid on the executors' hosts), else this
+  process's interpreter for a ``local`` master and ``python3`` for another (pyspark reads
+  PYSPARK_PYTHON when the session starts; ``spark.pyspark.python`` counts only for
+  spark-submit of a .py file). The engine starts with a probe task that imports
+  ``checkers.parts`` on the executors, so a missing library is one error line at start.
 * the parts folder (``check_parts(workdir=...)``; a temporary folder by default) must be on
   storage every executor reads at the same path: a shared filesystem (NFS, a cluster
   filesystem mounted alike everywhere) for a real cluster. The probe checks that an executor
@@ -232,8 +234,10 @@ class SparkEngine:
     runs each item as one Spark task. ``start()`` (``spark_engine`` calls it) starts the
     session, ships the package and runs the probe; ``close()`` stops the session. Usable as a
     context manager. See the module docstring for masters, ``conf`` (Spark settings, over
-    ``BASE_CONF`` and, for local masters, ``LOCAL_CONF``), ``workdir`` and errors;
-    ``start_timeout_s``: seconds the session start plus the probe job may take."""
+    ``BASE_CONF`` and, for local masters, ``LOCAL_CONF``), ``workdir``, ``python`` (the
+    executors' interpreter) and errors; ``start_timeout_s``: seconds the session start plus the
+    probe job may take. After ``start``: ``start_s`` (seconds it took) and ``probe`` (what the
+    first probe task saw: python, host, executable, checkers' file)."""
 
     def __init__(self, master: str = "local[2]", conf: dict | None = None, workdir: str | Path | None = None,
                  start_timeout_s: float = 180.0, python: str | None = None, app_name: str = "eosc-check"):
@@ -246,6 +250,7 @@ class SparkEngine:
         self.workdir = Path(workdir) if workdir else Path(tempfile.gettempdir())
         self.start_timeout_s, self.app_name = start_timeout_s, app_name
         self.spark = None
+        self.start_s: float | None = None
         self._owns = False
         self.probe: dict = {}
         self._tmp: Path | None = None
@@ -296,7 +301,8 @@ class SparkEngine:
 
     def _hint(self) -> str:
         return {"local": "the machine may be overloaded (raise start_timeout_s)",
-                "spark": "are workers with free cores and memory registered with the master (its web UI)?",
+                "spark": "is it a Spark master's spark:// URL (not its web UI's port), with workers of free cores "
+                         "and memory registered (its web UI)?",
                 "yarn": "is HADOOP_CONF_DIR or YARN_CONF_DIR set and the ResourceManager up with free capacity?",
                 "k8s": "can executor pods start (image, namespace, service account: spark.kubernetes.*)?",
                 }[self.kind]
