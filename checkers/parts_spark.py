@@ -50,6 +50,7 @@ import threading
 import time
 import traceback
 import uuid
+import weakref
 import zipfile
 from pathlib import Path
 from typing import Callable
@@ -254,6 +255,7 @@ class SparkEngine:
         self._owns = False
         self.probe: dict = {}
         self._tmp: Path | None = None
+        self._rm_tmp: weakref.finalize | None = None
 
     # -- start and stop --------------------------------------------------------------------
     def session_conf(self) -> dict[str, str]:
@@ -282,7 +284,10 @@ class SparkEngine:
         if why:
             raise SparkEngineError(f"Spark needs Java: {why}")
         check_reachable(self.master)
-        self._tmp = Path(tempfile.mkdtemp(prefix="eosc-spark-"))
+        self._tmp = Path(tempfile.mkdtemp(prefix="eosc-spark-check-"))
+        # removed by close(), else when the engine is collected or the interpreter exits (a
+        # caller whose exception skipped close)
+        self._rm_tmp = weakref.finalize(self, shutil.rmtree, str(self._tmp), True)
         box: dict = {}
         t = threading.Thread(target=self._start, args=(box,), name="eosc-spark-start", daemon=True)
         t0 = time.monotonic()
@@ -389,9 +394,9 @@ class SparkEngine:
         self._cleanup()
 
     def _cleanup(self) -> None:
-        if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            self._tmp = None
+        if self._rm_tmp is not None:
+            self._rm_tmp()
+        self._rm_tmp, self._tmp = None, None
 
     def close(self) -> None:
         """Stop the session (its JVM exits) unless it was running before ``start``, and remove

@@ -149,3 +149,23 @@ def test_the_cli_engine_spark(spark, tmp_path):
     assert (verdict["valid"], verdict["anomaly_counts"]) == (polars.valid, polars.anomaly_counts)
     assert spark.spark is not None and not spark.spark.sparkContext._jsc.sc().isStopped()
     assert not list(tmp_path.iterdir())  # the parts folder is removed
+
+
+def test_a_second_engine_reuses_the_session_and_leaves_no_folder(spark):
+    # an engine on the running session's master reuses it (the CLI's in a test, a notebook's):
+    # its close keeps that session, and its package folder goes at close, or when the engine
+    # is dropped without one (a caller's exception skipped it)
+    import gc
+
+    from checkers.parts_spark import spark_engine
+
+    other = spark_engine("local[2]")
+    folder = other._tmp
+    assert folder is not None and folder.is_dir() and other.spark is spark.spark
+    other.close()
+    assert not folder.exists() and spark([1, 2].__contains__, [2, 3]) == [True, False]
+    dropped = spark_engine("local[2]")
+    folder = dropped._tmp
+    del dropped
+    gc.collect()
+    assert not folder.exists()
