@@ -614,6 +614,24 @@ def bench_parts(ops: list[int] = typer.Option(None, "--ops", min=1, max=100_000_
                   + ", ".join(f"{k} {v}x" for k, v in res["growth"].items() if k != "ops"))
 
 
+@bench_app.command("spark")
+def bench_spark(history: Path = typer.Argument(None, help="a history.jsonl (or --ops)"),
+                ops: int = typer.Option(None, "--ops", min=1, max=100_000_000,
+                                        help="simulate a correct history of this many ops first"),
+                parts: int = typer.Option(8, "--parts", min=1, max=4096),
+                master: str = typer.Option("local[2]", "--master"),
+                rounds: int = typer.Option(1, "--rounds", min=1, max=20)) -> None:
+    """The parts path on polars against the same on Spark (checkers.bench_spark): wall s, CPU s
+    of driver and executors, peak RSS of each, verdicts compared. One JSON line per run."""
+    from checkers.bench_spark import main as bench_spark_main
+
+    if history is None and ops is None:
+        raise typer.BadParameter("give a HISTORY or --ops N", param_hint="HISTORY")
+    argv = ([str(history)] if history else []) + (["--ops", str(ops)] if ops else []) + [
+        "--parts", str(parts), "--master", master, "--rounds", str(rounds)]
+    raise typer.Exit(bench_spark_main(argv))
+
+
 @bench_app.command("cluster-ready")
 def bench_cluster_ready(backend: list[str] = typer.Option(None, "--backend", help="backends, in turn (default: netns docker)"),
                         runs: int = typer.Option(3, min=1, help="counted rounds (one warm-up round first)"),
