@@ -290,7 +290,7 @@ def suite(
 
 @app.command()
 def check(
-    history: Path = typer.Argument(..., help="history.jsonl of a run"),
+    history: Path = typer.Argument(..., help="history.jsonl of a run, or its run folder"),
     as_json: bool = typer.Option(False, "--json", help="print the verdict as JSON"),
     max_examples: int = typer.Option(10, min=0, help="examples kept per anomaly"),
     parts: int = typer.Option(0, "--parts", min=0, metavar="N",
@@ -313,11 +313,11 @@ def check(
     from checkers.run import RunDir
     from checkers.safe_load import file_problem
 
+    if history.is_dir() and (history / RunDir.HISTORY).is_file():  # a run folder: its history
+        history = history / RunDir.HISTORY
     why = file_problem(history)
     if why:  # a directory, a FIFO (reading it would block), /dev/null: say what it is
-        hint = (f" (a run folder? `eos-chaos check {history / RunDir.HISTORY}` or `eos-chaos report {history}`)"
-                if why == "is a directory" and (history / RunDir.HISTORY).is_file() else "")
-        console.print(f"[red]error:[/] {history} {why}" + ("" if why == "does not exist" else f", not a history file{hint}"))
+        console.print(f"[red]error:[/] {history} {why}" + ("" if why == "does not exist" else ", not a history file"))
         raise typer.Exit(2)
     if cross not in ("whole", "skip"):
         console.print(f"[red]error:[/] --cross is whole or skip, not {cross!r}")

@@ -540,11 +540,13 @@ def test_check_says_what_a_path_is(tmp_path):
     run = _run_folder(tmp_path, _smoke_lines()[:40])
     for path, says in [(tmp_path, "is a directory, not a history file"), (fifo, "is a FIFO (named pipe)"),
                        (Path("/dev/null"), "is a character device"),
-                       (run, f"a run folder? `eos-chaos check {run / 'history.jsonl'}`"),
                        (tmp_path / "nope.jsonl", "does not exist")]:
         res = _within(20, lambda path=path: _cli(["check", str(path)]))
         assert res.exit_code == 2 and says in res.output, (path, res.output)
         assert "does not exist" not in res.output or path.name == "nope.jsonl"
+    # a run folder is checked: its history.jsonl, with its meta.json
+    res = _within(60, lambda: _cli(["check", str(run), "--json"]))
+    assert res.exit_code in (0, 1, 2) and '"valid"' in res.output, res.output
 
 
 def test_report_where_its_outputs_are_directories_is_one_line(tmp_path):
