@@ -2,6 +2,7 @@
 fits its role's model, and a config that does not fit is one error, never a silent default."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,8 @@ def _specs(scn, tmp_path: Path) -> list[WorkerSpec]:
         pool = _Pool()
         w.settle(pool)
         specs += pool.specs
+    if getattr(w, "_temporary", False):  # the spark workload's work dir: never started, not cleaned by a run
+        shutil.rmtree(w.work, ignore_errors=True)
     return specs
 
 
