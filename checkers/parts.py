@@ -122,13 +122,17 @@ def _keys(value) -> tuple[list[str], bool]:
     return keys, sends
 
 
-def _split(ev: dict, where: frozenset[int], part: Callable[[str], int]) -> dict[int, bytes]:
+def _split(ev: dict, text: bytes, where: frozenset[int], part: Callable[[str], int]) -> dict[int, bytes]:
     """The event's JSON for each part of ``where``, with only the micro-ops of that part's keys
     (``part``: key -> part): a send to another part's key is left out, a poll keeps its own
     keys' records (an empty poll when none). Its other micro-ops would only be dropped when the
-    part loads (``_own``): leaving them out here keeps a part's size to its keys' share."""
+    part loads (``_own``): leaving them out here keeps a part's size to its keys' share. An
+    event whose value is not a list (an info completion may carry none) keeps its ``text``."""
+    value = ev.get("value")
+    if not isinstance(value, list):
+        return dict.fromkeys(where, text)
     out: dict[int, list] = {i: [] for i in where}
-    for m in ev["value"]:
+    for m in value:
         if isinstance(m, list) and len(m) >= 2:
             if m[0] == "send" and isinstance(m[1], str):
                 p = part(m[1])
@@ -204,8 +208,8 @@ class _Cutter:
             return
         if ctype == "info" and (sends or csends):
             self.p.info_multi[idx] = where  # type: ignore[assignment]
-        inv = _split(ev, where, self.part)  # type: ignore[arg-type]
-        cmp = _split(completion[5], where, self.part) if completion else {}  # type: ignore[arg-type]
+        inv = _split(ev, text, where, self.part)  # type: ignore[arg-type]
+        cmp = _split(completion[5], completion[1], where, self.part) if completion else {}  # type: ignore[arg-type]
         for i in sorted(where):  # type: ignore[arg-type]
             self.emit((i,), line, inv[i])
             if completion:

@@ -136,3 +136,20 @@ def test_a_multi_key_op_is_cut_to_each_part_s_own_micro_ops(tmp_path):
         assert mine.encode() in text
         ops = [json.loads(t) for t in text.split(b"\n") if b'"f":"txn"' in t or b'"f":"poll"' in t]
         assert ops and all(other not in json.dumps(o["value"]) for o in ops), ops
+
+
+def test_a_multi_key_op_whose_completion_has_no_value_is_cut(tmp_path):
+    # an info completion may carry no value (docs/history.md): the cut keeps its line as it is
+    # (it crashed on `for m in None` when the op spanned parts)
+    a, b = _two_parts()
+    evs = [{"index": 0, "time": 1, "process": 5, "type": "invoke", "f": "assign", "value": [a, b]},
+           {"index": 1, "time": 2, "process": 5, "type": "ok", "f": "assign", "value": [a, b]},
+           {"index": 2, "time": 3, "process": 1, "type": "invoke", "f": "txn",
+            "value": [["send", a, 1], ["send", b, 2]], "meta": {"transactional_id": "x"}},
+           {"index": 3, "time": 4, "process": 1, "type": "info", "f": "txn", "value": None,
+            "meta": {"transactional_id": "x"}},
+           {"index": 4, "time": 5, "process": 5, "type": "invoke", "f": "poll", "value": [["poll"]]},
+           {"index": 5, "time": 6, "process": 5, "type": "ok", "f": "poll", "value": [["poll", {a: [[0, 1]]}]]}]
+    p = tmp_path / "history.jsonl"
+    p.write_text("".join(json.dumps(e) + "\n" for e in evs))
+    same(check(p), check_parts(p, n_parts=2))
