@@ -31,9 +31,10 @@ def windows_section(run_dir: Path | None, meta: dict | None) -> dict[str, Any] |
                      "check_s": r.get("check_s", ""), "rss": r.get("controller_rss_mib", "")})
     shown = rows
     if len(rows) > MAX_ROWS:  # the ones that matter first: not valid, then the latest
-        bad = [r for r in rows if r["valid"] is not True]
-        shown = sorted({id(r): r for r in bad[:MAX_ROWS // 2] + rows[-(MAX_ROWS - min(len(bad), MAX_ROWS // 2)):]}
-                       .values(), key=lambda r: rows.index(r))
+        keep = [i for i, r in enumerate(rows) if r["valid"] is not True][:MAX_ROWS // 2]
+        kept = set(keep)
+        rest = [i for i in range(len(rows)) if i not in kept]  # the latest fill the table
+        shown = [rows[i] for i in sorted(keep + rest[len(rest) - (MAX_ROWS - len(keep)):])]
     rss = [r["rss"] for r in rows if isinstance(r["rss"], (int, float))]
     return {"rows": shown, "total": len(rows), "hidden": len(rows) - len(shown),
             "invalid": sum(r["valid"] is False for r in rows), "errors": sum(r["valid"] == "error" for r in rows),
