@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from .bench import _child
+from .bench_spark import measure
 
 _MEMORY = r"""
 import json, resource, sys, time
@@ -29,19 +30,6 @@ print(json.dumps({"wall_s": time.perf_counter() - t, "cpu_s": ru.ru_utime + ru.r
                   "peak_rss_bytes": ru.ru_maxrss * 1024, "valid": v.valid,
                   "anomaly_counts": v.anomaly_counts, "ops": v.stats.get("ops")}))
 """
-
-_PARTS = r"""
-import json, resource, sys, time
-from checkers.parts import check_parts
-t = time.perf_counter()
-v = check_parts(sys.argv[1], n_parts=int(sys.argv[2]), cross="skip")
-ru = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"wall_s": time.perf_counter() - t, "cpu_s": ru.ru_utime + ru.ru_stime,
-                  "peak_rss_bytes": ru.ru_maxrss * 1024, "valid": v.valid,
-                  "anomaly_counts": v.anomaly_counts, "lines": v.stats["parts"]["lines"],
-                  "unknown_reasons": v.unknown_reasons}))
-"""
-
 
 def run_parts_bench(sizes: list[int], n_parts: int = 8, seed: int = 0, memory: bool = True,
                     workdir: str | Path | None = None) -> dict:
@@ -62,7 +50,10 @@ def run_parts_bench(sizes: list[int], n_parts: int = 8, seed: int = 0, memory: b
             row: dict = {"n_ops": n, "history_bytes": path.stat().st_size,
                          "simulate_s": round(time.perf_counter() - t, 1), "load_avg": round(os.getloadavg()[0], 2)}
             row["memory"] = _child(_MEMORY, path, root, "in-memory check") if memory else None
-            row["parts"] = _child(_PARTS, path, root, "parts check", str(n_parts))
+            parts = measure(path, "polars", n_parts)  # the parts path as the Spark bench runs it
+            # imports counted, as in the in-memory row (measure keeps them in start_cpu_s)
+            row["parts"] = {**parts, "peak_rss_bytes": parts["driver_peak_rss_bytes"],
+                            "cpu_s": parts["cpu_s"] + parts["start_cpu_s"]}
             row["same_anomalies"] = (row["memory"]["anomaly_counts"] == row["parts"]["anomaly_counts"]
                                      if memory else None)
             for k in ("memory", "parts"):

@@ -13,7 +13,8 @@ import sys
 import time
 
 
-def _rss_now() -> int:
+def rss_now() -> int:
+    """This process's resident set size in bytes (/proc/self/statm; 0 where unknown)."""
     try:
         with open("/proc/self/statm") as fh:
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -45,7 +46,7 @@ class Laps:
         w, c = time.perf_counter(), time.process_time()
         ru = resource.getrusage(resource.RUSAGE_SELF)
         rec = {"stage": name, "wall_s": round(w - self._t[0], 3), "cpu_s": round(c - self._t[1], 3),
-               "rss_gib": round(_rss_now() / 2**30, 2),
+               "rss_gib": round(rss_now() / 2**30, 2),
                "rss_peak_gib": round(ru.ru_maxrss / 2**20, 2),
                "page_faults": ru.ru_minflt - self._f,
                "sys_s": round(ru.ru_stime - self._s, 3)}

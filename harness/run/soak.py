@@ -25,6 +25,7 @@ import threading
 import time
 from pathlib import Path
 
+from checkers.timing import rss_now
 from checkers.windows import Window, WindowTracker
 from harness.run.history_writer import HistoryWriter
 
@@ -35,14 +36,8 @@ WINDOWS_FILE = "windows.jsonl"
 
 
 def rss_mib() -> float:
-    """This process's resident set size in MiB (/proc/self/status VmRSS; 0 where unknown)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        pass
-    return 0.0
+    """This process's resident set size in MiB (0 where unknown)."""
+    return round(rss_now() / 2**20, 1)
 
 
 class WindowChecks:
