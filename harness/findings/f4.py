@@ -1,0 +1,82 @@
+"""``eos-chaos repro f4``: finding F4's standalone reproducer (harness/findings/f4_repro.py) on
+the harness's own cluster (3 KRaft nodes, no proxies, no faults), with librdkafka's
+``cgrp,consumer,topic`` debug log kept and its telling lines picked out, so that one command shows
+what the consumers read and why. docs/findings/F4.md is the bug report.
+
+Layout of a run, ``<results>/f4-repro/<run-id>/``: ``tries.jsonl`` (one object per try, as the
+reproducer prints them), ``logs/`` (broker logs, ``f4-repro.err``, ``librdkafka-debug.log``),
+``evidence.txt`` (the debug lines of the offset fetches and partition starts).
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
+
+REPRO = Path(__file__).with_name("f4_repro.py")
+
+
+@dataclass
+class F4Result:
+    run_dir: Path
+    tries: list[dict]
+    summary: dict
+    evidence: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def run_f4(results: Path, *, tries: int = 3, variants: list[str] | None = None,
+           kafka_version: str = DEFAULT_KAFKA_VERSION, debug_log: bool = True,
+           timeout_s: float = 600) -> F4Result:
+    """Bring up a 3-node cluster, run the reproducer (``tries`` per variant), tear down, and
+    return the tries with the debug log's evidence. Raises what harness.findings.bringup
+    raises; RuntimeError when the reproducer failed to start (its stderr quoted)."""
+    from harness.findings.bringup import findings_cluster
+
+    run_dir = Path(results) / "f4-repro" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    logs = run_dir / "logs"
+    with findings_cluster(run_dir, kafka_version=kafka_version, proxies=False) as fc:
+        argv = [str(REPRO), "--bootstrap", fc.bootstrap, "--tries", str(tries), "--json"]
+        for v in variants or ["rebalance"]:
+            argv += ["--variant", v]
+        if debug_log:
+            argv += ["--debug-log", str(logs / "librdkafka-debug.log")]
+        proc = fc.run_client(argv, timeout_s, logs / "f4-repro.err")
+        problems = fc.problems
+    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+    (run_dir / "tries.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    summary = next((x["summary"] for x in lines if "summary" in x), None)
+    if proc.returncode != 0 or summary is None:
+        err = (logs / "f4-repro.err").read_text(errors="replace").strip().splitlines()[-5:]
+        raise RuntimeError(f"the reproducer exited with {proc.returncode}: " + " / ".join(err))
+    done = [x for x in lines if "summary" not in x]
+    res = F4Result(run_dir, done, summary, problems=problems)
+    res.evidence = debug_lines(logs / "librdkafka-debug.log")
+    (run_dir / "evidence.txt").write_text("\n".join(res.evidence) + "\n")
+    return res
+
+
+#: the lines that tell the story: each OffsetFetch answer per partition (UNSTABLE_OFFSET_COMMIT),
+#: the partition put back on the pending list, and the offset it is started at
+_DEBUG = re.compile(r"OffsetFetchResponse: .*(UNSTABLE_OFFSET_COMMIT|offset \d+)|back to pending list|"
+                    r"Starting pending assigned partition|Fetching committed offsets for|"
+                    r"Ignoring OffsetFetch response|offset reset \(at offset|Start consuming .* at offset")
+
+
+def debug_lines(path: Path, limit: int = 400) -> list[str]:
+    """librdkafka's cgrp,consumer,topic debug lines of the offset fetches and partition starts
+    (at most ``limit``, the first ones: the story is at the start of each try)."""
+    if not path.is_file():
+        return []
+    out = ["# librdkafka debug log (cgrp,consumer,topic): offset fetches, pending list, partition starts"]
+    with open(path, errors="replace") as fh:
+        for line in fh:
+            if _DEBUG.search(line):
+                out.append(line.rstrip())
+                if len(out) > limit:
+                    break
+    return out
