@@ -1,5 +1,5 @@
-"""``eos-chaos repro f1|f2``: the findings' reproducers on the harness's own cluster
-(docs/findings/F1.md, docs/findings/F2.md)."""
+"""``eos-chaos repro f1|f2|f4``: the findings' reproducers on the harness's own cluster
+(docs/findings/F1.md, docs/findings/F2.md, docs/findings/F4.md)."""
 from __future__ import annotations
 
 import json
@@ -87,3 +87,49 @@ def f2(
         out.print(f"run: {res.run_dir} (f2.json, steps.jsonl, logs/find-hanging.txt, logs/n*.log, kept segments)",
                   highlight=False, soft_wrap=True)
     raise typer.Exit(2 if res.result.get("error") else 0)
+
+
+@repro_app.command("f4")
+def f4(
+    tries: int = typer.Option(3, min=1, help="tries per variant"),
+    variant: list[str] = typer.Option(None, "--variant", help="rebalance (default), no-rebalance, no-pending, "
+                                      "committed-then-assign; repeatable"),
+    kafka_version: Optional[str] = typer.Option(None, help="Apache Kafka version (default 4.3.1)"),
+    results: Path = typer.Option(Path("results"), help="results root folder"),
+    as_json: bool = typer.Option(False, "--json", help="print the tries and the summary as JSON"),
+) -> None:
+    """Finding F4: a rebalance while another transaction holds a partition's offsets makes a
+    read_committed consumer start it at auto.offset.reset (librdkafka). Brings up 3 nodes,
+    runs harness/findings/f4_repro.py in the client namespace and prints the debug lines of
+    the offset fetches and partition starts. Exit 0 when every try ran, 2 on errors."""
+    from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, ArtifactError
+    from harness.findings.f4 import run_f4
+    from harness.findings.f4_repro import VARIANTS, verdict
+
+    bad = [v for v in variant or [] if v not in VARIANTS]
+    if bad:
+        console.print(f"[red]error:[/] unknown variant {bad}; known: {', '.join(VARIANTS)}")
+        raise typer.Exit(2)
+    require_root("eos-chaos repro", "it creates network namespaces")
+    try:
+        res = run_f4(results, tries=tries, variants=variant or None,
+                     kafka_version=kafka_version or DEFAULT_KAFKA_VERSION)
+    except (ArtifactError, RuntimeError, TimeoutError) as exc:
+        console.print(f"[red]error:[/] {type(exc).__name__}: {exc}")
+        raise typer.Exit(2)
+    for p in res.problems:
+        console.print(f"[yellow]note:[/] {p}")
+    if as_json:
+        out.print_json(json.dumps({"run_dir": str(res.run_dir), "summary": res.summary, "tries": res.tries}))
+    else:
+        for line in res.evidence:
+            out.print(line, highlight=False, soft_wrap=True)
+        for t in res.tries:
+            out.print(f"{t['variant']} try {t['try']}: " + (t.get("error") or verdict(t)), highlight=False,
+                      soft_wrap=True)
+        for v, s in res.summary.items():
+            out.print(f"{v}: reproduced {s['reproduced']} of {s['tries']} tries"
+                      + (f" ({s['errors']} errors)" if s["errors"] else ""), highlight=False)
+        out.print(f"run: {res.run_dir} (tries.jsonl, evidence.txt, logs/librdkafka-debug.log)",
+                  highlight=False, soft_wrap=True)
+    raise typer.Exit(2 if any(s["errors"] for s in res.summary.values()) else 0)

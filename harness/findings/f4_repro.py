@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         s = summary.setdefault(variant, {"tries": 0, "reproduced": 0, "errors": 0})
         for i in range(args.tries):
             try:
-                res = run_try(args, admin, brokers, i, variant, nonce + variant[:2], debug_log)
+                res = run_try(args, admin, brokers, i, variant, f"{nonce}v{VARIANTS.index(variant)}", debug_log)
             except (SetupError, KafkaException) as exc:
                 res = {"try": i, "variant": variant, "error": f"{type(exc).__name__}: {exc}"}
                 s["errors"] += 1

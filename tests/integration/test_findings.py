@@ -1,4 +1,4 @@
-"""The findings' reproducers on the real cluster (docs/findings/F1.md, F2.md): each must still
+"""The findings' reproducers on the real cluster (docs/findings/F1.md, F2.md, F4.md): each must still
 show its defect with the client and broker versions the harness pins. When a fixed librdkafka
 or Kafka makes one of these fail, the finding is fixed upstream: update the document and turn
 the test around."""
@@ -8,6 +8,7 @@ import pytest
 
 from harness.findings.f1 import run_f1
 from harness.findings.f2 import run_f2
+from harness.findings.f4 import run_f4
 
 pytestmark = pytest.mark.integration
 
@@ -43,3 +44,20 @@ def test_f2_leaderless_partition_keeps_a_committed_transaction_open(results_root
                for h in r["hanging"]), r["hanging"]
     assert (res.run_dir / "logs" / "find-hanging.txt").is_file()
     assert r["verdict"]["valid"] is False
+
+
+def test_f4_rebalance_while_a_transaction_holds_offsets_starts_at_auto_offset_reset(results_root):
+    res = run_f4(results_root, tries=1, variants=["rebalance", "no-rebalance"])
+    by = {t["variant"]: t for t in res.tries}
+    assert not any("error" in t for t in res.tries), res.tries
+    # the rebalance lands while txn 2 holds the offsets: C1 starts T-0 at 0, not at 50 ...
+    bad = by["rebalance"]
+    assert bad["reproduced"] and ["C1", 0, 0] in bad["below_committed"], bad
+    assert "0" in bad["first_before_abort"]["C1"]  # ... and reads it while the txn is still open
+    # control: no rebalance, the same open transaction: C1 waits and starts at the committed offset
+    ok = by["no-rebalance"]
+    assert not ok["reproduced"] and ok["first_before_abort"]["C1"] == {}
+    assert {p: f[0] for p, f in ok["members"]["C1"]["first"].items()} == {"0": 50, "1": 50}
+    text = "\n".join(res.evidence)
+    assert "back to pending list because on-going transaction is blocking offset retrieval" in text
+    assert "at offset INVALID" in text
