@@ -145,11 +145,27 @@ def run_scenario(scn: Scenario, results_root: Path, *, source: str | None = None
         discard_node_data(run_dir)
         raise
     progress.phase = "check"
+    if scn.windows.every_s:
+        # a soak: the final check and the report hold the whole history; in a child process,
+        # so the controller's RSS stays what its windows showed (issue 25, section 3)
+        verdict, report, more = finish_in_child(run_dir, meta, keep_data)
+    else:
+        verdict, report, more = finish(run_dir, meta, keep_data, progress)
+    progress.phase = "done"
+    return RunResult(run_dir, verdict, report, problems + more)
+
+
+def finish(run_dir: Path, meta: dict, keep_data: bool, progress: Progress | None = None
+           ) -> tuple[Verdict, Path | None, list[str]]:
+    """Check the run folder (verdict.json), keep or delete the brokers' data
+    (``settle_node_data``) and render report.html. Returns the verdict, the report's path
+    (None when it could not be rendered) and the problems to add to the run's."""
     # the run folder as any later reader sees it: meta.json, scenario.yaml's expected (checkers.run)
     verdict = check_run(run_dir)
     RunDir(run_dir).write_verdict(verdict)
-    problems += settle_node_data(run_dir, verdict, meta, keep_data)
-    progress.phase = "report"
+    problems = settle_node_data(run_dir, verdict, meta, keep_data)
+    if progress is not None:
+        progress.phase = "report"
     report = None
     try:
         from harness.report import render_report
@@ -157,8 +173,31 @@ def run_scenario(scn: Scenario, results_root: Path, *, source: str | None = None
         report = render_report(run_dir)
     except Exception as exc:  # the verdict stands without a report; say why there is none
         problems.append(f"report could not be rendered: {type(exc).__name__}: {exc}")
-    progress.phase = "done"
-    return RunResult(run_dir, verdict, report, problems)
+    return verdict, report, problems
+
+
+def _finish_child(run_dir: str, meta: dict, keep_data: bool) -> tuple[str | None, list[str]]:
+    _, report, problems = finish(Path(run_dir), meta, keep_data)
+    return (str(report) if report else None), problems
+
+
+def finish_in_child(run_dir: Path, meta: dict, keep_data: bool) -> tuple[Verdict, Path | None, list[str]]:
+    """``finish`` in a spawned process (a fresh interpreter: nothing of the controller's memory
+    is shared or copied); the verdict is read back from verdict.json. A child that dies (e.g.
+    killed for memory) gives an unknown verdict that says so, and no report."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    try:
+        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as ex:
+            report, problems = ex.submit(_finish_child, str(run_dir), meta, keep_data).result()
+    except Exception as exc:  # BrokenProcessPool, or what finish raised (FileNotFoundError ...)
+        why = f"the final check's child process failed: {type(exc).__name__}: {exc}"
+        verdict = Verdict.coerce(None)
+        verdict.unknown_reasons = [why]
+        RunDir(run_dir).write_verdict(verdict)
+        return verdict, None, [why]
+    return Verdict.coerce(RunDir(run_dir).read_verdict()), (Path(report) if report else None), problems
 
 
 def discard_node_data(run_dir: Path) -> None:

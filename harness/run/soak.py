@@ -13,7 +13,8 @@ the history and its RSS stays flat. Each window becomes one line of ``windows.js
 
 With ``stop_on_invalid`` the first invalid window sets the run's ``stop`` event (the load
 ends early; heal, drain and the full check still run) and ``stopped`` says which window and
-anomalies. The final verdict is the full check at the end, as without windows.
+anomalies. The final verdict is the full check at the end, as without windows; for a run with
+windows it runs in a spawned child with the report (``harness.run.runner.finish_in_child``).
 """
 from __future__ import annotations
 
