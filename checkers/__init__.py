@@ -26,7 +26,7 @@ _WHERE: dict[str, str] = {
     "History": "history", "load_history": "history",
     "inconsistent_offsets_cases": "inconsistent_offsets", "lost_write_cases": "lost_write",
     "nonmonotonic_poll_cases": "nonmonotonic_poll", "nonmonotonic_send_cases": "nonmonotonic_send",
-    "pipeline_cases": "pipeline", "poll_skip_cases": "poll_skip",
+    "pipeline_cases": "pipeline", "pipeline_window_cases": "pipeline", "poll_skip_cases": "poll_skip",
     "precommitted_read_cases": "precommitted_read", "realtime_lag_cases": "realtime_lag",
     "RunDir": "run", "RunMeta": "run", "Verdict": "run",
     "sink_cases": "sink", "stalled_lso_cases": "stalled_lso",

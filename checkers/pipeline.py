@@ -76,14 +76,11 @@ def pipeline_cases(h: History, pipeline: dict | None = None) -> list[dict]:
     ``pipeline`` there are no cases. Example: {"anomaly", "input": {"key", "value",
     "offset", "pos"}, "output_key", "outputs": {"offsets", "writers"}, "explanation"}.
     """
-    if not pipeline or not isinstance(pipeline.get("keys"), dict):
-        return []
     kid = {k: i for i, k in enumerate(h.keys)}
-    mapping = {kid[i]: kid.get(o) for i, o in pipeline["keys"].items() if i in kid}
-    if not mapping:
+    m = _key_map(h, pipeline)
+    if m is None:
         return []
-    m = pl.DataFrame({"key": list(mapping), "out_key": [mapping[k] for k in mapping]},
-                     schema={"key": pl.UInt32, "out_key": pl.UInt32})
+    mapping = dict(zip(m["key"].to_list(), m["out_key"].to_list()))
     inp = log(h).join(m, on="key", how="inner")
     occ = _occurrences(h).rename({"key": "out_key"})
     div = pipeline.get("value_divisor")
@@ -142,6 +139,82 @@ def pipeline_cases(h: History, pipeline: dict | None = None) -> list[dict]:
         case("offsets-behind", row, f"has committed output, yet {group}'s committed offset "
              f"{row['committed_offset']} is not past it")
     out += _stalled(h, j, group)
+    return out
+
+
+def _key_map(h: History, pipeline: dict | None) -> pl.DataFrame | None:
+    """(key, out_key) of ``pipeline["keys"]`` as key ids of ``h`` (out_key null when the
+    output key is not in ``h``); None without a mapping or when no input key is in ``h``."""
+    if not pipeline or not isinstance(pipeline.get("keys"), dict):
+        return None
+    kid = {k: i for i, k in enumerate(h.keys)}
+    mapping = {kid[i]: kid.get(o) for i, o in pipeline["keys"].items() if i in kid}
+    if not mapping:
+        return None
+    return pl.DataFrame({"key": list(mapping), "out_key": [mapping[k] for k in mapping]},
+                        schema={"key": pl.UInt32, "out_key": pl.UInt32})
+
+
+def pipeline_window_cases(h: History, pipeline: dict | None = None) -> list[dict]:
+    """eos-duplicate as a *window finder* (checkers/windows.py): the cases of
+    ``pipeline_cases`` that hold on any contiguous slice of a history, so a soak's window
+    check can stop the load at the first one.
+
+    A case: a committed input record (a row of the input key's committed log) whose output
+    key holds records written by two or more distinct ops that completed ``ok`` (commit
+    returned), each carrying that input value (``output // value_divisor``, or the value
+    itself without a divisor). Only ``ok`` writers count: an ``info`` op (outcome unknown,
+    also an op whose completion lies after the slice) or a ``fail`` op never does, and the
+    number of output offsets is not used. Every ``ok`` write is committed in the whole
+    history too, so there the same input value has at least as many committed writer ops:
+    ``pipeline_cases`` reports eos-duplicate for it (the argument and its one exception:
+    checkers/windows.py's module docstring).
+
+    Without ``pipeline`` (or a mapping none of whose input keys is in ``h``) there are no
+    cases. Example: as ``pipeline_cases``' ({"anomaly", "input": {"key", "value", "offset",
+    "pos"}, "output_key", "outputs": {"offsets", "writers"}, "explanation"}), with the
+    slice's positions and its ``ok`` writers only.
+    """
+    m = _key_map(h, pipeline)
+    if m is None:
+        return []
+    out_keys = m["out_key"].drop_nulls().unique()
+    if out_keys.is_empty():
+        return []
+    w = writes(h).filter((pl.col("type") == "ok") & pl.col("key").is_in(out_keys.implode()))
+    if w.is_empty():
+        return []
+    div = pipeline.get("value_divisor")
+    if div:
+        w = w.with_columns(pl.col("value") // int(div))
+    occ = (w.group_by(pl.col("key").alias("out_key"), "value")
+           .agg(writers=pl.col("op").unique().sort(), offsets=pl.col("offset").drop_nulls().unique().sort())
+           .filter(pl.col("writers").list.len() > 1))
+    if occ.is_empty():
+        return []
+    j = (log(h).join(m, on="key", how="inner")
+         .join(occ, on=["out_key", "value"], how="inner").sort("key", "pos"))
+    out = []
+    refs: dict[int, tuple[dict, str]] = {}  # op -> (op_ref, describe_op): a batch shares its writers
+
+    def ref(op: int) -> tuple[dict, str]:
+        if op not in refs:
+            refs[op] = (h.op_ref(op), describe_op(h, op))
+        return refs[op]
+
+    for row in j.iter_rows(named=True):
+        ik, ok_ = h.keys[row["key"]], h.keys[row["out_key"]]
+        ws = row["writers"]
+        names = ", ".join(ref(op)[1] for op in ws[:3])
+        out.append({
+            "anomaly": "eos-duplicate",
+            "input": {"key": ik, "value": row["value"], "offset": row["offset"], "pos": row["pos"]},
+            "output_key": ok_,
+            "outputs": {"offsets": row["offsets"], "writers": [dict(ref(op)[0]) for op in ws[:5]]},
+            "explanation": f"input value {row['value']} at offset {row['offset']} of {ik} yields "
+                           f"committed records on {ok_} from {len(ws)} ops that completed ok "
+                           f"(offsets {row['offsets']}; written by {names})",
+        })
     return out
 
 

@@ -53,18 +53,36 @@ finder judges a read by its writer unless the writer is in the slice.
   realtime (A completed ok before B was invoked) edges are the same. So a cycle of the slice
   maps to a cycle of the whole with the same edge kinds, which the whole's search (each
   anomaly on its own, Elle) finds under the same name.
+* eos-duplicate (``checkers.pipeline.pipeline_window_cases``; it needs the run's ``pipeline``
+  mapping, meta.json): a committed input record of the slice whose output key holds records
+  carrying its value (``output // value_divisor``) written by two or more distinct ops that
+  completed ``ok``. An op is ``ok`` in the slice only when its invoke and its completion are
+  both there, and then it is the same op, ``ok``, in the whole (a process's lines are in op
+  order; a cut op reads ``info``); ``info`` and ``fail`` writers are never counted. Every
+  ``ok`` write is committed in the whole, so ``pipeline_cases`` (committed writer ops of the
+  output key, grouped by the input value they carry; more than one is eos-duplicate) counts
+  at least those writers for the same input value; the input record, and each writer's
+  output record with a known offset, are in the whole's committed log, as the slice's log is
+  a subset of it (the one exception, an offset held in the whole by a ``fail`` write or by
+  another value, is G1a or inconsistent-offsets there). Not used: the whole check's count of
+  output offsets (the ``ok`` writer ops are what a slice vouches for) and ``info`` writers
+  whose value was read (an ``info`` of the slice may be ``fail`` in the whole).
 
 Not window finders: lost-write and unseen (a write is lost only against reads after it, the
 final drain), torn-transaction (the final drain), zombie-write (instances are ordered by their
 ``init``, which may lie before the slice), ``impossible_cycle_cases`` (a ww edge between
 positions that are not adjacent in the whole bounds I(A) < C(B) directly, which the whole's
 event graph, built from adjacent positions only, need not contain: a window could fail what
-the final check passes), pipeline, sink and app checks (inputs against outputs after the
-drain), and the liveness reports stalled-lso, realtime-lag and unavailable (bounds over the
-whole run and its end).
+the final check passes), the rest of the pipeline check (eos-loss, offsets-ahead/-behind,
+pipeline-stalled), the sink and app checks (inputs against outputs after the drain), and the
+liveness reports stalled-lso, realtime-lag and unavailable (bounds over the whole run and its
+end).
 
-``python -m checkers.windows HISTORY --start B --end B [--allowed NAME ...]`` judges one byte
-range and prints a JSON summary (``summary``); the harness runs it as a child process.
+``python -m checkers.windows HISTORY --start B --end B [--meta RUN_DIR] [--allowed NAME ...]``
+judges one byte range and prints a JSON summary (``summary``); the harness runs it as a child
+process with ``--meta`` the run folder (``read_meta``: its meta.json, written when the load
+started, holds the pipeline mapping; an app with ``semantics: at-least-once`` allows
+eos-duplicate, as in ``checkers.verdict.check``).
 """
 
 from __future__ import annotations
@@ -82,14 +100,18 @@ import orjson
 
 from .history import load_history
 from .log import index
-from .run import RunMeta, Verdict
+from .pipeline import pipeline_window_cases
+from .run import RunDir, RunMeta, Verdict
 from .verdict import FINDERS, fold, judgeable, malformed
 
 #: the finders whose cases on a contiguous slice are cases of the whole history (module docstring)
 WINDOW_FINDER_NAMES = ("duplicate_cases", "inconsistent_offsets_cases", "g1a_cases",
                        "poll_skip_cases", "nonmonotonic_poll_cases", "precommitted_read_cases",
-                       "nonmonotonic_send_cases", "cycle_cases")
-WINDOW_FINDERS = tuple(f for f in FINDERS if f[0] in WINDOW_FINDER_NAMES)
+                       "nonmonotonic_send_cases", "cycle_cases", "pipeline_window_cases")
+#: FINDERS' window finders, then eos-duplicate's window form (checkers.pipeline; it needs the
+#: run's ``pipeline`` mapping: ``check_slice(meta=...)``, ``--meta``)
+WINDOW_FINDERS = tuple(f for f in FINDERS if f[0] in WINDOW_FINDER_NAMES) + (
+    ("pipeline_window_cases", pipeline_window_cases, lambda m: {"pipeline": m.pipeline}),)
 NS = 1_000_000_000
 _COMPLETIONS = (b"ok", b"fail", b"info")
 
@@ -243,12 +265,16 @@ def slice_lines(data: bytes) -> tuple[list[bytes], int]:
 
 def check_slice(source: str | Path | bytes | Iterable[bytes], byte_range: tuple[int, int] | None = None,
                 allowed: Iterable[str] = (), max_examples: int = 3,
-                finders: tuple = WINDOW_FINDERS) -> tuple[Verdict, dict]:
+                finders: tuple = WINDOW_FINDERS, meta: RunMeta | dict | None = None) -> tuple[Verdict, dict]:
     """Judge one slice of a history with the window finders (``finders``, default
-    ``WINDOW_FINDERS``; any subset of ``checkers.verdict.FINDERS`` entries).
+    ``WINDOW_FINDERS``; entries shaped as ``checkers.verdict.FINDERS``').
 
     ``source``: a history.jsonl path with ``byte_range`` (start, end) in bytes (None: the whole
     file), the slice's bytes, or its lines. ``allowed``: the scenario's expected names.
+    ``meta``: the run's meta.json (a RunMeta or a dict; None: defaults): its ``pipeline``
+    mapping lets eos-duplicate be found (without it that finder finds nothing), and an app
+    with ``semantics: at-least-once`` allows eos-duplicate, as ``checkers.verdict.check`` does;
+    a meta field that does not validate is an unknown reason.
     Returns (Verdict, facts): the verdict as ``checkers.verdict.fold`` makes it (``valid``
     False when a window finder found a name not allowed; "unknown" when the slice holds no
     completed read or write, is not well-formed, or a finder crashed), and facts ``lines``
@@ -264,7 +290,10 @@ def check_slice(source: str | Path | bytes | Iterable[bytes], byte_range: tuple[
         data = b"\n".join(source)
     lines, dropped = slice_lines(data)
     del data
-    meta = RunMeta()
+    meta, meta_problems = RunMeta.coerce(meta)
+    allowed = set(allowed)
+    if meta.app and meta.app.get("semantics") == "at-least-once":  # as check(): duplicates declared
+        allowed.add("eos-duplicate")
     with tempfile.TemporaryDirectory(prefix="eosc-window-") as tmp:
         path = Path(tmp) / "slice.jsonl"
         with open(path, "wb") as fh:
@@ -274,7 +303,7 @@ def check_slice(source: str | Path | bytes | Iterable[bytes], byte_range: tuple[
         n_lines = len(lines)
         del lines
         h = load_history(path, index_gaps=False)
-        unknown = judgeable(h)
+        unknown = meta_problems + judgeable(h)
         try:  # shared by the finders; a failure here is reported by each of them
             index(h)
         except Exception:  # noqa: BLE001
@@ -299,6 +328,17 @@ def summary(v: Verdict, facts: dict) -> dict:
             "unknown_reasons": [r[:300] for r in v.unknown_reasons[:3]], **facts}
 
 
+def read_meta(meta: str | Path | None, history: str | Path) -> tuple[RunMeta, list[str]]:
+    """(RunMeta, problems) of the window child: a run folder's meta.json as
+    ``RunDir.read_meta`` reads it (absent: the defaults, so no pipeline mapping; unreadable:
+    the defaults and a problem). ``meta``: the run folder or its meta.json; None: the folder
+    of ``history``."""
+    path = Path(history).parent if meta is None else Path(meta)
+    if path.name == RunDir.META and not path.is_dir():
+        path = path.parent
+    return RunDir(path).read_meta()
+
+
 def main(argv: list[str] | None = None) -> int:
     """The child process of a window check: prints ``summary`` as one JSON line. Exit 0
     whatever the verdict; non-zero only when the slice could not be checked."""
@@ -307,9 +347,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--start", type=int, required=True, help="first byte of the slice")
     ap.add_argument("--end", type=int, required=True, help="byte after the slice's last line")
     ap.add_argument("--allowed", nargs="*", default=[], help="the scenario's expected names")
+    ap.add_argument("--meta", help="the run's meta.json or its folder (the pipeline mapping, for "
+                                   "eos-duplicate; default: the meta.json beside HISTORY, if any)")
     a = ap.parse_args(argv)
     t0 = time.process_time()
-    v, facts = check_slice(a.history, (a.start, a.end), allowed=a.allowed)
+    meta, problems = read_meta(a.meta, a.history)
+    v, facts = check_slice(a.history, (a.start, a.end), allowed=a.allowed, meta=meta)
+    v.mark_unknown(*problems)
     out = summary(v, facts)
     out["cpu_s"] = round(time.process_time() - t0, 2)
     sys.stdout.write(orjson.dumps(out).decode() + "\n")

@@ -4,8 +4,9 @@
 ``checkers.windows.WindowTracker`` (it reads only the bytes appended since its last look, at
 most READ_CHUNK at a time, and keeps one entry per process and open window: nothing per
 event), and checks each closed window's slice in a child process
-(``python -m checkers.windows``, at nice 10, one at a time), so the controller never holds
-the history and its RSS stays flat. Each window becomes one line of ``windows.jsonl``:
+(``python -m checkers.windows``, at nice 10, one at a time, given the run folder for its
+meta.json: the pipeline mapping), so the controller never holds the history and its RSS stays
+flat. Each window becomes one line of ``windows.jsonl``:
 
     {"k", "start_s", "end_s", "slice_bytes": [start, end], "events", "lines", "ops",
      "valid", "anomaly_counts", "failing", "examples", "unknown_reasons", "check_s",
@@ -110,8 +111,11 @@ class WindowChecks:
         row: dict = {"k": w.k, "start_s": w.start_ns / 1e9, "end_s": w.end_ns / 1e9,
                      "slice_bytes": [w.slice_start, w.slice_end], "events": w.events}
         t0 = time.monotonic()
+        # --meta: the run folder's meta.json, written when the load started (the pipeline mapping
+        # eos-duplicate needs, checkers.windows)
         cmd = [sys.executable, "-m", "checkers.windows", str(self.history.path),
-               "--start", str(w.slice_start), "--end", str(w.slice_end), "--allowed", *self.allowed]
+               "--start", str(w.slice_start), "--end", str(w.slice_end), "--meta", str(self.run_dir),
+               "--allowed", *self.allowed]
         try:
             self._child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                            preexec_fn=lambda: os.nice(NICE), env=_child_env())

@@ -1,6 +1,7 @@
 """Window checks (checkers/windows.py, issue 25 section 3): a case found on a slice stays found.
 
-* Random contiguous slices of simulated correct histories are never invalid under the window
+* Random contiguous slices of simulated correct histories (half of them eos-pipelines, with
+  their pipeline mapping: eos-duplicate is a window finder) are never invalid under the window
   finders; the same property with a naive finder set (the window finders plus lost-write,
   unseen, torn-transaction, zombie-write and the impossible-cycle finder) fails on a slice
   that cuts the final drain, so the property can fail.
@@ -20,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from checkers.simulate import simulate
+from checkers.simulate import pipeline_meta, simulate
 from checkers.verdict import FINDERS
 from checkers.windows import NS, WINDOW_FINDERS, WindowTracker, check_slice, slice_lines
 
@@ -29,11 +30,15 @@ NAIVE = WINDOW_FINDERS + tuple(f for f in FINDERS if f[0] in (
     "lost_write_cases", "unseen_cases", "torn_transaction_cases", "zombie_write_cases",
     "impossible_cycle_cases"))
 
+# processors > 0: the eos-pipeline (checkers.simulate), judged with its pipeline mapping (META)
 histories = st.builds(
-    lambda seed, n, aborts, crashes, producers: simulate(
-        n, seed=seed, n_keys=4, n_producers=producers, abort_rate=aborts, crash_rate=crashes),
+    lambda seed, n, aborts, crashes, producers, processors: simulate(
+        n, seed=seed, n_keys=4, n_producers=producers, abort_rate=aborts, crash_rate=crashes,
+        n_processors=processors),
     seed=st.integers(0, 10_000), n=st.integers(30, 300), aborts=st.sampled_from([0.1, 0.3, 0.6]),
-    crashes=st.sampled_from([0.002, 0.05, 0.2]), producers=st.integers(1, 4))
+    crashes=st.sampled_from([0.002, 0.05, 0.2]), producers=st.integers(1, 4),
+    processors=st.sampled_from([0, 0, 1, 3]))
+META = pipeline_meta(4)
 
 
 def _lines(events: list[dict]) -> list[bytes]:
@@ -53,7 +58,7 @@ slices = st.tuples(histories, st.floats(0, 1), st.floats(0, 1))
 @given(slices)
 def test_a_slice_of_a_correct_history_is_never_invalid(args):
     events, a, b = args
-    v, facts = check_slice(_slice(events, a, b))
+    v, facts = check_slice(_slice(events, a, b), meta=META)
     assert v.valid is not False, (v.anomaly_counts, facts)
     assert not v.anomaly_counts, v.anomaly_counts
 

@@ -1,5 +1,6 @@
 """harness.run.soak: the window loop of a run, on a history written by a HistoryWriter
-(no cluster): windows.jsonl rows, the stop on an invalid window, a crashing child."""
+(no cluster): windows.jsonl rows, the stop on an invalid window (G1a; eos-duplicate, with the
+pipeline mapping of the run folder's meta.json), a crashing child."""
 from __future__ import annotations
 
 import json
@@ -9,7 +10,7 @@ import time
 import pytest
 
 import harness.run.soak as hw
-from checkers.simulate import simulate
+from checkers.simulate import PIPELINE_FACTOR, pipeline_meta, simulate
 from harness.run.history_writer import HistoryWriter
 from harness.run.scenario import Scenario
 
@@ -65,6 +66,36 @@ def test_an_invalid_window_stops_the_load(tmp_path):
     bad = _rows(tmp_path)[-1]
     assert bad["valid"] is False and bad["anomaly_counts"] == {"G1a": 1} and "aborted" in bad["examples"]["G1a"]
     assert hw.stop_line(wc.stopped).startswith(f"stopped at window {wc.stopped['window']} (")
+
+
+def test_a_duplicated_pipeline_batch_stops_the_load(tmp_path):
+    # a simulated eos-pipeline; at about 0.6 s a second processor (a zombie, a new process)
+    # commits a batch that an ok txn just committed, with outputs of its own (offsets unknown:
+    # no place in the log, so no ww edge): eos-duplicate, which the window child finds with the
+    # pipeline mapping of meta.json in the run folder
+    events = simulate(1500, seed=4, n_keys=4, abort_rate=0.3, n_processors=3)
+    at = next(i for i, e in enumerate(events) if e["f"] == "txn" and e["type"] == "ok"
+              and e["value"][0][0] == "poll" and e["time"] > 0.6e9)
+    done = events[at]
+    sends = [[m[0], m[1], [None, m[2][1] // PIPELINE_FACTOR * PIPELINE_FACTOR + 999_000]]
+             for m in done["value"][1:]]
+    meta = {"transactional_id": "eosc-proc-zombie", "group_id": "eosc-proc"}
+    zombie = [{"time": done["time"] + 1, "process": 10_000, "type": "invoke", "f": "txn", "meta": meta,
+               "value": [["poll"]] + [[m[0], m[1], m[2][1]] for m in sends]},
+              {"time": done["time"] + 2, "process": 10_000, "type": "ok", "f": "txn", "meta": meta,
+               "value": [done["value"][0]] + sends}]
+    (tmp_path / "meta.json").write_text(json.dumps(pipeline_meta(4)))
+    w = HistoryWriter(tmp_path / "history.jsonl")
+    for e in events[:at + 1] + zombie + events[at + 1:]:
+        w.append({k: v for k, v in e.items() if k != "index"})
+    stop = threading.Event()
+    wc = _run(w, tmp_path, stop, lambda wc: stop.is_set())
+    assert stop.is_set() and wc.stopped["anomalies"] == ["eos-duplicate"], _rows(tmp_path)
+    assert wc.stopped["window"] in (1, 2, 3)
+    bad = _rows(tmp_path)[-1]
+    assert bad["anomaly_counts"]["eos-duplicate"] == len(sends)
+    assert "from 2 ops that completed ok" in bad["examples"]["eos-duplicate"]
+    assert all(r["valid"] is True for r in _rows(tmp_path)[:-1])
 
 
 def test_a_crashing_check_is_written_and_the_loop_goes_on(tmp_path, monkeypatch):
