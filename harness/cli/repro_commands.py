@@ -27,34 +27,11 @@ def f1(
     (librdkafka). Brings up 3 nodes with toxiproxy in front, runs harness/findings/f1_repro.py
     in the client namespace, keeps the segments and prints Kafka's DumpLogSegments lines of
     each try's partition. Exit 0 when every try ran (whatever it showed), 2 on errors."""
-    from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, ArtifactError
     from harness.findings.f1 import run_f1
     from harness.findings.f1_repro import VARIANTS
 
-    bad = [v for v in variant or [] if v not in VARIANTS]
-    if bad:
-        console.print(f"[red]error:[/] unknown variant {bad}; known: {', '.join(VARIANTS)}")
-        raise typer.Exit(2)
-    require_root("eos-chaos repro", "it creates network namespaces")
-    try:
-        res = run_f1(results, tries=tries, variants=variant or None,
-                     kafka_version=kafka_version or DEFAULT_KAFKA_VERSION)
-    except (ArtifactError, RuntimeError, TimeoutError) as exc:
-        console.print(f"[red]error:[/] {type(exc).__name__}: {exc}")
-        raise typer.Exit(2)
-    for p in res.problems:
-        console.print(f"[yellow]note:[/] {p}")
-    if as_json:
-        out.print_json(json.dumps({"run_dir": str(res.run_dir), "summary": res.summary, "tries": res.tries}))
-    else:
-        for line in res.evidence:
-            out.print(line, highlight=False, soft_wrap=True)
-        for v, s in res.summary.items():
-            out.print(f"{v}: reproduced {s['reproduced']} of {s['tries']} tries"
-                      + (f" ({s['errors']} errors)" if s["errors"] else ""), highlight=False)
-        out.print(f"run: {res.run_dir} (tries.jsonl, evidence.txt, logs/librdkafka-debug.log, kept segments)",
-                  highlight=False, soft_wrap=True)
-    raise typer.Exit(2 if any(s["errors"] for s in res.summary.values()) else 0)
+    res = _run_tries(run_f1, VARIANTS, variant, tries, results, kafka_version)
+    _print_tries(res, as_json, "tries.jsonl, evidence.txt, logs/librdkafka-debug.log, kept segments")
 
 
 @repro_app.command("f2")
@@ -102,21 +79,36 @@ def f4(
     read_committed consumer start it at auto.offset.reset (librdkafka). Brings up 3 nodes,
     runs harness/findings/f4_repro.py in the client namespace and prints the debug lines of
     the offset fetches and partition starts. Exit 0 when every try ran, 2 on errors."""
-    from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, ArtifactError
     from harness.findings.f4 import run_f4
     from harness.findings.f4_repro import VARIANTS, verdict
 
-    bad = [v for v in variant or [] if v not in VARIANTS]
+    res = _run_tries(run_f4, VARIANTS, variant, tries, results, kafka_version)
+    _print_tries(res, as_json, "tries.jsonl, evidence.txt, logs/librdkafka-debug.log", verdict)
+
+
+def _run_tries(run, known: tuple[str, ...], variant: list[str] | None, tries: int, results: Path,
+               kafka_version: str | None):
+    """``run(results, tries=, variants=, kafka_version=)`` (harness.findings.f1/f4) after
+    checking the variants and root; its start errors end the command with one line, exit 2."""
+    from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, ArtifactError
+
+    bad = [v for v in variant or [] if v not in known]
     if bad:
-        console.print(f"[red]error:[/] unknown variant {bad}; known: {', '.join(VARIANTS)}")
+        console.print(f"[red]error:[/] unknown variant {bad}; known: {', '.join(known)}")
         raise typer.Exit(2)
     require_root("eos-chaos repro", "it creates network namespaces")
     try:
-        res = run_f4(results, tries=tries, variants=variant or None,
-                     kafka_version=kafka_version or DEFAULT_KAFKA_VERSION)
+        return run(results, tries=tries, variants=variant or None,
+                   kafka_version=kafka_version or DEFAULT_KAFKA_VERSION)
     except (ArtifactError, RuntimeError, TimeoutError) as exc:
         console.print(f"[red]error:[/] {type(exc).__name__}: {exc}")
         raise typer.Exit(2)
+
+
+def _print_tries(res, as_json: bool, files: str, verdict=None) -> None:
+    """A tries-based reproducer's result (harness.findings.f1/f4): notes, then the JSON, or
+    the evidence lines, one line per try (when ``verdict`` says it), the summary per variant
+    and the run folder; exits 2 when a try stopped on an error, else 0."""
     for p in res.problems:
         console.print(f"[yellow]note:[/] {p}")
     if as_json:
@@ -124,12 +116,11 @@ def f4(
     else:
         for line in res.evidence:
             out.print(line, highlight=False, soft_wrap=True)
-        for t in res.tries:
+        for t in res.tries if verdict is not None else []:
             out.print(f"{t['variant']} try {t['try']}: " + (t.get("error") or verdict(t)), highlight=False,
                       soft_wrap=True)
         for v, s in res.summary.items():
             out.print(f"{v}: reproduced {s['reproduced']} of {s['tries']} tries"
                       + (f" ({s['errors']} errors)" if s["errors"] else ""), highlight=False)
-        out.print(f"run: {res.run_dir} (tries.jsonl, evidence.txt, logs/librdkafka-debug.log)",
-                  highlight=False, soft_wrap=True)
+        out.print(f"run: {res.run_dir} ({files})", highlight=False, soft_wrap=True)
     raise typer.Exit(2 if any(s["errors"] for s in res.summary.values()) else 0)

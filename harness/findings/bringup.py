@@ -10,6 +10,7 @@ what teardown could not undo are in ``FindingsCluster.problems``.
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from contextlib import contextmanager
@@ -24,6 +25,19 @@ from harness.cluster.netns_backend import NetnsBackend
 from harness.cluster.service import ClusterService
 from harness.cluster.session import ClusterSession
 from harness.cluster.toxiproxy_server import API_HOST, API_PORT
+
+
+@dataclass
+class TriesResult:
+    """What a tries-based reproducer run returns (harness.findings.f1, f4): its run folder,
+    one dict per try as the reproducer printed it, the summary per variant, the evidence lines
+    (also in evidence.txt) and what the cluster's teardown could not undo."""
+
+    run_dir: Path
+    tries: list[dict]
+    summary: dict
+    evidence: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -69,3 +83,17 @@ def findings_cluster(run_dir: Path, *, kafka_version: str, nodes: int = 3, proxi
     fc = FindingsCluster(run_dir, service, backend)
     with ClusterSession(service, problems=fc.problems):
         yield fc
+
+
+def reproducer_tries(proc: subprocess.CompletedProcess, run_dir: Path, err_log: Path) -> tuple[list[dict], dict]:
+    """The tries and the summary a standalone reproducer printed with ``--json`` (one object
+    per try, then ``{"summary": ...}``), also written to ``run_dir/tries.jsonl``. Raises
+    RuntimeError quoting the last lines of ``err_log`` when it exited non-zero or printed no
+    summary."""
+    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+    (run_dir / "tries.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    summary = next((x["summary"] for x in lines if "summary" in x), None)
+    if proc.returncode != 0 or summary is None:
+        err = err_log.read_text(errors="replace").strip().splitlines()[-5:] if err_log.is_file() else []
+        raise RuntimeError(f"the reproducer exited with {proc.returncode}: " + " / ".join(err))
+    return [x for x in lines if "summary" not in x], summary

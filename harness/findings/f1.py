@@ -9,35 +9,27 @@ reproducer prints them), ``logs/`` (broker logs, ``f1-repro.err``, ``librdkafka-
 """
 from __future__ import annotations
 
-import json
 import re
 import subprocess
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, dump_log_command
+from harness.findings.bringup import TriesResult
 
 REPRO = Path(__file__).with_name("f1_repro.py")
 
 
-@dataclass
-class F1Result:
-    run_dir: Path
-    tries: list[dict]
-    summary: dict
-    evidence: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
 
 
 def run_f1(results: Path, *, tries: int = 3, variants: list[str] | None = None,
            kafka_version: str = DEFAULT_KAFKA_VERSION, debug_log: bool = True,
-           timeout_s: float = 600) -> F1Result:
+           timeout_s: float = 600) -> TriesResult:
     """Bring up a 3-node cluster with toxiproxy, run the reproducer (``tries`` per variant),
     tear down keeping the segments, and return the tries with the DumpLogSegments lines of
     each try's records. Raises what harness.findings.bringup raises; RuntimeError when the
     reproducer failed to start (its stderr quoted)."""
-    from harness.findings.bringup import findings_cluster
+    from harness.findings.bringup import findings_cluster, reproducer_tries
 
     run_dir = Path(results) / "f1-repro" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     logs = run_dir / "logs"
@@ -50,14 +42,8 @@ def run_f1(results: Path, *, tries: int = 3, variants: list[str] | None = None,
             argv += ["--debug-log", str(logs / "librdkafka-debug.log")]
         proc = fc.run_client(argv, timeout_s, logs / "f1-repro.err")
         problems = fc.problems
-    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
-    (run_dir / "tries.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    summary = next((x["summary"] for x in lines if "summary" in x), None)
-    if proc.returncode != 0 or summary is None:
-        err = (logs / "f1-repro.err").read_text(errors="replace").strip().splitlines()[-5:]
-        raise RuntimeError(f"the reproducer exited with {proc.returncode}: " + " / ".join(err))
-    done = [x for x in lines if "summary" not in x]
-    res = F1Result(run_dir, done, summary, problems=problems)
+    done, summary = reproducer_tries(proc, run_dir, logs / "f1-repro.err")
+    res = TriesResult(run_dir, done, summary, problems=problems)
     res.evidence = evidence(run_dir, done, kafka_version) + debug_lines(logs / "librdkafka-debug.log")
     (run_dir / "evidence.txt").write_text("\n".join(res.evidence) + "\n")
     return res
