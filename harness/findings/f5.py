@@ -1,0 +1,138 @@
+"""Candidate finding F5's standalone reproducer (harness/findings/f5_repro.py) on the harness's
+own cluster (3 KRaft nodes, no proxies): the reproducer runs in the client namespace and asks
+this driver, on its stdout, to pause / resume / restart a node (``--ctl-stdio``); the driver
+does it on the node's process (SIGSTOP / SIGCONT / SIGKILL + start) and answers ``ok``.
+
+Broker settings (``BROKER``): heartbeats every 500 ms and a 3 s broker session, so that the
+controller fences a paused broker within seconds; ``offsets.load.buffer.size`` (``load_buffer``)
+decides how many records the group coordinator's loader reads per batch (it checks that it still
+leads the partition only between batches).
+
+Layout of a run, ``<results>/f5-repro/<run-id>/``: ``tries.jsonl`` (one object per try, as the
+reproducer prints them), ``logs/`` (broker logs n*.log, ``f5-repro.err``: the reproducer's steps),
+``evidence.txt`` (the coordinator runtime's load/unload lines of the group's partition).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPRO = Path(__file__).with_name("f5_repro.py")
+BROKER = {"broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "3000"}
+
+
+@dataclass
+class F5Result:
+    run_dir: Path
+    tries: list[dict]
+    summary: dict
+    evidence: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def _ctl(fc, action: str, node: int) -> str:
+    n = fc.backend.node(node)
+    if action == "pause":
+        return "ok" if n.pause() else f"node {node} is not running"
+    if action == "resume":
+        return "ok" if n.resume() else f"node {node} is not running"
+    if action == "restart":
+        n.kill()
+        n.start()
+        return "ok"
+    return f"unknown action {action}"
+
+
+def run_f5(results: Path, *, tries: int = 1, records: int = 300000, partitions: int = 500,
+           restart: bool = False, load_buffer: int | None = 256 << 20, extra: list[str] | None = None,
+           kafka_version: str = "4.3.1", heap_mb: int = 1536,
+           timeout_s: float = 1800) -> F5Result:
+    """Bring up a 3-node cluster, run the reproducer (``tries`` tries; ``extra``: more of its
+    options), tear down, and return the tries with the broker log lines. Raises what
+    harness.findings.bringup raises; RuntimeError when the reproducer failed to start."""
+    from harness.findings.bringup import findings_cluster
+
+    run_dir = Path(results) / "f5-repro" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    logs = run_dir / "logs"
+    broker = dict(BROKER)
+    if load_buffer:
+        broker["offsets.load.buffer.size"] = str(load_buffer)
+    lines: list[dict] = []
+    with findings_cluster(run_dir, kafka_version=kafka_version, proxies=False, broker=broker,
+                          heap_mb=heap_mb) as fc:
+        node_logs = [str(logs / f"n{i}.log") for i in fc.service.node_ids()]
+        argv = [str(REPRO), "--bootstrap", fc.bootstrap, "--ctl-stdio", "--json", "--tries", str(tries),
+                "--records", str(records), "--partitions", str(partitions)]
+        argv += ["--restart"] if restart else []
+        for p in node_logs:
+            argv += ["--broker-log", p]
+        argv += extra or []
+        with open(logs / "f5-repro.err", "ab") as err:
+            proc = subprocess.Popen(fc.service.client_host.exec_prefix() + [sys.executable, *argv],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
+                                    bufsize=1, start_new_session=True)
+            timer = threading.Timer(timeout_s, proc.kill)
+            timer.start()
+            try:
+                for line in proc.stdout:
+                    if not line.startswith("{"):
+                        continue
+                    obj = json.loads(line)
+                    if "ctl" in obj:
+                        try:
+                            reply = _ctl(fc, obj["ctl"], int(obj["node"]))
+                        except Exception as exc:  # noqa: BLE001 - told to the reproducer
+                            reply = f"{type(exc).__name__}: {exc}"
+                        with open(logs / "f5-repro.err", "a") as e2:
+                            e2.write(f"driver: {obj['ctl']} n{obj['node']}: {reply}\n")
+                        proc.stdin.write(reply.replace("\n", " ") + "\n")
+                        proc.stdin.flush()
+                    else:
+                        lines.append(obj)
+                proc.wait(timeout=60)
+            finally:
+                timer.cancel()
+                if proc.poll() is None:
+                    proc.kill()
+        for n in fc.service.node_ids():  # a try that failed midway may leave a node paused
+            if fc.backend.node(n).paused:
+                fc.backend.node(n).resume()
+        problems = fc.problems
+    done = [x["result"] for x in lines if "result" in x]
+    (run_dir / "tries.jsonl").write_text("".join(json.dumps(x) + "\n" for x in done))
+    summary = next((x["summary"] for x in lines if "summary" in x), None)
+    if proc.returncode != 0 or summary is None:
+        err = (logs / "f5-repro.err").read_text(errors="replace").strip().splitlines()[-5:]
+        raise RuntimeError(f"the reproducer exited with {proc.returncode}: " + " / ".join(err))
+    res = F5Result(run_dir, done, summary, problems=problems)
+    for t in done:
+        res.evidence += [f"# try {t['try']}: __consumer_offsets-{t.get('offsets_partition')}, L = n{t.get('L')}"]
+        res.evidence += t.get("log", [])
+    (run_dir / "evidence.txt").write_text("\n".join(res.evidence) + "\n")
+    return res
+
+
+if __name__ == "__main__":  # a quick manual entry: python -m harness.findings.f5 RESULTS [reproducer options]
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results", type=Path)
+    ap.add_argument("--tries", type=int, default=1)
+    ap.add_argument("--records", type=int, default=300000)
+    ap.add_argument("--partitions", type=int, default=500)
+    ap.add_argument("--restart", action="store_true")
+    ap.add_argument("--load-buffer", type=int, default=256 << 20, help="offsets.load.buffer.size; 0: Kafka's default")
+    a, extra = ap.parse_known_args()
+    r = run_f5(a.results, tries=a.tries, records=a.records, partitions=a.partitions, restart=a.restart,
+               load_buffer=a.load_buffer or None, extra=extra)
+    from harness.findings.f5_repro import verdict
+
+    print("\n".join(r.evidence))
+    for t in r.tries:
+        print(f"try {t['try']}: " + (t.get("error") or verdict(t)))
+    print(json.dumps(r.summary), "run_dir", r.run_dir)
