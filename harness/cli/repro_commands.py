@@ -1,5 +1,5 @@
-"""``eos-chaos repro f1|f2|f4``: the findings' reproducers on the harness's own cluster
-(docs/findings/F1.md, docs/findings/F2.md, docs/findings/F4.md)."""
+"""``eos-chaos repro f1|f2|f4|f5``: the findings' reproducers on the harness's own cluster
+(docs/findings/F1.md, F2.md, F4.md, F5.md)."""
 from __future__ import annotations
 
 import json
@@ -84,6 +84,36 @@ def f4(
 
     res = _run_tries(run_f4, VARIANTS, variant, tries, results, kafka_version)
     _print_tries(res, as_json, "tries.jsonl, evidence.txt, logs/librdkafka-debug.log", verdict)
+
+
+@repro_app.command("f5")
+def f5(
+    tries: int = typer.Option(3, min=1, help="tries"),
+    records: int = typer.Option(1200000, min=1000, help="offset-commit records of the group (its partition's size)"),
+    partitions: int = typer.Option(1000, min=1, help="partitions of the group's topic: records per commit"),
+    restart: bool = typer.Option(False, help="make the broker's load fresh by a restart (cold JVM), not a pause"),
+    kafka_version: Optional[str] = typer.Option(None, help="Apache Kafka version (default 4.3.1)"),
+    results: Path = typer.Option(Path("results"), help="results root folder"),
+    as_json: bool = typer.Option(False, "--json", help="print the tries and the summary as JSON"),
+) -> None:
+    """Finding F5 (candidate): Kafka's group coordinator lets a stale load completion activate
+    a newer coordinator context, which then answers OffsetFetch from a shard not (fully)
+    loaded. Brings up 3 nodes, fills a group's __consumer_offsets partition, moves its
+    leadership away and back while the broker loads it (SIGSTOP/SIGCONT), polls the group's
+    committed offsets and prints the coordinator runtime's lines. A race: it does not show on
+    every try. Exit 0 when every try ran, 2 on errors."""
+    from harness.findings.f5 import run_f5
+    from harness.findings.f5_repro import verdict
+
+    def run(results, *, tries, variants, kafka_version):
+        return run_f5(results, tries=tries, records=records, partitions=partitions, restart=restart,
+                      kafka_version=kafka_version)
+
+    res = _run_tries(run, (), None, tries, results, kafka_version)
+    for t in res.tries:
+        t.setdefault("variant", "restart" if restart else "pause")
+    res.summary = {"restart" if restart else "pause": res.summary}
+    _print_tries(res, as_json, "tries.jsonl, evidence.txt, logs/n*.log, logs/f5-repro.err", verdict)
 
 
 def _run_tries(run, known: tuple[str, ...], variant: list[str] | None, tries: int, results: Path,

@@ -18,21 +18,13 @@ import json
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from harness.findings.bringup import TriesResult
+
 REPRO = Path(__file__).with_name("f5_repro.py")
 BROKER = {"broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "3000"}
-
-
-@dataclass
-class F5Result:
-    run_dir: Path
-    tries: list[dict]
-    summary: dict
-    evidence: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
 
 
 def _ctl(fc, action: str, node: int) -> str:
@@ -51,7 +43,7 @@ def _ctl(fc, action: str, node: int) -> str:
 def run_f5(results: Path, *, tries: int = 1, records: int = 300000, partitions: int = 500,
            restart: bool = False, load_buffer: int | None = 256 << 20, extra: list[str] | None = None,
            kafka_version: str = "4.3.1", heap_mb: int = 1536,
-           timeout_s: float = 1800) -> F5Result:
+           timeout_s: float = 1800) -> TriesResult:
     """Bring up a 3-node cluster, run the reproducer (``tries`` tries; ``extra``: more of its
     options), tear down, and return the tries with the broker log lines. Raises what
     harness.findings.bringup raises; RuntimeError when the reproducer failed to start."""
@@ -109,30 +101,9 @@ def run_f5(results: Path, *, tries: int = 1, records: int = 300000, partitions: 
     if proc.returncode != 0 or summary is None:
         err = (logs / "f5-repro.err").read_text(errors="replace").strip().splitlines()[-5:]
         raise RuntimeError(f"the reproducer exited with {proc.returncode}: " + " / ".join(err))
-    res = F5Result(run_dir, done, summary, problems=problems)
+    res = TriesResult(run_dir, done, summary, problems=problems)
     for t in done:
         res.evidence += [f"# try {t['try']}: __consumer_offsets-{t.get('offsets_partition')}, L = n{t.get('L')}"]
         res.evidence += t.get("log", [])
     (run_dir / "evidence.txt").write_text("\n".join(res.evidence) + "\n")
     return res
-
-
-if __name__ == "__main__":  # a quick manual entry: python -m harness.findings.f5 RESULTS [reproducer options]
-    import argparse
-
-    ap = argparse.ArgumentParser()
-    ap.add_argument("results", type=Path)
-    ap.add_argument("--tries", type=int, default=1)
-    ap.add_argument("--records", type=int, default=300000)
-    ap.add_argument("--partitions", type=int, default=500)
-    ap.add_argument("--restart", action="store_true")
-    ap.add_argument("--load-buffer", type=int, default=256 << 20, help="offsets.load.buffer.size; 0: Kafka's default")
-    a, extra = ap.parse_known_args()
-    r = run_f5(a.results, tries=a.tries, records=a.records, partitions=a.partitions, restart=a.restart,
-               load_buffer=a.load_buffer or None, extra=extra)
-    from harness.findings.f5_repro import verdict
-
-    print("\n".join(r.evidence))
-    for t in r.tries:
-        print(f"try {t['try']}: " + (t.get("error") or verdict(t)))
-    print(json.dumps(r.summary), "run_dir", r.run_dir)
