@@ -89,9 +89,12 @@ def f4(
 @repro_app.command("f5")
 def f5(
     tries: int = typer.Option(3, min=1, help="tries"),
-    records: int = typer.Option(1200000, min=1000, help="offset-commit records of the group (its partition's size)"),
+    records: int = typer.Option(3000000, min=1000, help="offset-commit records of the group (its partition's size)"),
     partitions: int = typer.Option(1000, min=1, help="partitions of the group's topic: records per commit"),
-    restart: bool = typer.Option(False, help="make the broker's load fresh by a restart (cold JVM), not a pause"),
+    restart: bool = typer.Option(True, help="make the broker's load fresh by a restart (cold JVM: a slower load, "
+                                 "a wider window) or by a pause"),
+    writer: bool = typer.Option(False, help="commit for a second group on the same partition every 50 ms during "
+                                "the churn (the wrong answers then end sooner, in 'out of sync' and FAILED)"),
     kafka_version: Optional[str] = typer.Option(None, help="Apache Kafka version (default 4.3.1)"),
     results: Path = typer.Option(Path("results"), help="results root folder"),
     as_json: bool = typer.Option(False, "--json", help="print the tries and the summary as JSON"),
@@ -107,7 +110,7 @@ def f5(
 
     def run(results, *, tries, variants, kafka_version):
         return run_f5(results, tries=tries, records=records, partitions=partitions, restart=restart,
-                      kafka_version=kafka_version)
+                      kafka_version=kafka_version, extra=[] if writer else ["--no-writer"])
 
     res = _run_tries(run, (), None, tries, results, kafka_version)
     for t in res.tries:
