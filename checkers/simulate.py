@@ -222,22 +222,28 @@ class _Sim:
         self.event(c.process, "invoke", "assign", list(c.keys), meta)
         self.event(c.process, "ok", "assign", list(c.keys), meta)
 
+    def _read_committed(self, k: str, i: int, max_records: int) -> tuple[list[tuple[int, int, int]], int]:
+        """read_committed from entry ``i`` of key ``k``: up to ``max_records`` committed records
+        as (entry index, offset, value), in offset order, stopping at the first open record
+        (the LSO), skipping aborted data and markers; and the entry index reached."""
+        es, got = self.entries[k], []
+        while i < len(es) and len(got) < max_records:
+            off, v, st = es[i]
+            if st == OPEN:
+                break
+            if st == COMMITTED:
+                got.append((i, off, v))
+            i += 1
+        return got, i
+
     def poll(self, c: _Consumer, final: bool = False, max_records: int = 20) -> bool:
         """read_committed: committed data in offset order, up to the first open record
         (the LSO), skipping aborted data and markers. Empty polls are not recorded."""
         out = {}
         for k in c.keys:
-            es, i, recs = self.entries[k], c.pos[k], []
-            while i < len(es) and len(recs) < max_records:
-                off, v, st = es[i]
-                if st == OPEN:
-                    break
-                if st == COMMITTED:
-                    recs.append([off, v])
-                i += 1
-            c.pos[k] = i
-            if recs:
-                out[k] = recs
+            got, c.pos[k] = self._read_committed(k, c.pos[k], max_records)
+            if got:
+                out[k] = [[off, v] for _i, off, v in got]
         if not out:
             return False
         meta = {"final": True} if final else None
@@ -268,17 +274,11 @@ class _Sim:
         that sends one output record per input record. False when there was nothing to read."""
         batch, first, nxt = {}, {}, {}
         for k in q.keys:
-            es, i, recs = self.entries[k], q.pos[k], []
-            while i < len(es) and len(recs) < max_records:
-                off, v, st = es[i]
-                if st == OPEN:
-                    break
-                if st == COMMITTED:
-                    first.setdefault(k, i)
-                    recs.append([off, v])
-                    nxt[k] = (i + 1, off + 1)
-                i += 1
-            q.pos[k] = i
+            got, q.pos[k] = self._read_committed(k, q.pos[k], max_records)
+            if got:
+                first[k] = got[0][0]
+                nxt[k] = (got[-1][0] + 1, got[-1][1] + 1)
+            recs = [[off, v] for _i, off, v in got]
             max_records -= len(recs)
             if recs:
                 batch[k] = recs

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
@@ -97,3 +98,30 @@ def reproducer_tries(proc: subprocess.CompletedProcess, run_dir: Path, err_log: 
         err = err_log.read_text(errors="replace").strip().splitlines()[-5:] if err_log.is_file() else []
         raise RuntimeError(f"the reproducer exited with {proc.returncode}: " + " / ".join(err))
     return [x for x in lines if "summary" not in x], summary
+
+
+def repro_run_dir(results: Path, name: str) -> Path:
+    """``<results>/<name>-repro/<UTC time>``: the run folder of a reproducer run."""
+    return Path(results) / f"{name}-repro" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def run_tries_reproducer(name: str, script: Path, results: Path, options: list[str], *, kafka_version: str,
+                         proxies: bool, debug_log: bool, timeout_s: float) -> TriesResult:
+    """Bring up a cluster (``findings_cluster``), run the standalone reproducer ``script`` with
+    ``--bootstrap``, ``--json`` (``--toxiproxy`` with ``proxies``; ``--debug-log`` into
+    logs/librdkafka-debug.log with ``debug_log``) and ``options`` in the client namespace
+    (stderr into logs/<name>-repro.err), tear down, and return its tries and summary (no
+    evidence yet). Raises what ``findings_cluster`` raises; RuntimeError as
+    ``reproducer_tries``."""
+    run_dir = repro_run_dir(results, name)
+    logs, err = run_dir / "logs", run_dir / "logs" / f"{name}-repro.err"
+    with findings_cluster(run_dir, kafka_version=kafka_version, proxies=proxies) as fc:
+        argv = [str(script), "--bootstrap", fc.bootstrap, "--json", *options]
+        if proxies:
+            argv += ["--toxiproxy", fc.toxiproxy_url]
+        if debug_log:
+            argv += ["--debug-log", str(logs / "librdkafka-debug.log")]
+        proc = fc.run_client(argv, timeout_s, err)
+        problems = fc.problems
+    done, summary = reproducer_tries(proc, run_dir, err)
+    return TriesResult(run_dir, done, summary, problems=problems)

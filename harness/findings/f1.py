@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import re
 import subprocess
-from datetime import datetime, timezone
 from pathlib import Path
 
 from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, dump_log_command
-from harness.findings.bringup import TriesResult
+from harness.findings.bringup import TriesResult, run_tries_reproducer
 
 REPRO = Path(__file__).with_name("f1_repro.py")
 
@@ -29,22 +28,13 @@ def run_f1(results: Path, *, tries: int = 3, variants: list[str] | None = None,
     tear down keeping the segments, and return the tries with the DumpLogSegments lines of
     each try's records. Raises what harness.findings.bringup raises; RuntimeError when the
     reproducer failed to start (its stderr quoted)."""
-    from harness.findings.bringup import findings_cluster, reproducer_tries
-
-    run_dir = Path(results) / "f1-repro" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    logs = run_dir / "logs"
-    with findings_cluster(run_dir, kafka_version=kafka_version) as fc:
-        argv = [str(REPRO), "--bootstrap", fc.bootstrap, "--toxiproxy", fc.toxiproxy_url,
-                "--tries", str(tries), "--json"]
-        for v in variants or ["reuse"]:
-            argv += ["--variant", v]
-        if debug_log:
-            argv += ["--debug-log", str(logs / "librdkafka-debug.log")]
-        proc = fc.run_client(argv, timeout_s, logs / "f1-repro.err")
-        problems = fc.problems
-    done, summary = reproducer_tries(proc, run_dir, logs / "f1-repro.err")
-    res = TriesResult(run_dir, done, summary, problems=problems)
-    res.evidence = evidence(run_dir, done, kafka_version) + debug_lines(logs / "librdkafka-debug.log")
+    options = ["--tries", str(tries)]
+    for v in variants or ["reuse"]:
+        options += ["--variant", v]
+    res = run_tries_reproducer("f1", REPRO, results, options, kafka_version=kafka_version,
+                               proxies=True, debug_log=debug_log, timeout_s=timeout_s)
+    run_dir, logs = res.run_dir, res.run_dir / "logs"
+    res.evidence = evidence(run_dir, res.tries, kafka_version) + debug_lines(logs / "librdkafka-debug.log")
     (run_dir / "evidence.txt").write_text("\n".join(res.evidence) + "\n")
     return res
 

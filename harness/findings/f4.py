@@ -10,11 +10,10 @@ reproducer prints them), ``logs/`` (broker logs, ``f4-repro.err``, ``librdkafka-
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
 from pathlib import Path
 
 from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
-from harness.findings.bringup import TriesResult
+from harness.findings.bringup import TriesResult, run_tries_reproducer
 
 REPRO = Path(__file__).with_name("f4_repro.py")
 
@@ -27,20 +26,12 @@ def run_f4(results: Path, *, tries: int = 3, variants: list[str] | None = None,
     """Bring up a 3-node cluster, run the reproducer (``tries`` per variant), tear down, and
     return the tries with the debug log's evidence. Raises what harness.findings.bringup
     raises; RuntimeError when the reproducer failed to start (its stderr quoted)."""
-    from harness.findings.bringup import findings_cluster, reproducer_tries
-
-    run_dir = Path(results) / "f4-repro" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    logs = run_dir / "logs"
-    with findings_cluster(run_dir, kafka_version=kafka_version, proxies=False) as fc:
-        argv = [str(REPRO), "--bootstrap", fc.bootstrap, "--tries", str(tries), "--json"]
-        for v in variants or ["rebalance"]:
-            argv += ["--variant", v]
-        if debug_log:
-            argv += ["--debug-log", str(logs / "librdkafka-debug.log")]
-        proc = fc.run_client(argv, timeout_s, logs / "f4-repro.err")
-        problems = fc.problems
-    done, summary = reproducer_tries(proc, run_dir, logs / "f4-repro.err")
-    res = TriesResult(run_dir, done, summary, problems=problems)
+    options = ["--tries", str(tries)]
+    for v in variants or ["rebalance"]:
+        options += ["--variant", v]
+    res = run_tries_reproducer("f4", REPRO, results, options, kafka_version=kafka_version,
+                               proxies=False, debug_log=debug_log, timeout_s=timeout_s)
+    run_dir, logs = res.run_dir, res.run_dir / "logs"
     res.evidence = debug_lines(logs / "librdkafka-debug.log")
     (run_dir / "evidence.txt").write_text("\n".join(res.evidence) + "\n")
     return res

@@ -18,10 +18,9 @@ import json
 import subprocess
 import sys
 import threading
-from datetime import datetime, timezone
 from pathlib import Path
 
-from harness.findings.bringup import TriesResult
+from harness.findings.bringup import TriesResult, repro_run_dir
 
 REPRO = Path(__file__).with_name("f5_repro.py")
 BROKER = {"broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "3000"}
@@ -49,7 +48,7 @@ def run_f5(results: Path, *, tries: int = 1, records: int = 300000, partitions: 
     harness.findings.bringup raises; RuntimeError when the reproducer failed to start."""
     from harness.findings.bringup import findings_cluster
 
-    run_dir = Path(results) / "f5-repro" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    run_dir = repro_run_dir(results, "f5")
     logs = run_dir / "logs"
     broker = dict(BROKER)
     if load_buffer:
