@@ -49,6 +49,7 @@ import polars as pl
 
 from .history import History
 from .log import log, writes
+from .reprocessing import explain_app
 
 ANOMALIES = ("eos-loss", "eos-duplicate", "eos-aborted-read", "eos-phantom", "eos-reorder", "app-stalled")
 
@@ -118,6 +119,7 @@ def app_cases(h: History, app: dict | None = None) -> list[dict]:
     at_least_once = app.get("semantics") == "at-least-once"
     stalled = app.get("caught_up") is False  # the app never named every input: loss or stall?
     missing = 0
+    dups: list[dict] = []
     for v, (k, o, _t) in sorted(committed.items()):
         where = sorted(occ.get(v, ()))
         if not where:
@@ -130,11 +132,18 @@ def app_cases(h: History, app: dict | None = None) -> list[dict]:
                 out.append({"anomaly": "eos-loss", "value": v, "key": k, "offset": o, "outputs": [],
                             "explanation": f"committed input {v} ({k}@{o}) has no output record"})
         elif len(where) > 1:
-            out.append({"anomaly": "eos-duplicate", "value": v, "key": k, "offset": o,
+            dups.append({"anomaly": "eos-duplicate", "value": v, "key": k, "offset": o,
                         "outputs": [list(x) for x in where], "count": len(where),
                         "explanation": f"committed input {v} ({k}@{o}) has {len(where)} output records: "
                                        + ", ".join(f"{a}@{b}" for a, b in where)
                                        + (" (allowed: at-least-once)" if at_least_once else "")})
+    if dups:  # grouped into duplicated ranges of input positions (checkers.reprocessing)
+        per_key: dict[str, list[int]] = defaultdict(list)
+        for k, o, _t in committed.values():
+            if o is not None:
+                per_key[k].append(o)
+        positions = {(k, o): i for k, offs in per_key.items() for i, o in enumerate(sorted(offs))}
+        out += explain_app(dups, positions, {k: min(offs) for k, offs in per_key.items()})
     for v in sorted(x for x in occ if x is not None and x not in committed):
         where = sorted(occ[v])
         if v in aborted:

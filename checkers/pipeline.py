@@ -23,6 +23,7 @@ import polars as pl
 
 from .history import History
 from .log import describe_op, log, reads, writes
+from .reprocessing import explain, must_commit_txns
 
 
 def _occurrences(h: History) -> pl.DataFrame:
@@ -120,6 +121,7 @@ def pipeline_cases(h: History, pipeline: dict | None = None) -> list[dict]:
         ws = ", ".join(describe_op(h, w) for w in (row["writers"] or [])[:3])
         case("eos-duplicate", row, f"yields {max(row['n'], len(row['writers'] or []))} committed "
              f"records on {h.keys[row['out_key']]} (offsets {row['offsets']}; written by {ws})")
+    out = explain(h, out, list(mapping), pipeline.get("offsets"))  # ranges, restarts (checkers.reprocessing)
     loss = j.filter(~pl.col("has_out") & ((pl.col("pos") < pl.col("last_out"))
                                           | (pl.col("consumer") >= 0))).sort("key", "pos")
     for row in loss.iter_rows(named=True):
@@ -215,7 +217,7 @@ def pipeline_window_cases(h: History, pipeline: dict | None = None) -> list[dict
                            f"committed records on {ok_} from {len(ws)} ops that completed ok "
                            f"(offsets {row['offsets']}; written by {names})",
         })
-    return out
+    return explain(h, out, m["key"].to_list(), pipeline.get("offsets"))
 
 
 def _stalled(h: History, j: pl.DataFrame, group: str) -> list[dict]:
@@ -243,13 +245,7 @@ def _stalled(h: History, j: pl.DataFrame, group: str) -> list[dict]:
 def _consumed_by_committed_txn(h: History, in_keys: list[int]) -> pl.DataFrame:
     """(key, value, consumer): input records of ``in_keys`` that a ``txn`` op which must have
     committed polled; consumer is the first such op."""
-    w = writes(h).filter(pl.col("op_read"))
-    op_read = np.zeros(h.ops.height, bool)
-    op_read[w["op"].to_numpy()] = True
-    t = h.ops["type"]
-    must = ((h.ops["f"].cast(pl.String) == "txn")
-            & ((t == "ok") | ((t == "info") & pl.Series(op_read)))).to_numpy()
-    committed = np.flatnonzero(must)
+    committed = np.flatnonzero(must_commit_txns(h))
     r = reads(h).filter(pl.col("key").is_in(in_keys)
                         & pl.col("op").is_in(pl.Series(committed, dtype=pl.UInt32).implode()))
     return (r.group_by("key", "value").agg(consumer=pl.col("op").min().cast(pl.Int64))

@@ -117,6 +117,16 @@ class RunMeta(BaseModel):
     #: prefix, with no heal, drain or final reads, and check_run judges it unknown.
     finished: bool = True
 
+    @property
+    def pipeline_spec(self) -> dict | None:
+        """``pipeline`` (checkers/pipeline.py) with its ``offsets`` (how the group's offsets
+        are committed: "transaction", "consumer", "commit-before"), taken from the top-level
+        ``pipeline_offsets`` of a meta.json written before ``pipeline`` held it."""
+        if not self.pipeline or "offsets" in self.pipeline:
+            return self.pipeline
+        old = (self.model_extra or {}).get("pipeline_offsets")
+        return dict(self.pipeline, offsets=old) if old else self.pipeline
+
     @model_validator(mode="before")
     @classmethod
     def _liveness_at_top_level(cls, data: Any) -> Any:
@@ -179,7 +189,8 @@ class Verdict(BaseModel):
     * ``fail_on``, ``liveness_bounds``: echoes of the run's meta.json (``RunMeta``).
     * ``suspect``: cases found in a history that is not well-formed, listed but not judged.
     * ``stats``: counts of the history (events, ops, ops_by_f, log_lengths, realtime_lag_ms
-      in ms, problems, notes; ``app`` for the app workload, checkers/app_end_to_end.py).
+      in ms, problems, notes; ``app`` for the app workload, checkers/app_end_to_end.py;
+      ``reprocessed_ranges`` when eos-duplicate was found, checkers/reprocessing.py ``summary``).
     * ``versions``: meta.json's ``versions`` (what exactly was tested), when it has them.
 
     Extra keys are kept (``extra="allow"``): a later format's fields survive a round trip.

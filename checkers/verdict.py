@@ -38,6 +38,7 @@ from .pipeline import pipeline_cases
 from .poll_skip import poll_skip_cases
 from .precommitted_read import precommitted_read_cases
 from .realtime_lag import lag_quantiles_ms, realtime_lag_cases
+from .reprocessing import summary
 from .run import RunDir, RunMeta, Verdict
 from .sink import sink_cases
 from .stalled_lso import stalled_lso_cases
@@ -71,7 +72,7 @@ FINDERS: tuple[tuple[str, Callable[..., list[dict]], Callable[[RunMeta], dict] |
     ("impossible_cycle_cases", impossible_cycle_cases, None),
     ("torn_transaction_cases", torn_transaction_cases, None),
     ("zombie_write_cases", zombie_write_cases, None),
-    ("pipeline_cases", pipeline_cases, lambda m: {"pipeline": m.pipeline}),
+    ("pipeline_cases", pipeline_cases, lambda m: {"pipeline": m.pipeline_spec}),
     ("sink_cases", sink_cases, lambda m: {"sink": m.sink}),
     ("app_cases", app_cases, lambda m: {"app": m.app}),
     ("stalled_lso_cases", stalled_lso_cases, lambda m: {"bound_s": m.liveness.stalled_lso_bound_s}),
@@ -175,6 +176,10 @@ def fold(results: list, unknown: list[str], *, meta: RunMeta, allowed: list[str]
             else:
                 found.setdefault(c["anomaly"], []).append(c)
 
+    if found.get("eos-duplicate"):  # every reprocessed range, beyond the examples (checkers.reprocessing)
+        ranges_ = summary(found["eos-duplicate"])
+        if ranges_:
+            stats = dict(stats, reprocessed_ranges=ranges_)
     # a name whose every case is a liveness report (e.g. unseen without a final drain) fails
     # only through fail_on, like the LIVENESS names
     liveness_only = {n for n, cs in found.items() if all(c.get("liveness") for c in cs)}

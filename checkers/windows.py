@@ -111,7 +111,7 @@ WINDOW_FINDER_NAMES = ("duplicate_cases", "inconsistent_offsets_cases", "g1a_cas
 #: FINDERS' window finders, then eos-duplicate's window form (checkers.pipeline; it needs the
 #: run's ``pipeline`` mapping: ``check_slice(meta=...)``, ``--meta``)
 WINDOW_FINDERS = tuple(f for f in FINDERS if f[0] in WINDOW_FINDER_NAMES) + (
-    ("pipeline_window_cases", pipeline_window_cases, lambda m: {"pipeline": m.pipeline}),)
+    ("pipeline_window_cases", pipeline_window_cases, lambda m: {"pipeline": m.pipeline_spec}),)
 NS = 1_000_000_000
 _COMPLETIONS = (b"ok", b"fail", b"info")
 

@@ -122,5 +122,7 @@ class EosPipeline(TxnQueue):
 
     def meta(self) -> dict:
         return {"transactional": True, "isolation_level": self.spec.isolation_level,
-                "pipeline": {"keys": self.key_map(), "group_id": self.names.client_id(GROUP), "value_divisor": OUTPUT_FACTOR},
+                "pipeline": {"keys": self.key_map(), "group_id": self.names.client_id(GROUP), "value_divisor": OUTPUT_FACTOR,
+                             # how the group's offsets are committed (checkers.reprocessing reads it)
+                             "offsets": self.spec.offsets},
                 "pipeline_offsets": self.spec.offsets, "pipeline_group_metadata": self.spec.group_metadata}

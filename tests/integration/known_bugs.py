@@ -1,5 +1,5 @@
-"""Known Kafka bugs a correct client's run can meet on this cluster, for the integration tests
-that expect a VALID verdict.
+"""Known Kafka and librdkafka bugs a correct client's run can meet on this cluster, for the
+integration tests that expect a VALID verdict.
 
 KAFKA-20734 (open upstream; docs/findings/F2.md): after successive broker kills leave a
 partition without a leader, the transaction coordinator takes it for a deleted partition and
@@ -9,6 +9,15 @@ verdict is rightly INVALID (torn-transaction, unseen). Seen in 2 of 3 CI rehears
 2026-11-24, in plain smoke seed 1 (three nodes killed in turn). Such a run is neither a pass nor a defect of this project; ``xfail_if_kafka_20734``
 makes it an expected failure that names the bug, and only when the brokers logged the
 skipped markers and the failing anomalies are all ones a hanging transaction makes.
+
+F4 (librdkafka 2.16, docs/findings/F4.md) and F5 (Kafka 4.3.1's group coordinator,
+docs/findings/F5.md): a processor's consumer starts an input partition behind the offset its
+group committed (at ``auto.offset.reset``, or at an old committed offset), so an eos-pipeline
+run under processor kills can end INVALID with eos-duplicate. ``xfail_if_restart_behind_commit``
+makes that an expected failure only when eos-duplicate is the only failing anomaly and every
+reprocessed range of the verdict (``stats.reprocessed_ranges``, checkers/reprocessing.py) is
+headed by such a restart: a duplicate with no restart behind it (our processor's own bug, a
+zombie) still fails the test.
 """
 from __future__ import annotations
 
@@ -50,5 +59,30 @@ def xfail_if_kafka_20734(run_dir: str | Path, verdict: Verdict | None = None) ->
     except (OSError, ValueError):
         return
     reason = kafka_20734_hit(verdict, meta)
+    if reason:
+        pytest.xfail(reason)
+
+
+def restart_behind_commit_hit(verdict: Verdict | dict) -> str | None:
+    """The reason to give when ``verdict`` is INVALID with eos-duplicate alone and every one
+    of its reprocessed ranges has a restart behind the committed offset (F4, F5); None
+    otherwise."""
+    verdict = Verdict.coerce(verdict)
+    ranges = verdict.stats.get("reprocessed_ranges") or []
+    if verdict.valid is not False or set(verdict.failing) != {"eos-duplicate"} or not ranges:
+        return None
+    if len(ranges) >= 50 or not all(r.get("restarts") for r in ranges):  # 50: the summary's cap
+        return None
+    kinds = sorted({s["kind"] for r in ranges for s in r["restarts"]})
+    which = {"offset-reset": "F4 (docs/findings/F4.md) or F5", "behind-committed": "F5 (docs/findings/F5.md)"}
+    return (f"a consumer restarted behind its group's committed offset ({', '.join(kinds)}: "
+            f"{'; '.join(which[k] for k in kinds)}); eos-duplicate in {len(ranges)} reprocessed range(s): "
+            + ", ".join(f"{r['key']} {r['from_offset']}-{r['to_offset']}" for r in ranges[:5]))
+
+
+def xfail_if_restart_behind_commit(verdict: Verdict) -> None:
+    """Call before asserting that an eos-pipeline run is VALID: pytest.xfail when
+    ``restart_behind_commit_hit`` says it met F4 or F5, else nothing."""
+    reason = restart_behind_commit_hit(verdict)
     if reason:
         pytest.xfail(reason)

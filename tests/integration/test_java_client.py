@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.run.runner import run_scenario
-from tests.integration.known_bugs import xfail_if_kafka_20734
+from tests.integration.known_bugs import xfail_if_kafka_20734, xfail_if_restart_behind_commit
 from tests.integration.test_workloads_support import SCENARIOS, require_pipeline_decoding
 from tests.integration.test_workloads_support import explain as _explain
 from tests.integration.test_workloads_support import fault_steps, variant
@@ -45,6 +45,7 @@ def java_run(results_root):
 def test_java_pipeline_is_valid_and_speaks_protocol_v2(java_run):
     run, events, meta = java_run
     xfail_if_kafka_20734(run.run_dir, run.verdict)
+    xfail_if_restart_behind_commit(run.verdict)  # F5 is the broker's: the Java client can meet it too
     assert run.verdict.valid is True, _explain(run.verdict)
     assert meta["client"]["name"] == "java"
     assert meta["transaction_version"] == {"broker": 2, "client": [2]}, meta["transaction_version"]
