@@ -57,9 +57,32 @@ def anomalies(verdict: "Verdict | dict", known: set[int] | None = None,
             "examples": [example(ex, known, key_links) for ex in exs[:MAX_EXAMPLES]],
             "more": max(0, len(exs) - MAX_EXAMPLES),
             "unlisted": max(0, int(count) - len(exs)) if isinstance(count, int) else 0,
+            "ranges": _ranges(verdict, known) if name == "eos-duplicate" else [],
         })
     out.sort(key=lambda a: a["status"] != "fails")
     return out
+
+
+_RESTART = {"offset-reset": "reset to the log start", "behind-committed": "behind the committed offset"}
+
+
+def _ranges(verdict: Verdict, known: set[int] | None = None) -> list[dict[str, Any]]:
+    """eos-duplicate's reprocessed ranges (``stats.reprocessed_ranges``, checkers/reprocessing.py)
+    as table rows: key, offsets, inputs, and what restarted each (a sentence per restart;
+    "none found" for the eos-pipeline, "" for the app workload, which looks for none)."""
+    rows = []
+    for r in verdict.stats.get("reprocessed_ranges") or []:
+        if not isinstance(r, dict):
+            continue
+        rs = r.get("restarts")
+        why = "" if rs is None else ("; ".join(
+            f"{_RESTART.get(s.get('kind'), s.get('kind'))}: assign op {s.get('assign_index')} read from offset "
+            f"{s.get('first_offset')}, the group had committed {s.get('committed_offset')}"
+            + (f", {s['pending']} other transaction(s) open across the assign" if s.get("pending") else "")
+            for s in rs) or "no restart behind the committed offset found")
+        rows.append({"key": r.get("key"), "span": f"{r.get('from_offset')}-{r.get('to_offset')}",
+                     "inputs": r.get("inputs"), "why": linkify(why, known)})
+    return rows
 
 
 def example(ex: Any, known: set[int] | None = None,

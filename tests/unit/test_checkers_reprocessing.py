@@ -267,3 +267,15 @@ def test_resuming_at_a_reprocessing_commit_is_no_restart():
     hist = as_history(h.ev)
     rs = restarts(hist, [hist.keys.index("in/0")])
     assert [(r["assign"]["process"], r["first_read"]["offset"], r["committed"]["offset"]) for r in rs] == [(2, 0, 3)]
+
+
+def test_report_shows_the_ranges_with_their_restart():
+    from harness.report.render import render_report_html
+    ev = _base(pending=True).reindex()
+    v = check(ev, meta={"pipeline": PIPE})
+    assert v.stats["reprocessed_ranges"][0]["restarts"][0]["kind"] == "offset-reset"
+    html = render_report_html(ev, v, {"name": "tiny"}, {"pipeline": PIPE})
+    assert "Reprocessed ranges" in html and "reset to the log start: assign op" in html
+    assert "1 other transaction(s) open across the assign" in html
+    plain = render_report_html(ev, check(ev), {"name": "tiny"}, None)  # no pipeline: no eos-duplicate, no table
+    assert "Reprocessed ranges" not in plain
