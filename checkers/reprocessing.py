@@ -258,7 +258,10 @@ def explain(h: History, cases: list[dict], in_keys: list[int], offsets: str | No
     if not cases:
         return cases
     looked = offsets in (None, "transaction")
-    found = restarts(h, in_keys) if looked else []
+    try:
+        found = restarts(h, in_keys) if looked else []
+    except Exception as e:  # noqa: BLE001 - an explanation must never cost the cases themselves
+        return _unexplained(cases, e)
 
     def head(c: dict, r: dict) -> dict:
         why = [s for s in found if s["key"] == r["key"]
@@ -273,8 +276,17 @@ def explain(h: History, cases: list[dict], in_keys: list[int], offsets: str | No
         c["explanation"] += text
         return c
 
-    items = [(c["input"]["key"], c["input"]["offset"], c["input"]["pos"]) for c in cases]
-    return _heads_first(cases, ranges(items), head)
+    try:
+        items = [(c["input"]["key"], c["input"]["offset"], c["input"]["pos"]) for c in cases]
+        return _heads_first(cases, ranges(items), head)
+    except Exception as e:  # noqa: BLE001
+        return _unexplained(cases, e)
+
+
+def _unexplained(cases: list[dict], e: Exception) -> list[dict]:
+    """``cases`` as they came, each saying why it has no range: what explains them failed."""
+    why = f" (reprocessed ranges not computed: {type(e).__name__}: {e})"
+    return [dict(c, explanation=c.get("explanation", "") + why) for c in cases]
 
 
 def explain_app(cases: list[dict], positions: dict[tuple[str, int], int],
@@ -294,8 +306,11 @@ def explain_app(cases: list[dict], positions: dict[tuple[str, int], int],
         c["explanation"] += text
         return c
 
-    items = [(c["key"], c["offset"], positions.get((c["key"], c["offset"]), -1)) for c in cases]
-    return _heads_first(cases, ranges(items), head)
+    try:
+        items = [(c["key"], c["offset"], positions.get((c["key"], c["offset"]), -1)) for c in cases]
+        return _heads_first(cases, ranges(items), head)
+    except Exception as e:  # noqa: BLE001
+        return _unexplained(cases, e)
 
 
 def summary(cases: list[dict], limit: int = 50) -> list[dict]:

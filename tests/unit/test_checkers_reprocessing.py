@@ -16,6 +16,11 @@ had no ``range`` or ``restarts`` and came in (key, position) order only):
 * the app workload (a black box): duplicated inputs grouped into ranges of input positions,
   a range from the partition's first input said to be one.
 
+Negative control: simulated correct pipelines (rebalances, aborts with rewinds, crashes, the
+same transactional.id restarted) name no restart (a Hypothesis property), and a copy with one
+first read after an assign moved back to offset 0 names one (the property can fail). An
+explanation that raises leaves the cases, unexplained.
+
 Real data: tests/data/real-soak-s1-excerpt (lines 49,600-51,600 of the recorded 90-minute
 soak): processor-0 (process 102) re-read in/0 from offset 0 after its assign at event
 51,110, though eosc-proc-1 had committed it up to offset 230: one range of 50 inputs.
@@ -27,7 +32,12 @@ import gzip
 import json
 from pathlib import Path
 
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from checkers import app_cases
+from checkers import simulate as sim
 from checkers.build import HistoryBuilder
 from checkers.history import as_history, load_history
 from checkers.pipeline import pipeline_cases, pipeline_window_cases
@@ -279,3 +289,59 @@ def test_report_shows_the_ranges_with_their_restart():
     assert "1 other transaction(s) open across the assign" in html
     plain = render_report_html(ev, check(ev), {"name": "tiny"}, None)  # no pipeline: no eos-duplicate, no table
     assert "Reprocessed ranges" not in plain
+
+
+def test_a_failing_explanation_never_costs_the_cases(monkeypatch):
+    """The explanation is auxiliary: if it raises, the eos-duplicate cases stay, unexplained,
+    and say why (a crash inside pipeline_cases would turn an invalid verdict into unknown)."""
+    import checkers.reprocessing as rp
+
+    def boom(*a, **k):
+        raise RuntimeError("odd history")
+    monkeypatch.setattr(rp, "restarts", boom)
+    cases = _cases(_base().ev)
+    assert len(cases) == 3 and all("not computed: RuntimeError: odd history" in c["explanation"] for c in cases)
+    assert check(_base().ev, meta={"pipeline": PIPE}).failing == ["eos-duplicate"]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), aborts=st.sampled_from([0.0, 0.3]), crashes=st.sampled_from([0.0, 0.05]),
+       processors=st.integers(1, 3))
+def test_negative_control_simulated_correct_pipelines_have_no_restart(seed, aborts, crashes, processors):
+    """Correct pipelines (checkers.simulate: rebalances, aborts with rewinds, crashes with and
+    without an ``info`` completion, restarts under the same transactional.id) never start a
+    partition behind the group's committed offset: no restart is named and no eos-duplicate
+    found. The property can fail: ``test_restart_property_can_fail`` breaks one."""
+    events = sim.simulate(600, seed=seed, n_keys=4, n_producers=2, abort_rate=aborts, crash_rate=crashes,
+                          n_processors=processors)
+    h = as_history(events)
+    ins = [h.keys.index(k) for k in sim.pipeline_meta(4)["pipeline"]["keys"] if k in h.keys]
+    assert restarts(h, ins) == []
+
+
+def test_restart_property_can_fail():
+    """The same simulated pipeline with one processor's first read after an assign moved back
+    to offset 0 (its records re-read there): a restart is named."""
+    for seed in range(20):
+        events = sim.simulate(600, seed=seed, n_keys=4, n_producers=2, abort_rate=0.0, crash_rate=0.05,
+                              n_processors=2)
+        assigns = [i for i, e in enumerate(events) if e["f"] == "assign" and e["type"] == "ok"]
+        for a in assigns[1:]:
+            p, keys = events[a]["process"], events[a]["value"]
+            first = next((j for j in range(a + 1, len(events)) if events[j]["process"] == p
+                          and events[j]["f"] == "txn" and events[j]["type"] == "ok"
+                          and any(m[0] == "poll" and m[1].get(keys[0]) for m in events[j]["value"]
+                                  if isinstance(m[1], dict))), None)
+            if first is None:
+                continue
+            poll = next(m for m in events[first]["value"] if m[0] == "poll")
+            recs = poll[1][keys[0]]
+            if recs[0][0] <= 0:
+                continue
+            poll[1][keys[0]] = [[0, recs[0][1]]] + recs[1:]  # the first record read at offset 0 instead
+            h = as_history(events)
+            found = restarts(h, [h.keys.index(k) for k in sim.pipeline_meta(4)["pipeline"]["keys"] if k in h.keys])
+            if found:
+                assert found[0]["first_read"]["offset"] == 0
+                return
+    pytest.fail("no simulated pipeline had a later assign whose first read could be moved back")
