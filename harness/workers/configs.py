@@ -107,7 +107,9 @@ class ProcessorConfig(TxnProducerConfig):
     ``group_id`` (static member ``group_instance_id`` when set), up to ``max_batch`` records
     per transaction; ``offsets``: sent in the ``transaction`` (EOS), or committed by the
     ``consumer`` or ``commit-before`` the commit (mutants); ``group_metadata``: the consumer
-    group metadata sent with the offsets (``member``, KIP-447) or the ``group-only`` (a mutant); ``spawn``: which incarnation (0, 1, ...)."""
+    group metadata sent with the offsets (``member``, KIP-447) or the ``group-only`` (a mutant); ``spawn``: which incarnation (0, 1, ...);
+    ``assignment_offsets``: ``fetched`` by librdkafka, or ``committed-then-assign`` (looked up
+    with ``Consumer.committed()`` and assigned in on_assign: the F4 workaround)."""
 
     input_topic: str
     output_topic: str
@@ -119,6 +121,7 @@ class ProcessorConfig(TxnProducerConfig):
     group_metadata: Literal["member", "group-only"] = "member"
     max_batch: int = Field(50, ge=1)
     offsets: Literal["transaction", "consumer", "commit-before"] = "transaction"
+    assignment_offsets: Literal["fetched", "committed-then-assign"] = "fetched"
     spawn: int = Field(0, ge=0)
     abort_probability: float = Field(0.0, ge=0, le=1)
     consumer: dict[str, Any] = Field(default_factory=dict)

@@ -45,6 +45,9 @@ Negative-control switches (misconfigured pipelines the checkers must catch):
   ``sendOffsetsToTransaction(offsets, groupId)``: the coordinator cannot fence a zombie by
   generation, only by transactional.id epoch.
 
+Not a negative control: ``assignment_offsets: committed-then-assign`` is the F4 workaround
+(docs/findings/F4.md): on_assign assigns the offsets ``committed()`` returns.
+
 Error handling follows harness.workers.outcomes (phases ``send``, ``offsets``, ``commit``, ``abort``).
 A retired processor (harness.workers.retire) exits when its instance is lost.
 """
@@ -63,6 +66,9 @@ from harness.workers.configs import ProcessorConfig
 
 #: output value = input value * OUTPUT_FACTOR + attempt tag (< OUTPUT_FACTOR)
 OUTPUT_FACTOR = 1_000_000
+#: how long on_assign waits for the committed offsets (assignment_offsets: committed-then-assign):
+#: below the processors' max.poll.interval.ms (300 s, Kafka's default), above a coordinator move
+COMMITTED_TIMEOUT_S = 60
 
 
 def output_value(input_value: int, spawn: int, attempt: int) -> int:
@@ -128,7 +134,20 @@ class ProcessorWorker(RetirableTxnProducer):
         keys = sorted(f"{tp.topic}/{tp.partition}" for tp in partitions)
         meta = {"group_id": self.group, "via": "rebalance", "transactional_id": self.tid}
         self.emit("invoke", "assign", keys, meta=meta)
+        if self.cfg.assignment_offsets == "committed-then-assign" and partitions:
+            self._assign_committed(consumer, partitions)
         self.emit("ok", "assign", keys, meta=meta)
+
+    def _assign_committed(self, consumer, partitions) -> None:
+        """The F4 workaround (docs/findings/F4.md): look the group's committed offsets up
+        with ``committed()``, which retries UNSTABLE_OFFSET_COMMIT (another transaction's
+        pending offsets) until its timeout, and assign them, instead of letting librdkafka
+        fetch them, which after a rebalance may start at auto.offset.reset. When the lookup
+        fails (the timeout, a coordinator gone), librdkafka's own fetch is left to run."""
+        try:
+            consumer.assign(consumer.committed(partitions, timeout=COMMITTED_TIMEOUT_S))
+        except KafkaException as exc:
+            self.log(f"committed() on assign failed, librdkafka fetches instead: {exc}")
 
     def _on_revoke(self, consumer, partitions) -> None:
         self.log(f"revoked {[f'{tp.topic}/{tp.partition}' for tp in partitions]}")

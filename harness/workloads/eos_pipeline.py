@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from checkers.run import DEFAULT_ISOLATION_LEVEL
 
@@ -60,10 +60,22 @@ class EosPipelineSpec(ClientSpec):
     static_membership: bool = True
     #: member (KIP-447 generation fencing) or group-only (negative control, generation -1)
     group_metadata: Literal["member", "group-only"] = "member"
+    #: where an assigned partition starts: "fetched" (librdkafka fetches the group's committed
+    #: offsets itself, as users' code does; librdkafka 2.16 may reset instead: F4) or
+    #: "committed-then-assign" (the F4 workaround of docs/your-pipeline.md: on_assign looks
+    #: them up with Consumer.committed() and assigns them)
+    assignment_offsets: Literal["fetched", "committed-then-assign"] = "fetched"
     #: the readers' and drain's isolation level (the pipeline itself is always read_committed)
     isolation_level: Literal["read_committed"] = DEFAULT_ISOLATION_LEVEL  # the pipeline reads committed only
     producer: dict[str, Setting] = Field(default_factory=dict, description="extra librdkafka settings of every producer")
     consumer: dict[str, Setting] = Field(default_factory=dict, description="extra librdkafka settings of every consumer")
+
+    @model_validator(mode="after")
+    def _workaround_is_librdkafkas(self) -> "EosPipelineSpec":
+        if self.assignment_offsets != "fetched" and self.client != "librdkafka":
+            raise ValueError("assignment_offsets: committed-then-assign is a librdkafka workaround "
+                             "(docs/findings/F4.md): drop it or use client: librdkafka")
+        return self
 
 
 class EosPipeline(TxnQueue):
@@ -101,6 +113,7 @@ class EosPipeline(TxnQueue):
                 "seed": self.seed * 1000 + 500 + i, "spawn": next(self._spawns), "max_batch": s.max_batch,
                 "abort_probability": s.processor_abort_probability,
                 "offsets": s.offsets, "group_metadata": s.group_metadata,
+                "assignment_offsets": s.assignment_offsets,
                 "group_instance_id": f"processor-{i}" if s.static_membership else None,
                 "producer": s.producer, "consumer": s.consumer,
             })

@@ -81,6 +81,16 @@ def test_pipeline_negative_control_switches_reach_the_processors():
         EosPipelineSpec(offsets="auto")
 
 
+def test_pipeline_assignment_offsets_reach_the_processors_and_are_librdkafkas():
+    p = [x for x in pipeline().writers() if x.role == "processor"][0]
+    assert p.cfg["assignment_offsets"] == "fetched"
+    w = pipeline(assignment_offsets="committed-then-assign")
+    p = [x for x in w.writers() if x.role == "processor"][0]
+    assert p.cfg["assignment_offsets"] == "committed-then-assign"
+    with pytest.raises(ValidationError, match="librdkafka workaround"):
+        EosPipelineSpec(assignment_offsets="committed-then-assign", client="java")
+
+
 def test_scenario_picks_the_workload_by_name():
     s = Scenario.model_validate({"name": "x", "workload": {"name": "eos-pipeline", "processors": 2}})
     assert isinstance(s.workload, EosPipelineSpec)
