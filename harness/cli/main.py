@@ -109,6 +109,15 @@ def _summary(verdict: "Verdict | dict") -> str:
     text = f"verdict: {label}" + "".join(f"  {g}: {', '.join(p)}" for g, p in groups.items() if p)
     for reason in v.unknown_reasons:
         text += f"\n  unknown: {reason}"
+    ranges = v.stats.get("reprocessed_ranges") or []  # eos-duplicate as runs of inputs (checkers/reprocessing.py)
+    for r in ranges[:6]:
+        rs = r.get("restarts")
+        why = "" if rs is None else (", ".join(f"{s['kind']} at assign op {s['assign_index']}" for s in rs)
+                                     or "no restart behind the committed offset")
+        text += (f"\n  reprocessed: {r['key']} offsets {r['from_offset']}-{r['to_offset']} "
+                 f"({r['inputs']} inputs){': ' + why if why else ''}")
+    if len(ranges) > 6:
+        text += f"\n  reprocessed: ... {len(ranges) - 6} more range(s) in verdict.json stats"
     # what the checker could not read or judge: a truncated history, no final drain, ...
     for note in [*(v.stats.get("problems") or [])[:5], *(v.stats.get("notes") or [])]:
         text += f"\n  note: {note}"
