@@ -96,9 +96,9 @@ def _heads_first(cases: list[dict], rs: list[dict], head) -> list[dict]:
     heads, rest = [], []
     for r in rs:
         info = {k: r[k] for k in ("key", "from_offset", "to_offset", "inputs")}
-        for n, i in enumerate(r["cases"]):
-            c = dict(cases[i], range=info)
-            (rest if n else heads).append(c if n else head(c, r))
+        first, *others = r["cases"]
+        heads.append(head(dict(cases[first], range=info), r))
+        rest += [dict(cases[i], range=info) for i in others]
     return heads + rest
 
 
