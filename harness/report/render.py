@@ -195,7 +195,8 @@ def _context(h: "History", verdict: "Verdict | dict | None", scenario: dict, met
                                         allow_unicode=True) if scenario else "",
         "meta_rows": _flatten({k: v for k, v in meta.items() if k != "broker_events"}),
         "broker_events": _broker_events(meta),
-        "stats_rows": _flatten(verdict.stats),
+        # the reprocessed ranges have their own table in the eos-duplicate section
+        "stats_rows": _flatten({k: v for k, v in verdict.stats.items() if k != "reprocessed_ranges"}),
         "counts": ops.op_counts(h),
         "latencies": [
             {**r, "p50": an.fmt_duration(r["p50"]), "p99": an.fmt_duration(r["p99"]),

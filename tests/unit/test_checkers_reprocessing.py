@@ -287,6 +287,7 @@ def test_report_shows_the_ranges_with_their_restart():
     html = render_report_html(ev, v, {"name": "tiny"}, {"pipeline": PIPE})
     assert "Reprocessed ranges" in html and "reset to the log start: assign op" in html
     assert "1 other transaction(s) open across the assign" in html
+    assert "reprocessed_ranges" not in html  # not again, as raw JSON, in the checker stats table
     plain = render_report_html(ev, check(ev), {"name": "tiny"}, None)  # no pipeline: no eos-duplicate, no table
     assert "Reprocessed ranges" not in plain
 
