@@ -339,6 +339,17 @@ def writes(h: History) -> pl.DataFrame:
     return h.cached("writes", build)
 
 
+def must_commit_txns(h: History) -> np.ndarray:
+    """Bool per op (row of ``h.ops``): a ``txn`` op that must have committed (``ok``, or
+    ``info`` with one of its written values read: a transaction is atomic)."""
+    w = writes(h).filter(pl.col("op_read"))
+    op_read = np.zeros(h.ops.height, bool)
+    op_read[w["op"].to_numpy()] = True
+    t = h.ops["type"]
+    return ((h.ops["f"].cast(pl.String) == "txn")
+            & ((t == "ok") | ((t == "info") & pl.Series(op_read)))).to_numpy()
+
+
 def log(h: History) -> pl.DataFrame:
     """The committed log: one row per (key, offset), sorted, with its position.
 

@@ -22,8 +22,8 @@ import numpy as np
 import polars as pl
 
 from .history import History
-from .log import describe_op, log, reads, writes
-from .reprocessing import explain, must_commit_txns
+from .log import describe_op, log, must_commit_txns, reads, writes
+from .reprocessing import explain
 
 
 def _occurrences(h: History) -> pl.DataFrame:

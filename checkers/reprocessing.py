@@ -45,23 +45,12 @@ import numpy as np
 import polars as pl
 
 from .history import History
-from .log import describe_op, log, reads, writes
+from .log import log, must_commit_txns, reads
 
 #: at most this many restarts are named per range, and pending transactions per restart
 _MAX_NAMED = 3
 #: open transactions are looked up for the first this many restarts (``pending``: None after)
 _MAX_PENDING = 200
-
-
-def must_commit_txns(h: History) -> np.ndarray:
-    """Bool per op (row of ``h.ops``): a ``txn`` op that must have committed (``ok``, or
-    ``info`` with one of its written values read: a transaction is atomic)."""
-    w = writes(h).filter(pl.col("op_read"))
-    op_read = np.zeros(h.ops.height, bool)
-    op_read[w["op"].to_numpy()] = True
-    t = h.ops["type"]
-    return ((h.ops["f"].cast(pl.String) == "txn")
-            & ((t == "ok") | ((t == "info") & pl.Series(op_read)))).to_numpy()
 
 
 def ranges(items: list[tuple[str, int, int]]) -> list[dict]:

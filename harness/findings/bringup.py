@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import yaml
 
@@ -105,16 +105,23 @@ def repro_run_dir(results: Path, name: str) -> Path:
     return Path(results) / f"{name}-repro" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
-def run_tries_reproducer(name: str, script: Path, results: Path, options: list[str], *, kafka_version: str,
+def write_evidence(run_dir: Path, lines: list[str]) -> None:
+    """``lines`` into the run folder's evidence.txt, one per line."""
+    (run_dir / "evidence.txt").write_text("\n".join(lines) + "\n")
+
+
+def run_tries_reproducer(name: str, script: Path, results: Path, *, tries: int, variants: list[str],
+                         evidence: Callable[[TriesResult], list[str]], kafka_version: str,
                          proxies: bool, debug_log: bool, timeout_s: float) -> TriesResult:
     """Bring up a cluster (``findings_cluster``), run the standalone reproducer ``script`` with
-    ``--bootstrap``, ``--json`` (``--toxiproxy`` with ``proxies``; ``--debug-log`` into
-    logs/librdkafka-debug.log with ``debug_log``) and ``options`` in the client namespace
-    (stderr into logs/<name>-repro.err), tear down, and return its tries and summary (no
-    evidence yet). Raises what ``findings_cluster`` raises; RuntimeError as
-    ``reproducer_tries``."""
+    ``--bootstrap``, ``--json``, ``--tries`` and a ``--variant`` per ``variants``
+    (``--toxiproxy`` with ``proxies``; ``--debug-log`` into logs/librdkafka-debug.log with
+    ``debug_log``) in the client namespace (stderr into logs/<name>-repro.err), tear down, and
+    return its tries and summary with ``evidence(result)`` as its evidence, also written to
+    evidence.txt. Raises what ``findings_cluster`` raises; RuntimeError as ``reproducer_tries``."""
     run_dir = repro_run_dir(results, name)
     logs, err = run_dir / "logs", run_dir / "logs" / f"{name}-repro.err"
+    options = ["--tries", str(tries)] + [a for v in variants for a in ("--variant", v)]
     with findings_cluster(run_dir, kafka_version=kafka_version, proxies=proxies) as fc:
         argv = [str(script), "--bootstrap", fc.bootstrap, "--json", *options]
         if proxies:
@@ -124,4 +131,7 @@ def run_tries_reproducer(name: str, script: Path, results: Path, options: list[s
         proc = fc.run_client(argv, timeout_s, err)
         problems = fc.problems
     done, summary = reproducer_tries(proc, run_dir, err)
-    return TriesResult(run_dir, done, summary, problems=problems)
+    res = TriesResult(run_dir, done, summary, problems=problems)
+    res.evidence = evidence(res)
+    write_evidence(run_dir, res.evidence)
+    return res

@@ -28,15 +28,11 @@ def run_f1(results: Path, *, tries: int = 3, variants: list[str] | None = None,
     tear down keeping the segments, and return the tries with the DumpLogSegments lines of
     each try's records. Raises what harness.findings.bringup raises; RuntimeError when the
     reproducer failed to start (its stderr quoted)."""
-    options = ["--tries", str(tries)]
-    for v in variants or ["reuse"]:
-        options += ["--variant", v]
-    res = run_tries_reproducer("f1", REPRO, results, options, kafka_version=kafka_version,
-                               proxies=True, debug_log=debug_log, timeout_s=timeout_s)
-    run_dir, logs = res.run_dir, res.run_dir / "logs"
-    res.evidence = evidence(run_dir, res.tries, kafka_version) + debug_lines(logs / "librdkafka-debug.log")
-    (run_dir / "evidence.txt").write_text("\n".join(res.evidence) + "\n")
-    return res
+    return run_tries_reproducer(
+        "f1", REPRO, results, tries=tries, variants=variants or ["reuse"], kafka_version=kafka_version,
+        proxies=True, debug_log=debug_log, timeout_s=timeout_s,
+        evidence=lambda r: (evidence(r.run_dir, r.tries, kafka_version)
+                            + debug_lines(r.run_dir / "logs" / "librdkafka-debug.log")))
 
 
 _OFFSET = re.compile(r"^\| offset: (\d+) ")

@@ -41,6 +41,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
+from harness.findings.bringup import write_evidence
 
 CLIENT = Path(__file__).with_name("f2_client.py")
 TOPIC = "f2"
@@ -323,5 +324,5 @@ def run_f2(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION) -> F2Re
     evidence += [f"  broker log: {line.strip()[:400]}" for line in res["skipped_marker_lines"]]
     evidence += replica_lines(run_dir, f"{TOPIC}-0", kafka_version, set(range(0, 20)))
     (run_dir / "f2.json").write_text(json.dumps(res, indent=1, default=str))
-    (run_dir / "evidence.txt").write_text("\n".join(evidence) + "\n")
+    write_evidence(run_dir, evidence)
     return F2Result(run_dir, res, evidence, problems)

@@ -26,15 +26,10 @@ def run_f4(results: Path, *, tries: int = 3, variants: list[str] | None = None,
     """Bring up a 3-node cluster, run the reproducer (``tries`` per variant), tear down, and
     return the tries with the debug log's evidence. Raises what harness.findings.bringup
     raises; RuntimeError when the reproducer failed to start (its stderr quoted)."""
-    options = ["--tries", str(tries)]
-    for v in variants or ["rebalance"]:
-        options += ["--variant", v]
-    res = run_tries_reproducer("f4", REPRO, results, options, kafka_version=kafka_version,
-                               proxies=False, debug_log=debug_log, timeout_s=timeout_s)
-    run_dir, logs = res.run_dir, res.run_dir / "logs"
-    res.evidence = debug_lines(logs / "librdkafka-debug.log")
-    (run_dir / "evidence.txt").write_text("\n".join(res.evidence) + "\n")
-    return res
+    return run_tries_reproducer(
+        "f4", REPRO, results, tries=tries, variants=variants or ["rebalance"], kafka_version=kafka_version,
+        proxies=False, debug_log=debug_log, timeout_s=timeout_s,
+        evidence=lambda r: debug_lines(r.run_dir / "logs" / "librdkafka-debug.log"))
 
 
 #: the lines that tell the story: each OffsetFetch answer per partition (UNSTABLE_OFFSET_COMMIT),

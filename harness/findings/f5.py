@@ -20,7 +20,7 @@ import sys
 import threading
 from pathlib import Path
 
-from harness.findings.bringup import TriesResult, repro_run_dir
+from harness.findings.bringup import TriesResult, repro_run_dir, write_evidence
 
 REPRO = Path(__file__).with_name("f5_repro.py")
 BROKER = {"broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "3000"}
@@ -104,5 +104,5 @@ def run_f5(results: Path, *, tries: int = 1, records: int = 300000, partitions: 
     for t in done:
         res.evidence += [f"# try {t['try']}: __consumer_offsets-{t.get('offsets_partition')}, L = n{t.get('L')}"]
         res.evidence += t.get("log", [])
-    (run_dir / "evidence.txt").write_text("\n".join(res.evidence) + "\n")
+    write_evidence(run_dir, res.evidence)
     return res
