@@ -47,11 +47,12 @@ def zoo(
         except zm.ZooError as exc:
             console.print(f"[red]error:[/] {exc}")
             raise typer.Exit(2)
-        kinds = {e.name: (e.kind, e.must_find) for e in entries}
+        by_name = {e.name: e for e in entries}
 
         def describe(c):
-            kind, must = kinds[c.name]
-            return f"{kind}: " + (f"must find {', '.join(must)}" if must else "must be valid")
+            e = by_name[c.name]
+            what = f"{e.upstream.id} {e.side}, " if e.upstream else ""
+            return f"{what}{e.kind}: " + (f"must find {', '.join(e.must_find)}" if e.must_find else "must be valid")
 
         print_plan(out, cells, d, fresh=fresh, kind="zoo", describe=describe)
         raise typer.Exit(0)
@@ -70,6 +71,10 @@ def zoo(
     if as_json:
         out.print_json(json.dumps(zm.public_json(summary), default=str))
     else:
+        from harness.detect.zoo_releases import release_line
+
+        for row in summary.get("releases", []):
+            out.print(f"upstream {release_line(row)}", highlight=False, soft_wrap=True)
         for m in summary["mutants"]:
             ci = m["ci95"]
             out.print(f"mutant  {m['name']:<24} detected {m['detected']}/{m['runs']}"

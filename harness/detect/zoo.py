@@ -46,8 +46,10 @@ from harness.run.scenario import (START_AFTER_OK, Scenario, ScenarioError, read_
                                   with_overrides)
 from harness.detect.suite import (FINISHED, INVALID, Cell, SuiteListener, current_record, read_records)
 from harness.detect.suite_run import run_suite
+from harness.detect.zoo_releases import (AFFECTED, FIXED, SIDES, UpstreamBug, release_rows, side_name,
+                                         side_overrides)
 
-ZOO_KEYS = ("base", "must_find", "control")
+ZOO_KEYS = ("base", "must_find", "control", "upstream")
 ZOO_JSON, ZOO_HTML = "zoo.json", "zoo.html"
 MUTANT, CONTROL = "mutant", "control"
 
@@ -59,12 +61,18 @@ class ZooError(ValueError):
 
 @dataclass(frozen=True)
 class ZooEntry:
-    """One zoo file: ``kind`` mutant or control, ``must_find`` (mutants) and the merged scenario."""
+    """One zoo file, or one side of a release entry: ``kind`` mutant or control, ``must_find``
+    (mutants) and the merged scenario; for a release entry (harness.detect.zoo_releases) also
+    the ``upstream`` block, the ``side`` (affected or fixed) and the ``release`` (the file's
+    own name, shared by both sides)."""
 
     path: Path
     kind: str
     must_find: tuple[str, ...]
     scenario: Scenario
+    upstream: UpstreamBug | None = None
+    side: str | None = None
+    release: str | None = None
 
     @property
     def name(self) -> str:
@@ -89,8 +97,10 @@ def _yaml(path: Path) -> Any:
     return read_yaml_mapping(path, "zoo", ZooError)[1]
 
 
-def load_entry(path: str | Path) -> ZooEntry:
-    """Read one zoo file (see the module docstring). Raises ZooError saying what to fix."""
+def load_entries(path: str | Path) -> list[ZooEntry]:
+    """Read one zoo file (see the module docstring): one entry, or two for a release entry
+    (its affected side, a mutant, then its fixed side, a control). Raises ZooError saying what
+    to fix."""
     p = Path(path)
     data = _yaml(p)
     if not isinstance(data, dict):
@@ -98,6 +108,13 @@ def load_entry(path: str | Path) -> ZooEntry:
     zoo = {k: data.pop(k) for k in ZOO_KEYS if k in data}
     must = zoo.get("must_find")
     control = zoo.get("control", False)
+    upstream = None
+    if "upstream" in zoo:
+        upstream = validate_model(UpstreamBug, zoo["upstream"] if isinstance(zoo["upstream"], dict) else {},
+                                  p, "release entry's upstream block", ZooError)
+        if not must or control:
+            raise ZooError(f"{p}: a release entry (upstream: ...) needs must_find: [anomaly, ...] for its "
+                           "affected side; its fixed side is the control")
     if bool(must) == bool(control):
         raise ZooError(f"{p}: give either must_find: [anomaly, ...] (a mutant) or control: true")
     if must is not None and not (isinstance(must, list) and all(isinstance(x, str) for x in must)):
@@ -112,12 +129,32 @@ def load_entry(path: str | Path) -> ZooEntry:
         if not isinstance(base, dict) or "suite" in base:
             raise ZooError(f"{p}: base {zoo['base']} is not a scenario file")
         merged = deep_merge(base, data)
-    scn = validate_model(Scenario, merged, p, "zoo scenario (base merged)", ZooError)
+    if upstream is None:
+        return [ZooEntry(p, MUTANT if must else CONTROL, tuple(must or ()), _scenario(p, merged, must))]
+    name = str(merged.get("name", p.stem))
+    out = []
+    for side in SIDES:
+        fields = deep_merge(merged, side_overrides(getattr(upstream, side)))
+        fields["name"] = side_name(name, side)
+        scn = _scenario(p, fields, must if side == AFFECTED else None, f" ({side} side)")
+        out.append(ZooEntry(p, MUTANT if side == AFFECTED else CONTROL, tuple(must) if side == AFFECTED else (),
+                            scn, upstream=upstream, side=side, release=name))
+    return out
+
+
+def _scenario(p: Path, merged: dict, must: list[str] | None, what: str = "") -> Scenario:
+    scn = validate_model(Scenario, merged, p, f"zoo scenario (base merged){what}", ZooError)
     clash = sorted(set(must or ()) & set(scn.expected))
     if clash:
         raise ZooError(f"{p}: {clash} are both in must_find and in expected; a mutant must not "
                        "be allowed what catches it (set expected: [...] without them)")
-    return ZooEntry(p, MUTANT if must else CONTROL, tuple(must or ()), scn)
+    return scn
+
+
+def load_entry(path: str | Path) -> ZooEntry:
+    """The first entry of ``load_entries(path)``: the file's entry, or a release entry's
+    affected side."""
+    return load_entries(path)[0]
 
 
 def load_zoo(folder: str | Path, only: Iterable[str] | None = None) -> list[ZooEntry]:
@@ -127,7 +164,7 @@ def load_zoo(folder: str | Path, only: Iterable[str] | None = None) -> list[ZooE
     files = sorted(Path(folder).glob("*.yaml"))
     if not files:
         raise ZooError(f"no zoo files (*.yaml) in {folder}")
-    entries = [load_entry(f) for f in files]
+    entries = [e for f in files for e in load_entries(f)]
     seen: dict[str, Path] = {}
     for e in entries:
         if e.name in seen:
@@ -135,11 +172,13 @@ def load_zoo(folder: str | Path, only: Iterable[str] | None = None) -> list[ZooE
         seen[e.name] = e.path
     if only:
         wanted = list(dict.fromkeys(only))
-        known = {e.name for e in entries} | {e.path.stem for e in entries}
+        known = {e.name for e in entries} | {e.path.stem for e in entries} | {e.release for e in entries if e.release}
         missing = [w for w in wanted if w not in known]
         if missing:
             raise ZooError(f"no zoo entry named {missing}; known: {sorted(e.name for e in entries)}")
-        entries = [e for e in entries if e.name in wanted or e.path.stem in wanted]
+        entries = [e for e in entries if e.name in wanted or e.path.stem in wanted or e.release in wanted]
+    else:  # a release entry not reproduced so far is a measurement, run only when named
+        entries = [e for e in entries if e.upstream is None or e.upstream.reproduced]
     return sorted(entries, key=lambda e: (e.kind != MUTANT, e.name))
 
 
@@ -157,6 +196,7 @@ def cells(entries: list[ZooEntry], zoo_dir: str | Path, *, runs: int, duration: 
         if write:
             d.mkdir(parents=True, exist_ok=True)
             head = (f"# {e.kind} of the bug zoo, merged from {e.path}"
+                    + (f"; {e.upstream.id} on its {e.side} side" if e.upstream else "")
                     + (f"; must find one of {list(e.must_find)}" if e.must_find else "") + "\n")
             f.write_text(head + yaml.safe_dump(e.scenario.model_dump(mode="json", exclude_none=True), sort_keys=False))
         sources[e.name] = str(f)
@@ -290,7 +330,9 @@ def zoo_summary(entries: list[ZooEntry], all_cells: list[Cell], records: dict[st
                 zoo_dir: str | Path, cache: dict[str, dict] | None = None) -> dict:
     """The zoo.json document: ``{"mutants": [{name, must_find, runs, detected, rate, ci95,
     median_time_to_detect_s, anomalies: {name: runs that found it}, errors}], "controls":
-    [{name, runs, invalid, rate, ci95, anomalies, errors}], "complete"}``. ``runs`` counts
+    [{name, runs, invalid, rate, ci95, anomalies, errors}], "releases": [upstream bug rows
+    pairing a release entry's two sides: harness.detect.zoo_releases.release_rows],
+    "complete"}``. ``runs`` counts
     runs with a verdict (valid, invalid, unknown); errored, interrupted and not-run cells are
     in ``errors`` / ``pending``."""
     zoo_dir = Path(zoo_dir)
@@ -332,8 +374,9 @@ def zoo_summary(entries: list[ZooEntry], all_cells: list[Cell], records: dict[st
                        invalid_seeds=[f["seed"] for f in fs if f["invalid"]])
             controls.append(row)
     total_controls = sum(c["runs"] for c in controls)
+    releases = release_rows(entries, mutants, controls)
     total_fp = sum(c["invalid"] for c in controls)
-    return {"mutants": mutants, "controls": controls,
+    return {"mutants": mutants, "controls": controls, "releases": releases,
             "control_totals": {"runs": total_controls, "invalid": total_fp, "ci95": wilson(total_fp, total_controls)},
             "complete": not any(pending.values()) and not any(errors.values())}
 
@@ -418,12 +461,13 @@ def run_zoo(entries: list[ZooEntry], results_root: str | Path, zoo_dir: str | Pa
 
 
 def public_json(summary: dict) -> dict:
-    """The ``--json`` shape: ``{"mutants": [{name, runs, detected, rate, ci95,
+    """The ``--json`` shape: ``{"releases": [...], "mutants": [{name, runs, detected, rate, ci95,
     median_time_to_detect_s, anomalies}], "controls": [{name, runs, invalid}]}`` (plus the
-    other zoo.json fields of each row)."""
+    other zoo.json fields of each row; ``releases`` as zoo_summary's)."""
     keys_m = ("name", "runs", "detected", "rate", "ci95", "median_time_to_detect_s", "anomalies")
     keys_c = ("name", "runs", "invalid")
-    return {"mutants": [{**{k: m[k] for k in keys_m}, **{k: v for k, v in m.items() if k not in keys_m}}
+    return {"releases": summary.get("releases", []),
+            "mutants": [{**{k: m[k] for k in keys_m}, **{k: v for k, v in m.items() if k not in keys_m}}
                         for m in summary["mutants"]],
             "controls": [{**{k: c[k] for k in keys_c}, **{k: v for k, v in c.items() if k not in keys_c}}
                          for c in summary["controls"]]}
