@@ -192,6 +192,9 @@ class Verdict(BaseModel):
       in ms, problems, notes; ``app`` for the app workload, checkers/app_end_to_end.py;
       ``reprocessed_ranges`` when eos-duplicate was found, checkers/reprocessing.py ``summary``).
     * ``versions``: meta.json's ``versions`` (what exactly was tested), when it has them.
+    * ``known_bugs``: the known bugs whose signature the verdict shows (checkers/known_bugs.py
+      ``match``): [{id, title, match: "looks-like" | "resembles", why, evidence, affected,
+      fixed, link, doc}]; [] in files written before it.
 
     Extra keys are kept (``extra="allow"``): a later format's fields survive a round trip.
     Older files and suite rows are read with :meth:`coerce`.
@@ -213,6 +216,7 @@ class Verdict(BaseModel):
     suspect: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     stats: dict[str, Any] = Field(default_factory=dict)
     versions: dict[str, Any] | None = None
+    known_bugs: list[dict[str, Any]] = Field(default_factory=list)
 
     @property
     def status(self) -> Literal["valid", "invalid", "unknown"]:

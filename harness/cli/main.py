@@ -92,6 +92,7 @@ def _summary(verdict: "Verdict | dict") -> str:
     """One line (plus notes) for the terminal: the verdict, then the anomalies that make it
     invalid, those the scenario expects, and liveness reports, each as ``name: count``."""
     from checkers import LIVENESS, Verdict
+    from checkers.known_bugs import describe as describe_known_bug
     v = Verdict.coerce(verdict)
     label = {True: "[green]VALID[/]", False: "[red]INVALID[/]"}.get(v.valid, "[yellow]UNKNOWN[/]")
     # a valid run may still list anomalies: say which ones the scenario expects and which are
@@ -118,6 +119,8 @@ def _summary(verdict: "Verdict | dict") -> str:
                  f"({r['inputs']} inputs){': ' + why if why else ''}")
     if len(ranges) > 6:
         text += f"\n  reprocessed: ... {len(ranges) - 6} more range(s) in verdict.json stats"
+    for m in v.known_bugs:  # a catalogued bug's signature (checkers/known_bugs.py, docs/known-bugs.md)
+        text += f"\n  known bug: {describe_known_bug(m)}: {m.get('why')}"
     # what the checker could not read or judge: a truncated history, no final drain, ...
     for note in [*(v.stats.get("problems") or [])[:5], *(v.stats.get("notes") or [])]:
         text += f"\n  note: {note}"

@@ -183,6 +183,7 @@ def _context(h: "History", verdict: "Verdict | dict | None", scenario: dict, met
         "banner": banner,
         "verdict": verdict,
         "unknown_reasons": list(verdict.unknown_reasons),
+        "known_bugs": list(verdict.known_bugs),  # checkers/known_bugs.py
         "found": found,
         "open_examples": OPEN_EXAMPLES,
         "allowed_found": others,

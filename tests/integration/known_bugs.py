@@ -18,6 +18,10 @@ makes that an expected failure only when eos-duplicate is the only failing anoma
 reprocessed range of the verdict (``stats.reprocessed_ranges``, checkers/reprocessing.py) is
 headed by such a restart: a duplicate with no restart behind it (our processor's own bug, a
 zombie) still fails the test.
+
+Both signatures are the known-bug catalogue's (checkers/known_bugs.py, which also names them in
+every verdict: ``Verdict.known_bugs``); these helpers only decide which runs a VALID-expecting
+test may excuse.
 """
 from __future__ import annotations
 
@@ -25,27 +29,21 @@ import json
 from pathlib import Path
 
 import pytest
+from checkers.bug_signatures import HANGING_TXN_KINDS, kafka_20734_fit, restarted_ranges, run_facts
 from checkers.run import Verdict
 
-#: what a hanging transaction does to a read_committed history (docs/anomalies.md): writes of
-#: committed transactions never seen (unseen, torn-transaction, lost-write), readers stopped
-#: at the stalled last stable offset or moved past a hidden range (stalled-lso, poll-skip)
-HANGING_TXN_KINDS = frozenset({"torn-transaction", "unseen", "lost-write", "stalled-lso", "poll-skip",
-                               "int-poll-skip"})
+__all__ = ["HANGING_TXN_KINDS", "kafka_20734_hit", "xfail_if_kafka_20734", "restart_behind_commit_hit",
+           "xfail_if_restart_behind_commit"]
 
 
 def kafka_20734_hit(verdict: Verdict | dict, meta: dict) -> str | None:
     """The reason to give when ``verdict`` (verdict.json) is INVALID only with
     HANGING_TXN_KINDS and ``meta`` (meta.json) has the brokers' ``skipped-txn-markers``
-    event (harness.cluster.broker_events); None otherwise."""
-    ev = (meta.get("broker_events") or {}).get("skipped-txn-markers")
-    verdict = Verdict.coerce(verdict)
-    failing = set(verdict.failing)
-    if verdict.valid is not False or not ev or not failing or not failing <= HANGING_TXN_KINDS:
-        return None
-    return (f"KAFKA-20734 (docs/findings/F2.md): the coordinator skipped the markers of "
-            f"{', '.join(ev.get('transactional_ids') or [])} on leaderless {', '.join(ev.get('partitions') or [])}; "
-            f"verdict INVALID with {', '.join(sorted(failing))}")
+    event (harness.cluster.broker_events); None otherwise. The signature is the catalogue's
+    (checkers/known_bugs.py KAFKA-20734) with the narrower kinds: an expected failure only for
+    what the integration tests have met."""
+    fit = kafka_20734_fit(Verdict.coerce(verdict), run_facts(meta), kinds=HANGING_TXN_KINDS)
+    return f"KAFKA-20734 (docs/findings/F2.md): {fit.why}" if fit else None
 
 
 def xfail_if_kafka_20734(run_dir: str | Path, verdict: Verdict | None = None) -> None:
@@ -65,13 +63,11 @@ def xfail_if_kafka_20734(run_dir: str | Path, verdict: Verdict | None = None) ->
 
 def restart_behind_commit_hit(verdict: Verdict | dict) -> str | None:
     """The reason to give when ``verdict`` is INVALID with eos-duplicate alone and every one
-    of its reprocessed ranges has a restart behind the committed offset (F4, F5); None
-    otherwise."""
+    of its reprocessed ranges has a restart behind the committed offset (F4, F5; the ranges
+    as checkers/known_bugs.py's F4 and F5 entries read them); None otherwise."""
     verdict = Verdict.coerce(verdict)
-    ranges = verdict.stats.get("reprocessed_ranges") or []
-    if verdict.valid is not False or set(verdict.failing) != {"eos-duplicate"} or not ranges:
-        return None
-    if len(ranges) >= 50 or not all(r.get("restarts") for r in ranges):  # 50: the summary's cap
+    ranges = restarted_ranges(verdict)
+    if ranges is None or set(verdict.failing) != {"eos-duplicate"}:
         return None
     kinds = sorted({s["kind"] for r in ranges for s in r["restarts"]})
     which = {"offset-reset": "F4 (docs/findings/F4.md) or F5", "behind-committed": "F5 (docs/findings/F5.md)"}

@@ -1,0 +1,368 @@
+"""The signatures of the known-bug catalogue (checkers/known_bugs.py, docs/known-bugs.md):
+what a verdict and a run's facts must show for an entry to be named, and each entry's
+affected range. Pure functions of a ``Verdict`` and ``RunFacts``; checkers never import harness.
+
+A signature returns a ``Fit`` (why, evidence, doubt) or None; a range function returns None
+when the run's Kafka release, client and transaction protocol version are in the entry's
+affected range, else why not (then the match says "resembles"). Releases compare as tuples
+(``release("3.5.2") < release("3.6.0")``).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .run import RunMeta, Verdict
+
+#: what a hanging transaction does to a read_committed history (docs/anomalies.md): writes of
+#: committed transactions never seen (unseen, torn-transaction, lost-write), readers stopped
+#: at the stalled last stable offset or moved past a hidden range (stalled-lso, poll-skip)
+HANGING_TXN_KINDS = frozenset({"torn-transaction", "unseen", "lost-write", "stalled-lso", "poll-skip",
+                               "int-poll-skip"})
+#: KAFKA-20734's further consequences, each seen in a soak (docs/findings/F2.md): a skipped ABORT
+#: closed by a later COMMIT (G1a), a skipped COMMIT closed by a later ABORT in a pipeline
+#: (eos-loss, offsets-ahead)
+F2_KINDS = HANGING_TXN_KINDS | {"G1a", "eos-loss", "offsets-ahead"}
+#: the summary's cap (checkers.reprocessing.summary): at the cap, ranges beyond it are unseen
+RANGES_CAP = 50
+
+
+def release(version: Any) -> tuple[int, ...] | None:
+    """A release as a tuple of ints ("3.5.2" -> (3, 5, 2); "4.0.0-rc1" -> (4, 0, 0); "4.1" ->
+    (4, 1, 0)); None when ``version`` does not start with a number."""
+    m = re.match(r"\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?", str(version or ""))
+    return tuple(int(g or 0) for g in m.groups()) if m else None
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a signature and a range read of a run besides its verdict (``run_facts``)."""
+
+    kafka: str | None = None             # the brokers' Apache Kafka release
+    client: str | None = None            # "librdkafka" | "java" | None (unknown: an app, another tool)
+    client_version: str | None = None
+    tv: tuple[int, ...] = ()             # transaction protocol versions the producers used; () unknown
+    broker_events: dict = field(default_factory=dict)   # harness.cluster.broker_events
+    producer: dict | None = None         # the workload's producer settings; None unknown
+    inflight_abort: str | None = None    # txn-queue: "replace" | "reuse"; None unknown
+    workload: str | None = None
+
+    @property
+    def kafka_v(self) -> tuple[int, ...] | None:
+        return release(self.kafka)
+
+
+def run_facts(meta: RunMeta | dict | None, workload: dict | None = None) -> RunFacts:
+    """RunFacts from meta.json (and the scenario's ``workload`` mapping). The client: meta's
+    ``client.name``, else the scenario's ``workload.client``, else ``java`` when ``versions``
+    has ``java-client``, else ``librdkafka`` for the workloads whose workers were only
+    confluent-kafka before ``client`` existed (txn-queue, eos-pipeline, idempotent). The
+    transaction protocol versions: meta's ``transaction_version.client``, else [1] for
+    librdkafka (it implements protocol v1 only) or for Kafka before 4.0 (no v2 there)."""
+    m = meta.model_dump() if isinstance(meta, RunMeta) else dict(meta or {})
+    w = workload if isinstance(workload, dict) else {}
+    versions = m.get("versions") if isinstance(m.get("versions"), dict) else {}
+    kafka = m.get("kafka_version") or versions.get("kafka")
+    c = m.get("client")
+    client, client_version = (c.get("name"), c.get("version")) if isinstance(c, dict) else (c, None)
+    if not isinstance(client, str):
+        client = w.get("client") if isinstance(w.get("client"), str) else None
+    if client is None:
+        if "java-client" in versions:
+            client = "java"
+        elif m.get("workload") in ("txn-queue", "eos-pipeline", "idempotent"):
+            client = "librdkafka"
+    if client_version is None:
+        client_version = versions.get("java-client" if client == "java" else "librdkafka")
+    tvm = m.get("transaction_version")
+    tv = tuple(sorted({int(x) for x in (tvm.get("client") or []) if isinstance(x, int)})) \
+        if isinstance(tvm, dict) else ()
+    if not tv and (client == "librdkafka" or (release(kafka) or (9,)) < (4, 0, 0)):
+        tv = (1,)
+    prod = w.get("producer") if isinstance(w.get("producer"), dict) else (None if not w else {})
+    return RunFacts(kafka=str(kafka) if kafka else None, client=client, client_version=client_version, tv=tv,
+                    broker_events=m.get("broker_events") if isinstance(m.get("broker_events"), dict) else {},
+                    producer=prod, inflight_abort=w.get("inflight_abort"),
+                    workload=m.get("workload") or w.get("name"))
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A signature's fit: ``why`` (one line), ``evidence`` (report names with example op refs,
+    broker events), ``doubt``: set when the signature fits only in part (then "resembles")."""
+
+    why: str
+    evidence: list[str]
+    doubt: str | None = None
+
+
+# -- evidence helpers -------------------------------------------------------------------
+def found(v: Verdict, *names: str) -> list[str]:
+    """The names among ``names`` the verdict found (any case, failing or not)."""
+    counts = v.counts
+    return [n for n in names if counts.get(n)]
+
+
+def failing(v: Verdict, *names: str) -> list[str]:
+    return [n for n in names if n in v.failing_names]
+
+
+def _ref(r: Any, what: str) -> str | None:
+    if not isinstance(r, dict) or r.get("invoke_index") is None:
+        return None
+    tid = r.get("transactional_id")
+    return (f"{what + ' ' if what else ''}op {r['invoke_index']} ({r.get('f')} {r.get('type')}, process {r.get('process')}"
+            f"{', ' + str(tid) if tid else ''})")
+
+
+def case_ref(c: dict) -> str:
+    """A case in a few words: key@offset and the ops it names (docs/history.md op refs)."""
+    where = f"{c['key']}@{c['offset']}" if c.get("key") is not None and c.get("offset") is not None \
+        else str(c.get("key") or "")
+    if c.get("anomaly") == "stalled-lso":
+        at = (c.get("stuck_at") or {}).get("offset")
+        return f"process {c.get('process')} stuck on {c.get('key')} at offset {at} for {c.get('stalled_ms', 0) / 1000:.1f} s"
+    refs = [x for x in (_ref(c.get(k), "" if k == "op" else k) for k in ("writer", "op", "reader")) if x]
+    return ", ".join(x for x in [where, *refs] if x) or str(c.get("explanation", ""))[:120]
+
+
+def evidence(v: Verdict, names: list[str], n: int = 2) -> list[str]:
+    """"name (count): example; example" for each name, examples from ``v.anomalies``."""
+    out = []
+    for name in names:
+        cases = [c for c in (v.anomalies.get(name) or []) if isinstance(c, dict)][:n]
+        ex = "; ".join(case_ref(c) for c in cases)
+        out.append(f"{name} ({v.counts.get(name, 0)}){': e.g. ' + ex if ex else ''}")
+    return out
+
+
+def skipped_markers(facts: RunFacts) -> dict | None:
+    ev = facts.broker_events.get("skipped-txn-markers")
+    return ev if isinstance(ev, dict) and ev else None
+
+
+def event_text(name: str, ev: dict) -> str:
+    return (f"broker event {name} ({ev.get('count', '?')} log line(s)"
+            f"{' on ' + str(ev['node']) if ev.get('node') else ''}): partitions "
+            f"{', '.join(ev.get('partitions') or []) or '?'}; transactional.ids "
+            f"{', '.join(ev.get('transactional_ids') or []) or '?'}")
+
+
+# -- F2 / F4 / F5 logic the integration tests' xfail helpers share ----------------------------
+def kafka_20734_fit(v: Verdict, facts: RunFacts, kinds: frozenset[str] = F2_KINDS) -> Fit | None:
+    """KAFKA-20734 (docs/findings/F2.md): an INVALID verdict whose failing names are all in
+    ``kinds`` and a ``skipped-txn-markers`` broker event (the coordinator took a leaderless
+    partition for a deleted one and skipped its COMMIT/ABORT markers). None otherwise."""
+    ev = skipped_markers(facts)
+    bad = set(v.failing_names)
+    if v.valid is not False or not ev or not bad or not bad <= kinds:
+        return None
+    return Fit(f"the coordinator skipped the markers of {', '.join(ev.get('transactional_ids') or []) or '?'} on "
+               f"leaderless {', '.join(ev.get('partitions') or []) or '?'}; verdict INVALID with "
+               f"{', '.join(sorted(bad))}", [event_text("skipped-txn-markers", ev), *evidence(v, sorted(bad))])
+
+
+def restarted_ranges(v: Verdict) -> list[dict] | None:
+    """The reprocessed ranges (``stats.reprocessed_ranges``, checkers.reprocessing.summary) when
+    eos-duplicate fails the run and every range has a restart behind the committed offset;
+    None otherwise (also at the summary's cap, where unseen ranges may have none)."""
+    ranges = v.stats.get("reprocessed_ranges") or []
+    if v.valid is not False or "eos-duplicate" not in v.failing_names or not ranges:
+        return None
+    if len(ranges) >= RANGES_CAP or not all(isinstance(r, dict) and r.get("restarts") for r in ranges):
+        return None
+    return ranges
+
+
+def range_text(r: dict) -> str:
+    rs = ", ".join(f"{s.get('kind')} at assign op {s.get('assign_index')} (first read @{s.get('first_offset')}, "
+                   f"committed @{s.get('committed_offset')}, {s.get('pending') or 0} open txn(s))"
+                   for s in r.get("restarts") or [])
+    return f"reprocessed {r.get('key')} offsets {r.get('from_offset')}-{r.get('to_offset')} ({r.get('inputs')} inputs): {rs}"
+
+
+def _kinds(r: dict) -> set[tuple[str, bool]]:
+    return {(s.get("kind"), bool(s.get("pending"))) for s in r.get("restarts") or []}
+
+
+
+
+# -- ranges ---------------------------------------------------------------------------------
+def kafka_between(f: RunFacts, lo: tuple | None, hi: tuple | None, why_outside: str) -> str | None:
+    """None when lo <= the run's Kafka < hi (None: unbounded); else why not."""
+    k = f.kafka_v
+    if k is None:
+        return "meta.json names no Kafka release, so the affected range cannot be checked"
+    if (lo is not None and k < lo) or (hi is not None and k >= hi):
+        return f"the run is on Kafka {f.kafka}: {why_outside}"
+    return None
+
+
+def needs_tv2(f: RunFacts) -> str | None:
+    if 2 in f.tv:
+        return None
+    if f.tv:
+        return "the producers used transaction version 1 only: the bug is in transaction version 2's epoch bumps"
+    return "meta.json does not say which transaction protocol version the producers used (needs 2)"
+
+
+def needs_client(f: RunFacts, client: str, other: str) -> str | None:
+    if f.client == client:
+        return None
+    if f.client is None:
+        return f"the run's client is not known (the bug is {client}'s)"
+    return f"the run's client is {f.client}: {other}"
+
+
+# -- signatures -------------------------------------------------------------------------------
+def sig_kafka_20734(v: Verdict, f: RunFacts) -> Fit | None:
+    return kafka_20734_fit(v, f)
+
+
+def range_kafka_20734(f: RunFacts) -> str | None:
+    return kafka_between(f, (4, 0, 0), None, "older releases resolved a leaderless partition to noNode and "
+                         "kept its markers queued (before the Java KRaftMetadataCache, docs/findings/F2.md)")
+
+
+def sig_kafka_14402(v: Verdict, f: RunFacts) -> Fit | None:
+    if skipped_markers(f) or v.valid is not False or not found(v, "stalled-lso"):
+        return None  # with skipped markers the brokers say why the LSO hangs: KAFKA-20734
+    bad = failing(v, "stalled-lso", "unseen", "torn-transaction", "lost-write", "poll-skip")
+    if not bad:
+        return None
+    names = ["stalled-lso", *[n for n in found(v, "unseen", "torn-transaction", "lost-write") if n != "stalled-lso"]]
+    return Fit("a read_committed consumer stalled behind a last stable offset that did not move (stalled-lso) "
+               f"and the run fails with {', '.join(bad)}, with no skipped-txn-markers broker event: a hanging "
+               "transaction (a late Produce after its transaction ended)", evidence(v, names))
+
+
+def range_kafka_14402(f: RunFacts) -> str | None:
+    return kafka_between(f, None, (3, 6, 0), "from 3.6.0 the partition leader verifies a transactional produce "
+                         "against the coordinator (KIP-890 part 1, transaction.partition.verification.enable)")
+
+
+def sig_kafka_17754(v: Verdict, f: RunFacts) -> Fit | None:
+    bad = failing(v, "G1a", "lost-write", "torn-transaction")
+    if not bad:
+        return None
+    ev = skipped_markers(f)
+    return Fit(f"{', '.join(bad)}: an aborted write read as committed, or committed writes lost or torn, as a "
+               "delayed Produce or EndTxn applied to a later transaction of the same producer epoch makes them",
+               evidence(v, bad) + ([event_text("skipped-txn-markers", ev)] if ev else []),
+               "the brokers logged skipped transaction markers, which KAFKA-20734 turns into the same anomalies"
+               if ev else None)
+
+
+def range_kafka_17754(f: RunFacts) -> str | None:
+    if 1 in f.tv:
+        return None
+    if f.tv:
+        return ("the producers used transaction version 2 only (KIP-890 part 2: the epoch is bumped every "
+                "transaction, so a late request of an older one is fenced)")
+    return "meta.json does not say which transaction protocol version the producers used (the bug needs 1)"
+
+
+def sig_f1(v: Verdict, f: RunFacts) -> Fit | None:
+    bad = failing(v, "lost-write", "torn-transaction", "unseen")
+    if not bad:
+        return None
+    impossible = "G0-realtime" in v.impossible
+    ev = evidence(v, bad) + (evidence(v, ["G0-realtime"], 1) if impossible else [])
+    if f.inflight_abort == "reuse":
+        ev.append("workload inflight_abort: reuse (a producer aborted with records in flight is used again)")
+    doubt = None
+    if f.inflight_abort != "reuse" and not impossible:
+        doubt = ("the txn-producer replaces its producer after an abort with records in flight (inflight_abort: "
+                 "replace), which avoids F1, and no acknowledged offset lies below one already read (impossible "
+                 "G0-realtime)" if f.inflight_abort == "replace" else
+                 "whether an aborted producer with records in flight was used again is not known, and no "
+                 "acknowledged offset lies below one already read (impossible G0-realtime)")
+    return Fit(f"{', '.join(bad)} with librdkafka's producer: an abort with records in flight drops a possibly "
+               "written record without an epoch bump, and the next transaction's record is acknowledged as its "
+               "duplicate" + (" (an offset acknowledged below one already read: impossible G0-realtime)"
+                              if impossible else ""), ev, doubt)
+
+
+def range_f1(f: RunFacts) -> str | None:
+    return needs_client(f, "librdkafka", "the Java producer retries a sent batch on abort instead of dropping it")
+
+
+def sig_f4(v: Verdict, f: RunFacts) -> Fit | None:
+    ranges = restarted_ranges(v)
+    reset = [r for r in ranges or [] if any(k == "offset-reset" for k, _ in _kinds(r))]
+    if not reset:
+        return None
+    pending = [r for r in reset if ("offset-reset", True) in _kinds(r)]
+    return Fit(f"eos-duplicate: {len(reset)} of {len(ranges)} reprocessed range(s) restarted at the partition's "
+               "log start (auto.offset.reset) after an assign, behind the group's committed offset"
+               + (", with another transaction's offsets pending across the assign" if pending else ""),
+               [range_text(r) for r in (pending or reset)[:4]],
+               None if pending else "no other transaction was open across the assign in the history (F4 needs "
+               "pending offsets; F5 also restarts a consumer at auto.offset.reset)")
+
+
+def range_f4(f: RunFacts) -> str | None:
+    return needs_client(f, "librdkafka", "the Java consumer is not librdkafka")
+
+
+def sig_f5(v: Verdict, f: RunFacts) -> Fit | None:
+    ranges = restarted_ranges(v) or []
+    behind = [r for r in ranges if any(k == "behind-committed" for k, _ in _kinds(r))]
+    reset = [r for r in ranges if ("offset-reset", False) in _kinds(r) and ("offset-reset", True) not in _kinds(r)]
+    if not behind and not reset:
+        return None
+    return Fit(f"eos-duplicate: {len(behind)} reprocessed range(s) restarted at an older committed offset "
+               f"(behind-committed), {len(reset)} at auto.offset.reset with no transaction open across the "
+               "assign: committed offsets answered from a coordinator shard not yet loaded",
+               [range_text(r) for r in (behind + reset)[:4]],
+               None if behind else "only restarts at auto.offset.reset: F4 with pending offsets the history "
+               "does not show fits as well")
+
+
+def range_f5(f: RunFacts) -> str | None:
+    return kafka_between(f, (4, 0, 0), None, "the group coordinator of KIP-848's runtime, where F5 is, is the "
+                         "default only from 4.0")
+
+
+def sig_kafka_15653(v: Verdict, f: RunFacts) -> Fit | None:
+    if not found(v, "server-error"):
+        return None
+    ev = evidence(v, ["server-error"])
+    doubt = None
+    if f.producer is not None:
+        comp = f.producer.get("compression.type") or f.producer.get("compression.codec")
+        if comp and str(comp) != "none":
+            ev.append(f"producer compression.type {comp}")
+        else:
+            doubt = "the producers did not compress (no compression.type in the workload's producer settings)"
+    return Fit("a valid transactional produce answered with an error a correct broker never returns "
+               "(server-error: UNKNOWN_SERVER_ERROR, InvalidRecordException, CORRUPT_MESSAGE)", ev, doubt)
+
+
+def range_kafka_15653(f: RunFacts) -> str | None:
+    return kafka_between(f, (3, 6, 0), (3, 6, 1), "KAFKA-15653 is in 3.6.0 only")
+
+
+def sig_epoch_exhausted(v: Verdict, f: RunFacts) -> Fit | None:
+    if not found(v, "epoch-exhausted"):
+        return None
+    return Fit("a transactional.id whose producer epoch reached its end (32767) could not initialise or "
+               "complete a transaction again (epoch-exhausted)", evidence(v, ["epoch-exhausted"]))
+
+
+def range_kafka_19367(f: RunFacts) -> str | None:
+    return kafka_between(f, (4, 0, 0), (4, 0, 1), "KAFKA-19367 is in 4.0.0 only") or needs_tv2(f)
+
+
+def range_kafka_20090(f: RunFacts) -> str | None:
+    return kafka_between(f, (4, 0, 0), (4, 3, 0), "KAFKA-20090 is in 4.0.0-4.2.x") or needs_tv2(f)
+
+
+def sig_never(v: Verdict, f: RunFacts) -> Fit | None:
+    """For an entry whose evidence is in no verdict or meta.json (F3: the instances' logs)."""
+    return None
+
+
+def range_any(f: RunFacts) -> str | None:
+    return None

@@ -1,0 +1,263 @@
+"""Known bugs: the one catalogue of upstream Kafka and client defects, and of this project's
+findings (docs/findings/F1-F5.md), that a run can meet; ``match`` names those whose signature a
+verdict shows. docs/known-bugs.md is the catalogue as a table (tests/unit/test_checkers_known_bugs.py
+checks every id is there).
+
+``CATALOGUE``: a tuple of frozen ``KnownBug`` entries: id, title, component, affected and fixed
+releases (``fixed`` None: open, no fixed release), clients, the signature in words, link, the
+finding doc, notes (where the upstream record and the issue that asked for the entry differ,
+and why), and two pure functions from checkers/bug_signatures.py: ``signature(verdict, facts)``
+-> ``Fit`` | None and ``in_range(facts)`` -> None | why the run is outside the affected range.
+
+``match(verdict, meta, workload=None) -> list[KnownBugMatch]``: ``verdict`` a ``Verdict`` or
+verdict.json dict; ``meta`` a ``RunMeta`` or meta.json dict (``kafka_version``/``versions``,
+``client`` {name, version}, ``transaction_version`` {broker, client: [1|2 ...]},
+``broker_events``; harness.workloads.client_choice writes them); ``workload`` the scenario's
+``workload`` mapping as run (scenario.yaml: ``client``, ``producer`` settings such as
+compression.type, txn-queue's ``inflight_abort``) when known. A fit in range is "looks-like";
+a fit outside the range (release, client or transaction protocol version), or one the
+signature itself doubts, is "resembles" with the reason after "but": never a guess presented
+as a fact. "looks-like" first, then "resembles", each in catalogue order. Never raises (an
+entry whose signature raises is skipped). ``checkers.verdict`` sets ``Verdict.known_bugs``
+from it (``fold`` with meta.json, ``check_run`` again with scenario.yaml's workload).
+
+Adding an entry: a ``KnownBug`` below, its signature and range in checkers/bug_signatures.py
+(keyed on report names: a name no finder reports yet never fits), a row in docs/known-bugs.md,
+a tiny-history test and a negative control in tests/unit/test_checkers_known_bugs.py.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from . import bug_signatures as s
+from .bug_signatures import Fit, RunFacts, run_facts
+from .run import RunMeta, Verdict
+
+JIRA = "https://issues.apache.org/jira/browse/"
+FINDINGS = "docs/findings/"
+
+
+@dataclass(frozen=True)
+class KnownBug:
+    """One catalogue entry (module docstring; docs/known-bugs.md is its table)."""
+
+    id: str
+    title: str
+    component: str                      # where the defect is: kafka, librdkafka, ...
+    affected: str                       # in words, as the verdict line prints it
+    fixed: str | None                   # the first fixed release; None: open, no fixed release
+    clients: str
+    signature_text: str
+    link: str
+    doc: str | None
+    notes: str
+    signature: Callable[[Verdict, RunFacts], Fit | None] = field(repr=False, compare=False)
+    in_range: Callable[[RunFacts], str | None] = field(repr=False, compare=False)
+    #: ids of more specific entries: when one of them looks like the run's bug, this entry's
+    #: fit only resembles (and is left out when it doubted itself already)
+    yields_to: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """"KAFKA-14402 (hanging transaction; Kafka <= 3.5.x, fixed in 3.6.0)"."""
+        return f"{self.id} ({self.title}; {self.affected}, {fixed_text(self.fixed)})"
+
+
+def fixed_text(fixed: str | None) -> str:
+    return f"fixed in {fixed}" if fixed else "no fixed release"
+
+
+@dataclass(frozen=True)
+class KnownBugMatch:
+    """What ``match`` returns for one entry; ``as_dict`` is a ``Verdict.known_bugs`` item:
+    {id, title, match: "looks-like" | "resembles", why, evidence: [str], affected, fixed (None:
+    no fixed release), link, doc}."""
+
+    id: str
+    title: str
+    match: str
+    why: str
+    evidence: list[str]
+    affected: str
+    fixed: str | None
+    link: str
+    doc: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def describe(m: dict) -> str:
+    """One verdict-line phrase of a ``Verdict.known_bugs`` item: "looks like KAFKA-14402
+    (hanging transaction; Kafka <= 3.5.x, fixed in 3.6.0)" or "resembles ..."."""
+    word = "looks like" if m.get("match") == "looks-like" else "resembles"
+    return f"{word} {m.get('id')} ({m.get('title')}; {m.get('affected')}, {fixed_text(m.get('fixed'))})"
+
+
+
+CATALOGUE: tuple[KnownBug, ...] = (
+    KnownBug(
+        id="KAFKA-20734", title="markers skipped for a leaderless partition (F2)", component="kafka",
+        affected="Kafka 4.x with the Java KRaftMetadataCache (4.3.1 measured)", fixed=None, clients="any",
+        signature_text="the brokers' skipped-txn-markers event and an INVALID verdict whose failing names are all "
+        "a hanging transaction's (torn-transaction, unseen, lost-write, stalled-lso, poll-skip) or F2's other "
+        "consequences (G1a, eos-loss, offsets-ahead)",
+        link=JIRA + "KAFKA-20734", doc=FINDINGS + "F2.md",
+        notes="Open upstream (fix PR apache/kafka#22680 open). The lower bound is not pinned: the Scala cache of "
+        "apache/kafka 1eb7644 (October 2024) kept the marker queued, so runs before 4.0 say 'resembles'. "
+        "G1a, eos-loss and offsets-ahead were added to the hanging-transaction kinds from F2.md's soaks "
+        "(a skipped ABORT closed by a COMMIT; a skipped COMMIT closed by an ABORT in a pipeline); the "
+        "integration tests' xfail keeps the narrower kinds.",
+        signature=s.sig_kafka_20734, in_range=s.range_kafka_20734),
+    KnownBug(
+        id="KAFKA-14402", title="hanging transaction", component="kafka", affected="Kafka <= 3.5.x", fixed="3.6.0",
+        clients="any",
+        signature_text="stalled-lso found and the run failing (stalled-lso through fail_on, or unseen, "
+        "torn-transaction, lost-write, poll-skip), with no skipped-txn-markers broker event (that is KAFKA-20734)",
+        link=JIRA + "KAFKA-14402", doc=None,
+        notes="KAFKA-14402 is KIP-890's umbrella (an improvement, affects 3.5.0, no fix version of its own). Part 1 "
+        "(verification of transactional produce on the partition leader, transaction.partition.verification."
+        "enable, default true) shipped in 3.6.0 (KAFKA-14884), so 3.6.0 is the first release with the defence "
+        "for every client; part 2 (transaction version 2) came in 4.0.0. stalled-lso alone is routine under "
+        "faults (a valid 25-min soak reported 24), so the run must fail as well.",
+        signature=s.sig_kafka_14402, in_range=s.range_kafka_14402, yields_to=("KAFKA-20734", "F1")),
+    KnownBug(
+        id="KAFKA-17754", title="late Produce or EndTxn lands in a later transaction (transaction protocol v1)",
+        component="kafka", affected="any release, producers on transaction version 1",
+        fixed="4.0.0 (transaction version 2 producers only)", clients="any on transaction version 1 (librdkafka "
+        "always: it implements v1 only); Java 4.0+ clients with transaction.version 2 avoid it",
+        signature_text="G1a, lost-write or torn-transaction failing the run, on a run whose producers used "
+        "transaction version 1 (meta.json transaction_version.client)",
+        link=JIRA + "KAFKA-17754", doc=None,
+        notes="Found by Jepsen's Bufstream analysis (2024) with the Java client; resolved upstream 2026-08-12 'by "
+        "KIP-890 and related fixes', i.e. for transaction version 2 (epoch bump per transaction, Kafka 4.0.0). "
+        "Producers on version 1 stay exposed on every release, which is why the range is the protocol version, "
+        "not a release. With skipped-txn-markers in the brokers' logs the same anomalies are KAFKA-20734's: "
+        "'resembles' then.",
+        signature=s.sig_kafka_17754, in_range=s.range_kafka_17754, yields_to=("KAFKA-20734", "F1")),
+    KnownBug(
+        id="F1", title="librdkafka's abort with records in flight loses the next transaction's write",
+        component="librdkafka", affected="librdkafka (2.16.0 measured)", fixed=None, clients="librdkafka",
+        signature_text="lost-write, torn-transaction or unseen failing the run with the librdkafka client, and "
+        "either the txn-producer's inflight_abort: reuse (scenario.yaml) or an acknowledged offset below one "
+        "already read (an impossible G0-realtime); without either, or with the Java client, 'resembles'",
+        link=FINDINGS + "F1.md", doc=FINDINGS + "F1.md",
+        notes="Not reported upstream (searched 2026-11-23). The harness's txn-producer avoids it by default "
+        "(inflight_abort: replace), so lost writes on such runs only resemble F1.",
+        signature=s.sig_f1, in_range=s.range_f1, yields_to=("KAFKA-20734",)),
+    KnownBug(
+        id="F3", title="a fenced static consumer's _FATAL error with fatal() False", component="confluent-kafka-python",
+        affected="confluent-kafka 2.16.1 measured (issue #869, open since 2020)", fixed=None,
+        clients="confluent-kafka (Python)",
+        signature_text="none from a verdict: an app run UNKNOWN with app-stalled, and the instances' logs show "
+        "'Static consumer fenced' with the process left up",
+        link="https://github.com/confluentinc/confluent-kafka-python/issues/869", doc=FINDINGS + "F3.md",
+        notes="Kept for completeness but never matched: app-stalled has many causes (a slow application, a "
+        "stall) and the evidence (the fenced consumer's log line, the process still up) is in the instances' "
+        "logs, which neither the history nor meta.json carries. The defect was the example application's "
+        "check of fatal() only (fixed in 11e7aa4) on top of the client's behaviour.",
+        signature=s.sig_never, in_range=s.range_any),
+    KnownBug(
+        id="F4", title="librdkafka starts a partition at auto.offset.reset after a rebalance with pending offsets",
+        component="librdkafka", affected="librdkafka (2.16.0 measured; the code path dates from 2021)", fixed=None,
+        clients="librdkafka consumers",
+        signature_text="eos-duplicate failing, every reprocessed range with a restart behind the committed offset, "
+        "some of kind offset-reset with another transaction open across the assign (stats.reprocessed_ranges)",
+        link=FINDINGS + "F4.md", doc=FINDINGS + "F4.md",
+        notes="Not reported upstream (searched 2026-11-25). An offset-reset restart with no transaction open "
+        "across the assign fits F5 as well: 'resembles' for both then.",
+        signature=s.sig_f4, in_range=s.range_f4),
+    KnownBug(
+        id="F5", title="stale load completion in the group coordinator answers unloaded offsets",
+        component="kafka", affected="Kafka 4.x group coordinator (4.3.1 measured)", fixed=None, clients="any",
+        signature_text="eos-duplicate failing, every reprocessed range with a restart behind the committed offset, "
+        "some behind-committed (an older non-zero offset), or offset-reset with no transaction open across the assign",
+        link=FINDINGS + "F5.md", doc=FINDINGS + "F5.md",
+        notes="Not reported upstream (searched 2026-11-26). F5.md reads CoordinatorRuntime of 4.3.1 and trunk "
+        "888ab6da; the runtime's group coordinator is the default from 4.0, so earlier runs say 'resembles'. "
+        "The lower bound is not measured.",
+        signature=s.sig_f5, in_range=s.range_f5),
+    KnownBug(
+        id="KAFKA-15653", title="compressed transactional produce fails under verification", component="kafka",
+        affected="Kafka 3.6.0", fixed="3.6.1", clients="any, compressed batches (compression.type)",
+        signature_text="the server-error report (a valid produce answered UNKNOWN_SERVER_ERROR, "
+        "InvalidRecordException, CORRUPT_MESSAGE) found on 3.6.0; the producers' compression.type as support",
+        link=JIRA + "KAFKA-15653", doc=None,
+        notes="3.6.0's upgrade note: 'Workloads with compression can experience InvalidRecordExceptions and "
+        "UnknownServerExceptions', fixed in 3.6.1; transaction.partition.verification.enable=false avoids it. "
+        "The server-error finder is another change (checkers/server_error.py).",
+        signature=s.sig_kafka_15653, in_range=s.range_kafka_15653),
+    KnownBug(
+        id="KAFKA-19367", title="transaction version 2 epoch overflow on InitProducerId", component="kafka",
+        affected="Kafka 4.0.0, transaction version 2", fixed="4.0.1", clients="Java 4.0+ (transaction version 2)",
+        signature_text="the epoch-exhausted report on a run whose producers used transaction version 2",
+        link=JIRA + "KAFKA-19367", doc=None,
+        notes="apache/kafka#19910 (merged 2025-06-06): InitProducerId aborting an open transaction bumped the "
+        "epoch twice; at 32766 the second bump overflowed. 4.0.1 is the issue's claim; the 4.0 backport was "
+        "not checked against the release jars. The epoch-exhausted report is another change's.",
+        signature=s.sig_epoch_exhausted, in_range=s.range_kafka_19367),
+    KnownBug(
+        id="KAFKA-20090", title="epoch exhaustion with a timed-out transaction and a late EndTxn", component="kafka",
+        affected="Kafka 4.0.0-4.2.x, transaction version 2", fixed="4.3.0", clients="Java 4.0+ (transaction version 2)",
+        signature_text="the epoch-exhausted report on a run whose producers used transaction version 2",
+        link=JIRA + "KAFKA-20090", doc=None,
+        notes="apache/kafka#21469 and #21506 (merged 2026-02/03): a timeout abort at epoch 32766 bumps to 32767 "
+        "and a delayed EndTxn(ABORT) is taken for a retry without rotating the producer id, leaving the "
+        "transaction ONGOING. 4.3.0 as the first fixed release is the issue's range, not checked against jars.",
+        signature=s.sig_epoch_exhausted, in_range=s.range_kafka_20090),
+)
+
+BY_ID: dict[str, KnownBug] = {b.id: b for b in CATALOGUE}
+
+
+def match(verdict: Verdict | dict, meta: RunMeta | dict | None = None,
+          workload: dict | None = None) -> list[KnownBugMatch]:
+    """The catalogue entries whose signature ``verdict`` shows (module docstring); [] for a
+    verdict with no anomaly."""
+    v = Verdict.coerce(verdict)
+    if not v.counts:
+        return []
+    facts = run_facts(meta, workload)
+    fits: list[tuple[KnownBug, Fit, list[str]]] = []
+    for bug in CATALOGUE:
+        try:
+            fit = bug.signature(v, facts)
+            if fit is None:
+                continue
+            outside = bug.in_range(facts)
+        except Exception:  # noqa: BLE001 - one entry's defect never breaks a verdict
+            continue
+        fits.append((bug, fit, [d for d in (fit.doubt, outside) if d]))
+    looks = {bug.id for bug, _, doubts in fits if not doubts}
+    out = []
+    for bug, fit, doubts in fits:
+        better = [i for i in bug.yields_to if i in looks]
+        if better and doubts:
+            continue  # a doubtful fit another entry explains: not worth a line
+        if better:
+            doubts = [f"{', '.join(better)} explains the same anomalies more specifically"]
+        out.append(KnownBugMatch(
+            id=bug.id, title=bug.title, match="resembles" if doubts else "looks-like",
+            why=fit.why + "".join(f"; but {d}" for d in doubts), evidence=list(fit.evidence),
+            affected=bug.affected, fixed=bug.fixed, link=bug.link, doc=bug.doc))
+    return sorted(out, key=lambda m: m.match != "looks-like")
+
+
+def match_dicts(verdict: Verdict | dict, meta: RunMeta | dict | None = None,
+                workload: dict | None = None) -> list[dict]:
+    """``match`` as ``Verdict.known_bugs`` items."""
+    return [m.as_dict() for m in match(verdict, meta, workload)]
+
+
+def scenario_workload(path: str | Path) -> dict | None:
+    """The ``workload`` mapping of a run's scenario.yaml as run (``path``); None when absent
+    or unreadable (checkers.safe_load's limits)."""
+    from .safe_load import read_yaml
+    try:
+        data = read_yaml(path)
+    except Exception:  # noqa: BLE001 - absent or unreadable: the facts stay unknown
+        return None
+    w = data.get("workload") if isinstance(data, dict) else None
+    return w if isinstance(w, dict) else None
