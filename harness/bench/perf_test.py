@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, ArtifactError, dump_log_command
+from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, kafka_tools_command
 
 
 @dataclass
@@ -84,11 +84,9 @@ def bench_cluster(version: str = DEFAULT_KAFKA_VERSION, heap_mb: int = 512,
 
 def perf_test_command(version: str = DEFAULT_KAFKA_VERSION) -> list[str]:
     """``java ... org.apache.kafka.tools.ProducerPerformance`` (kafka-producer-perf-test.sh) on
-    the classpath harness.cluster.artifacts fetches for DumpLogSegments (kafka-tools, Kafka 4.x).
+    the broker and kafka-tools classpath (harness.cluster.artifacts.kafka_tools_command, Kafka 4.x).
     Raises ArtifactError for a 3.x version (its perf test lives elsewhere and takes other flags)."""
-    cmd = dump_log_command(version)
-    if int(version.split(".")[0]) < 4:
-        raise ArtifactError(f"the producer benchmarks need Kafka 4.x (kafka-tools); got {version}")
+    cmd = kafka_tools_command(version, "org.apache.kafka.tools.ProducerPerformance")
     cp = cmd[cmd.index("-cp") + 1]
     return [cmd[0], "-Xmx512m", "-cp", cp, "org.apache.kafka.tools.ProducerPerformance"]
 

@@ -52,6 +52,21 @@ def check_version(version: str, what: str = "Kafka") -> str:
     return version
 
 
+def check_kafka_release(version: str) -> str:
+    """``version`` when it is a Kafka release the harness runs (harness.cluster.releases); else
+    ArtifactError in one line naming the oldest it runs."""
+    from harness.cluster.releases import NEWEST_TRIED, OLDEST, UnsupportedRelease, check_release
+
+    try:
+        check_version(version)
+    except ArtifactError as exc:
+        raise ArtifactError(f"{exc}; the harness runs Kafka {OLDEST} to {NEWEST_TRIED}") from None
+    try:
+        return check_release(version)
+    except UnsupportedRelease as exc:
+        raise ArtifactError(str(exc)) from None
+
+
 def cache_dir() -> Path:
     """The cache root: ``$EOS_CHAOS_CACHE`` or ``~/.cache/kafka-eos-chaos``."""
     root = os.environ.get("EOS_CHAOS_CACHE") or os.path.join(
@@ -70,15 +85,12 @@ def _require(tool: str, hint: str) -> str:
 
 
 def _pom(version: str) -> str:
-    major = int(version.split(".")[0])
-    if major >= 4:
-        # Kafka 4 logs through log4j2 (KIP-653) but still calls slf4j 1.7: bind it to log4j2.
-        logging = [("org.apache.logging.log4j", "log4j-slf4j-impl", "2.24.3")]
-    else:
-        # Kafka 3.x logs through slf4j 1.7 + reload4j.
-        logging = [("org.slf4j", "slf4j-reload4j", "1.7.36")]
+    """The POM of Kafka ``version``'s broker classpath: kafka_2.13 plus the release's slf4j
+    binding (harness.cluster.releases: reload4j on 3.x, log4j2 on 4.x)."""
+    from harness.cluster.releases import release
+
     return _classpath_pom("kafka-classpath", version,
-                          [("org.apache.kafka", "kafka_2.13", version), *logging])
+                          [("org.apache.kafka", "kafka_2.13", version), *release(version).pom_logging])
 
 
 def _classpath_pom(artifact_id: str, version: str, deps: list[tuple[str, str, str]]) -> str:
@@ -106,8 +118,10 @@ def maven_failure(version: str, output: str) -> str:
     version is not on Maven Central (Maven's "Could not find artifact"), or Maven's own first
     error line (no route to Maven Central, a broken local repository ...)."""
     if "Could not find artifact" in output or "was not found in" in output:
+        from harness.cluster.releases import NEWEST_TRIED, OLDEST
+
         return (f"Kafka {version} is not on Maven Central (no org.apache.kafka:kafka_2.13:{version}); "
-                f"versions known to work: {', '.join(KNOWN_KAFKA_VERSIONS)}")
+                f"the harness runs the releases {OLDEST} to {NEWEST_TRIED}")
     errors = [ln.strip() for ln in re.sub(r"\x1b\[[0-9;]*m", "", output).splitlines()
               if ln.strip().startswith("[ERROR]") and ln.strip() != "[ERROR]"]
     first = errors[0].removeprefix("[ERROR]").strip() if errors else " ".join(output.split())[-300:]
@@ -156,16 +170,21 @@ class KafkaDist:
         return str(self.libs / "*")
 
     @property
-    def major(self) -> int:
-        return int(self.version.split(".")[0])
+    def release(self):
+        """What differs on this release (harness.cluster.releases.Release)."""
+        from harness.cluster.releases import Release
+
+        return Release(self.version)
 
 
 def kafka_dist(version: str = DEFAULT_KAFKA_VERSION, *, fetch: bool = True) -> KafkaDist:
     """Return the cached classpath of Kafka ``version``, fetching it through Maven if needed.
 
-    Raises ArtifactError when Java or Maven is missing, or when Maven cannot resolve the
-    version (a typo, or no route to Maven Central); the message is one line (maven_failure).
+    Raises ArtifactError when Java or Maven is missing, when the harness cannot run the release
+    (older than harness.cluster.releases.OLDEST), or when Maven cannot resolve the version (a
+    typo, or no route to Maven Central); the message is one line (maven_failure).
     """
+    check_kafka_release(version)
     home = cache_dir() / "kafka" / check_version(version)
     dist = KafkaDist(version, home)
     if (home / ".complete").exists():
@@ -194,14 +213,28 @@ def kafka_dist(version: str = DEFAULT_KAFKA_VERSION, *, fetch: bool = True) -> K
 
 def dump_log_command(version: str = DEFAULT_KAFKA_VERSION, *, fetch: bool = True) -> list[str]:
     """The java command line of Kafka's DumpLogSegments for ``version``, to which the caller
-    appends ``--files SEGMENT ...`` (Kafka docs, "kafka-dump-log.sh"). Kafka 3.x ships it in
-    the broker jar (``kafka.tools.DumpLogSegments``); 4.x moved it to ``kafka-tools``
-    (``org.apache.kafka.tools.DumpLogSegments``), fetched on first use with Maven into the
-    version's cache, next to ``libs``. Raises ArtifactError as kafka_dist does."""
+    appends ``--files SEGMENT ...`` (Kafka docs, "kafka-dump-log.sh"). Up to 4.2.x it is in the
+    broker jar (``kafka.tools.DumpLogSegments``); 4.3.0 moved it to ``kafka-tools``
+    (``org.apache.kafka.tools.DumpLogSegments``, KAFKA-14579; harness.cluster.releases). On 4.x
+    the classpath holds kafka-tools too (kafka_tools_command). Raises ArtifactError as
+    kafka_dist does."""
+    main = kafka_dist(version, fetch=fetch).release.dump_log_main
+    return kafka_tools_command(version, main, fetch=fetch, need_tools=False)
+
+
+def kafka_tools_command(version: str, main: str, *, fetch: bool = True, need_tools: bool = True) -> list[str]:
+    """``java -cp BROKER_JARS[:KAFKA_TOOLS] MAIN`` for Kafka ``version``: kafka-tools
+    (``org.apache.kafka:kafka-tools``) is fetched on first use with Maven into the version's
+    cache, next to ``libs``, on the releases whose Release.tools_jar is set (4.x). With
+    ``need_tools``, a release without it raises ArtifactError in one line; else the broker
+    classpath alone is returned. Raises ArtifactError as kafka_dist does."""
     dist = kafka_dist(version, fetch=fetch)
     java = _require("java", "install a JDK 17+ (Debian: apt-get install -y openjdk-17-jre-headless)")
-    if dist.major < 4:
-        return [java, "-cp", dist.classpath, "kafka.tools.DumpLogSegments"]
+    if not dist.release.tools_jar:
+        if need_tools:
+            raise ArtifactError(f"{main} needs Kafka's kafka-tools jar, which the harness fetches for Kafka 4.x "
+                                f"only, not {version}")
+        return [java, "-cp", dist.classpath, main]
     tools = dist.home / "tools"
     jar = tools / f"kafka-tools-{version}.jar"
     if not jar.exists():
@@ -216,7 +249,7 @@ def dump_log_command(version: str = DEFAULT_KAFKA_VERSION, *, fetch: bool = True
         if proc.returncode != 0 or not jar.exists():
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
             raise ArtifactError(f"Maven could not fetch org.apache.kafka:kafka-tools:{version}:\n{tail}")
-    return [java, "-cp", f"{dist.classpath}:{tools / '*'}", "org.apache.kafka.tools.DumpLogSegments"]
+    return [java, "-cp", f"{dist.classpath}:{tools / '*'}", main]
 
 
 #: toxiproxy v2.12.0's go.mod asks for Go 1.23 (``go 1.23.0``)

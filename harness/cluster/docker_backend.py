@@ -205,7 +205,8 @@ class DockerBackend:
             clock_dir = self.workdir / f"n{i}" / "clock" if self.spec.faketime else None
             c = BrokerContainer(self.client, self.run_id, i, self.image, self.tnet, self.workdir / f"n{i}",
                                 cluster_id, log_path=self.logdir / f"n{i}.log", heap_mb=self.spec.heap_mb,
-                                data_bind=storage.mountpoint if storage else None, clock_dir=clock_dir)
+                                data_bind=storage.mountpoint if storage else None, clock_dir=clock_dir,
+                                kafka_version=self.spec.kafka_version)
             self._containers[i] = c
             self.nodes[i] = DockerNode(i, c, storage, clock_dir / "faketime.rc" if clock_dir else None)
         self.network = DockerNetwork({f"n{i}": ContainerHost(f"n{i}", self.tnet.address(i), c)

@@ -1,7 +1,9 @@
 """A real Apache Kafka cluster in KRaft mode, one JVM per node, each in its own namespace.
 
 Every node is both broker and controller (``process.roles=broker,controller``) with a static
-quorum (``controller.quorum.voters``), so the same configuration runs on Kafka 3.9 and 4.x.
+quorum (``controller.quorum.voters``), so the same configuration runs on every release from 3.5.0
+to 4.4.0; what does differ between releases (logging, the storage tool) comes from
+harness.cluster.releases.
 Broker defaults follow Kafka's exactly-once design, KIP-98/KIP-447: transaction state log RF 3 / min ISR 2 / 50 partitions,
 data topics RF 3 with ``min.insync.replicas=2``, no unclean leader election.
 
@@ -65,27 +67,6 @@ BROKER_DEFAULTS: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "0",
     "num.partitions": "4",
 }
-
-LOG4J2 = """status = warn
-appender.out.type = Console
-appender.out.name = out
-appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.out.ref = out
-logger.kafka.name = kafka
-logger.kafka.level = INFO
-logger.state.name = state.change.logger
-logger.state.level = WARN
-"""
-
-LOG4J1 = """log4j.rootLogger=INFO, stdout
-log4j.appender.stdout=org.apache.log4j.ConsoleAppender
-log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
-log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
-log4j.logger.state.change.logger=WARN
-"""
-
 
 class ClusterError(RuntimeError):
     """A node failed to format or start; the message points at its log."""
@@ -170,16 +151,12 @@ class KafkaNode:
             **self.overrides,
         }
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
-        if self.dist.major >= 4:
-            (self.workdir / "log4j2.properties").write_text(LOG4J2)
-        else:
-            (self.workdir / "log4j.properties").write_text(LOG4J1)
+        rel = self.dist.release
+        (self.workdir / rel.log4j_file).write_text(rel.log4j_text)
 
     def _java(self, main: str, *args: str) -> list[str]:
-        if self.dist.major >= 4:
-            logging = f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}"
-        else:
-            logging = f"-Dlog4j.configuration=file:{self.workdir / 'log4j.properties'}"
+        rel = self.dist.release
+        logging = rel.log4j_flag(str(self.workdir / rel.log4j_file))
         return [
             "java", f"-Xms{self.heap_mb}m", f"-Xmx{self.heap_mb}m", "-XX:+UseG1GC",
             "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true", logging,
@@ -188,8 +165,7 @@ class KafkaNode:
 
     def format_cmd(self, cluster_id: str) -> list[str]:
         """The ``kafka-storage format`` command that prepares this node's KRaft log dir."""
-        return self._java("kafka.tools.StorageTool", "format", "-t", cluster_id,
-                          "-c", str(self.config_path))
+        return self._java("kafka.tools.StorageTool", *self.dist.release.format_args(cluster_id, str(self.config_path)))
 
     def start(self) -> int:
         """Start the JVM in the node's namespace; return its pid. A running node is left alone."""

@@ -14,8 +14,8 @@ default 15 minutes.
 ``start_offset``, ``last_timestamp``, ``duration_min``, and ``broker_id``: the broker asked; a
 partition appears once per replica that holds the open transaction), the raw text and the
 exit codes.
-Kafka 4.x only here (the tool comes from the kafka-tools jar harness.cluster.artifacts fetches for
-DumpLogSegments); raises ArtifactError otherwise.
+Kafka 4.x only here (the tool comes from the kafka-tools jar harness.cluster.artifacts.kafka_tools_command
+fetches); raises ArtifactError otherwise.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.cluster.artifacts import ArtifactError, dump_log_command
+from harness.cluster.artifacts import kafka_tools_command
 
 COLUMNS = ("topic", "partition", "producer_id", "producer_epoch", "coordinator_epoch", "start_offset",
            "last_timestamp", "duration_min")
@@ -42,11 +42,9 @@ class FindHanging:
 
 
 def transactions_command(kafka_version: str) -> list[str]:
-    """``java -cp ... org.apache.kafka.tools.TransactionsCommand`` of ``kafka_version``."""
-    cmd = dump_log_command(kafka_version)
-    if not cmd[-1].startswith("org.apache.kafka.tools."):
-        raise ArtifactError(f"find-hanging needs Kafka's kafka-tools jar (Kafka >= 4.0 here), not {kafka_version}")
-    return cmd[:-1] + ["org.apache.kafka.tools.TransactionsCommand"]
+    """``java -cp ... org.apache.kafka.tools.TransactionsCommand`` of ``kafka_version`` (Kafka 4.x
+    here: ArtifactError otherwise, harness.cluster.artifacts.kafka_tools_command)."""
+    return kafka_tools_command(kafka_version, "org.apache.kafka.tools.TransactionsCommand")
 
 
 def parse_rows(text: str) -> list[dict]:

@@ -165,6 +165,11 @@ class ClusterSpec(Strict):
                     raise ValueError(f"cluster.nodes is {self.nodes} but cluster.external.nodes lists "
                                      f"{len(self.external.nodes)}")
                 self.nodes = len(self.external.nodes)
+        from harness.cluster.releases import broker_override_problems  # what the release lacks
+
+        problems = broker_override_problems(self.kafka_version, self.broker)
+        if problems:
+            raise ValueError(problems[0])
         return self
 
 
@@ -367,11 +372,12 @@ class Scenario(Strict):
 
 def kafka_version(v: str) -> str:
     """``v`` when it is a version like 4.3.1 (harness.cluster.artifacts.VERSION: it names a
-    cache folder and a Maven artifact); else ValueError in one line."""
-    from harness.cluster.artifacts import ArtifactError, check_version
+    cache folder and a Maven artifact) of a release the harness runs (3.5.0 on,
+    harness.cluster.releases); else ValueError in one line."""
+    from harness.cluster.artifacts import ArtifactError, check_kafka_release
 
     try:
-        return check_version(v)
+        return check_kafka_release(v)
     except ArtifactError as exc:
         raise ValueError(str(exc)) from None
 

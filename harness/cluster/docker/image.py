@@ -29,6 +29,7 @@ from docker.errors import APIError, BuildError, ImageNotFound
 
 from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, kafka_dist
 from harness.cluster.docker.engine import DockerError
+from harness.cluster.releases import LOG4J1, LOG4J2, release  # noqa: F401 (LOG4J*: kept importable here)
 
 #: python3 too: the app workload's example image (harness.examples.docker_image) runs on it
 BASE_TAG = "kafka-eos-chaos/debian-base:bookworm-jre17-py3"
@@ -94,19 +95,14 @@ CMD ["/opt/kafka/bin/kafka-server-start.sh", "/opt/kafka/config/server.propertie
 
 # The start scripts honour the environment of Kafka's own (KAFKA_HEAP_OPTS, KAFKA_LOG4J_OPTS,
 # KAFKA_JVM_PERFORMANCE_OPTS, KAFKA_OPTS), so a container runs the same way on this image and on
-# apache/kafka. POSIX sh: minbase has bash, but an image need not.
+# apache/kafka. POSIX sh: minbase has bash, but an image need not. @LOG4J_OPTS@: the release's
+# logging flag and file (harness.cluster.releases), filled in by write_context.
 RUN_CLASS = """#!/bin/sh
 # kafka-run-class.sh (kafka-eos-chaos): java -cp /opt/kafka/libs/* CLASS ARGS
 base_dir=$(dirname "$0")/..
 : "${KAFKA_HEAP_OPTS:=-Xmx256M}"
 : "${KAFKA_JVM_PERFORMANCE_OPTS:=-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true}"
-if [ -z "$KAFKA_LOG4J_OPTS" ]; then
-  if [ -f "$base_dir/config/log4j2.properties" ] && ls "$base_dir"/libs/log4j-core-2* >/dev/null 2>&1; then
-    KAFKA_LOG4J_OPTS="-Dlog4j2.configurationFile=$base_dir/config/log4j2.properties"
-  else
-    KAFKA_LOG4J_OPTS="-Dlog4j.configuration=file:$base_dir/config/log4j.properties"
-  fi
-fi
+: "${KAFKA_LOG4J_OPTS:=@LOG4J_OPTS@}"
 exec "${JAVA_HOME:-/usr}/bin/java" $KAFKA_HEAP_OPTS $KAFKA_JVM_PERFORMANCE_OPTS $KAFKA_LOG4J_OPTS $KAFKA_OPTS \\
   -cp "$base_dir/libs/*" "$@"
 """
@@ -122,21 +118,6 @@ exec "$(dirname "$0")/kafka-run-class.sh" kafka.Kafka "$@"
 STORAGE = """#!/bin/sh
 # kafka-storage.sh (kafka-eos-chaos): format / info / random-uuid
 exec "$(dirname "$0")/kafka-run-class.sh" kafka.tools.StorageTool "$@"
-"""
-
-LOG4J2 = """status = warn
-appender.out.type = Console
-appender.out.name = out
-appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.out.ref = out
-"""
-
-LOG4J1 = """log4j.rootLogger=INFO, stdout
-log4j.appender.stdout=org.apache.log4j.ConsoleAppender
-log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
-log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
 """
 
 #: a combined KRaft node on localhost, so ``docker run IMAGE`` alone starts something sensible
@@ -156,7 +137,10 @@ transaction.state.log.min.isr=1
 
 def write_context(ctx: Path, version: str, libs: Path, base: str = BASE_TAG) -> None:
     """Fill the build context ``ctx``: Dockerfile, libs/ (hard links to the cached jars where the
-    file system allows, copies elsewhere), bin/, config/, empty/."""
+    file system allows, copies elsewhere), bin/, config/ (server.properties and the release's
+    logging config, harness.cluster.releases), empty/. UnsupportedRelease for a release the
+    harness cannot run."""
+    rel = release(version)
     (ctx / "Dockerfile").write_text(dockerfile(version, base))
     dest = ctx / "libs"
     dest.mkdir()
@@ -166,14 +150,14 @@ def write_context(ctx: Path, version: str, libs: Path, base: str = BASE_TAG) -> 
         except OSError:
             shutil.copy2(jar, dest / jar.name)
     (ctx / "bin").mkdir()
-    for name, text in (("kafka-run-class.sh", RUN_CLASS), ("kafka-server-start.sh", SERVER_START),
+    run_class = RUN_CLASS.replace("@LOG4J_OPTS@", rel.log4j_flag(f"$base_dir/config/{rel.log4j_file}"))
+    for name, text in (("kafka-run-class.sh", run_class), ("kafka-server-start.sh", SERVER_START),
                        ("kafka-storage.sh", STORAGE)):
         path = ctx / "bin" / name
         path.write_text(text)
         path.chmod(0o755)
     (ctx / "config").mkdir()
-    for name, text in (("server.properties", SERVER_PROPERTIES), ("log4j2.properties", LOG4J2),
-                       ("log4j.properties", LOG4J1)):
+    for name, text in (("server.properties", SERVER_PROPERTIES), (rel.log4j_file, rel.log4j_text)):
         (ctx / "config" / name).write_text(text)
     (ctx / "empty").mkdir()
 

@@ -19,7 +19,9 @@ from pathlib import Path
 import docker
 from docker.errors import APIError, NotFound
 
+from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
 from harness.cluster.docker.engine import DockerError
+from harness.cluster.releases import release
 from harness.cluster.docker.engine import ADDRESS_POOL
 
 LABEL_HARNESS = "eos-chaos.harness"
@@ -112,17 +114,20 @@ def create_network(client: docker.DockerClient, run_id: str, subnet: str | None 
     return DockerNet(name=name, id=net.id, subnet=subnet, gateway=gateway)
 
 
-def start_script(config: str, log_file: str | None, cluster_id: str) -> str:
+def start_script(config: str, log_file: str | None, cluster_id: str,
+                 kafka_version: str = DEFAULT_KAFKA_VERSION) -> str:
     """The container's ``sh -c`` script: format the log dir on the first start (``kafka-storage
-    format``; meta.properties marks a formatted dir, so restarts skip the JVM), then exec the
-    broker. A start marker first; output appended to ``log_file`` (a path inside the container)
-    when given, else left on the container's stdout (docker logs)."""
+    format`` with the release's arguments, harness.cluster.releases; meta.properties marks a
+    formatted dir, so restarts skip the JVM), then exec the broker. A start marker first; output
+    appended to ``log_file`` (a path inside the container) when given, else left on the
+    container's stdout (docker logs)."""
     q = shlex.quote
+    fmt = " ".join(q(a) for a in release(kafka_version).format_args(cluster_id, config))
     return (
         (f"exec >>{q(log_file)} 2>&1; " if log_file else "exec 2>&1; ")
         + "echo \"===== eos-chaos: starting node $(date -u +%FT%TZ) =====\"; "
         + f"if [ ! -f {DATA_DIR}/meta.properties ]; then "
-        + f"/opt/kafka/bin/kafka-storage.sh format -t {q(cluster_id)} -c {q(config)} --ignore-formatted || exit 3; fi; "
+        + f"/opt/kafka/bin/kafka-storage.sh {fmt} --ignore-formatted || exit 3; fi; "
         + f"exec /opt/kafka/bin/kafka-server-start.sh {q(config)}"
     )
 
@@ -144,13 +149,16 @@ class BrokerContainer:
     listeners on ``net.address(node_id)``) and the logging config. ``log_path``: host file the
     node's output is appended to, live (its directory is mounted); None: the output stays in
     ``docker logs`` (json-file, every start) until save_log copies it. ``heap_mb``: -Xms/-Xmx of
-    the broker JVM (MiB).
+    the broker JVM (MiB). ``kafka_version``: the release in the image, for its storage tool's
+    arguments (harness.cluster.releases).
     """
 
     def __init__(self, client: docker.DockerClient, run_id: str, node_id: int, image: str, net: DockerNet,
                  config_dir: Path, cluster_id: str, log_path: Path | None = None, heap_mb: int = 512,
-                 data_bind: Path | None = None, clock_dir: Path | None = None):
+                 data_bind: Path | None = None, clock_dir: Path | None = None,
+                 kafka_version: str = DEFAULT_KAFKA_VERSION):
         self.client = client
+        self.kafka_version = kafka_version
         self.run_id = run_id
         self.node_id = node_id
         self.image = image
@@ -220,7 +228,8 @@ class BrokerContainer:
             self._container = self.client.containers.create(
                 self.image,
                 entrypoint=["/bin/sh", "-c"],
-                command=[start_script(f"{CONFIG_DIR}/server.properties", log_file, self.cluster_id)],
+                command=[start_script(f"{CONFIG_DIR}/server.properties", log_file, self.cluster_id,
+                                      self.kafka_version)],
                 name=self.name,
                 hostname=f"n{self.node_id}",
                 labels=lab,

@@ -1,0 +1,245 @@
+"""What differs between the Kafka releases the harness runs, in one table (3.5.0 to 4.4.0).
+
+Both backends (netns: harness.cluster.kafka, docker: harness.cluster.docker) and the artifacts'
+POM (harness.cluster.artifacts) ask this module instead of comparing version numbers
+themselves. Each row of DIFFERENCES says what changed, in which release, why it matters here and
+where Kafka says so (a KIP, a JIRA, or what the release's own jars answer, checked with
+``kafka-storage version-mapping`` / ``format --help`` on the jars Maven Central serves).
+
+What does NOT differ, on purpose: every release runs the same KRaft shape, combined
+broker+controller nodes with a static quorum (``controller.quorum.voters``, KIP-595). Dynamic
+quorums (``controller.quorum.bootstrap.servers``, KIP-853) exist from 3.9.0 only, so the static
+form is the one that runs on all of them; the storage tool formats a static quorum with
+``format -t ID -c CONFIG`` on every release (``--standalone``/``--initial-controllers`` are
+for dynamic quorums). ``metadata.version`` is left to the release's default (the newest
+production level the storage tool picks): a run tests the release as an operator formats it.
+
+    release(version) -> Release        the differences for one release; UnsupportedRelease
+                                       (one line, naming OLDEST) for what the harness cannot run
+    check_release(version) -> str      version, or UnsupportedRelease
+    broker_override_problems(version, keys) -> list[str]   overrides the release does not know
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: the oldest release the harness runs: the oldest tried here (docs/scenarios.md "Kafka
+#: releases"); KRaft itself is production-ready from 3.3 (KIP-833), 3.3 and 3.4 are untried
+OLDEST = "3.5.0"
+#: the newest release tried (docs/scenarios.md "Kafka releases"); a newer one is run with its
+#: newest rows (nothing is known to differ yet) rather than refused
+NEWEST_TRIED = "4.4.0"
+
+_NUMBERS = re.compile(r"([0-9]{1,4})(?:\.([0-9]{1,4}))?(?:\.([0-9]{1,4}))?(?:\.[0-9]{1,4})?(?:[-+].*)?")
+
+
+class UnsupportedRelease(ValueError):
+    """A Kafka version the harness cannot run; the message is one line and names OLDEST."""
+
+
+def parse(version: str) -> tuple[int, int, int]:
+    """(major, minor, patch) of ``version`` ("3.5.2", "4.0", "4.0.0-rc1" -> (4, 0, 0)); a
+    pre-release counts as its release. UnsupportedRelease when it is not a version."""
+    m = _NUMBERS.fullmatch(version) if isinstance(version, str) else None
+    if m is None:
+        raise UnsupportedRelease(f"Kafka version {version!r} is not a version like {OLDEST}: the harness "
+                                 f"runs Kafka {OLDEST} to {NEWEST_TRIED}")
+    return int(m[1]), int(m[2] or 0), int(m[3] or 0)
+
+
+def check_release(version: str) -> str:
+    """``version`` when the harness can run it (a version, OLDEST or newer); else
+    UnsupportedRelease in one line naming OLDEST."""
+    if parse(version) < parse(OLDEST):
+        raise UnsupportedRelease(f"Kafka {version} is older than {OLDEST}, the oldest release the harness runs "
+                                 f"(KRaft with transactions, {OLDEST} to {NEWEST_TRIED}): pick {OLDEST} or newer")
+    return version
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One thing that changed between releases: ``before`` on releases older than ``since``,
+    ``after`` from ``since`` on; ``reason`` why the harness cares, ``source`` where Kafka says so."""
+
+    name: str
+    since: str
+    before: object
+    after: object
+    reason: str
+    source: str
+
+    def value(self, version: str) -> object:
+        return self.after if parse(version) >= parse(self.since) else self.before
+
+
+#: every per-release difference the harness acts on or records; read through Release
+DIFFERENCES: tuple[Difference, ...] = (
+    Difference("logging", "4.0.0", "log4j", "log4j2",
+               "3.x logs through slf4j 1.7 + reload4j, configured by log4j.properties "
+               "(-Dlog4j.configuration); 4.x through log4j2 (-Dlog4j2.configurationFile). The POM "
+               "adds the binding, the nodes get the matching file and flag.",
+               "KIP-653 (log4j2, 4.0.0); KAFKA-13660 (reload4j, 3.x)"),
+    Difference("dump_log_main", "4.3.0", "kafka.tools.DumpLogSegments", "org.apache.kafka.tools.DumpLogSegments",
+               "DumpLogSegments (dump-log, the segment checks) is in the broker jar up to 4.2.x and "
+               "moved to the kafka-tools jar, rewritten in Java, in 4.3.0 (checked: 4.2.2's "
+               "kafka_2.13 jar has it, 4.3.1's not).",
+               "KAFKA-14579 (apache/kafka PR 21223)"),
+    Difference("tools_jar", "4.0.0", False, True,
+               "The harness fetches kafka-tools next to the broker jars on 4.x only, for the tools "
+               "it runs from there (TransactionsCommand's find-hanging, ProducerPerformance): a "
+               "choice of the harness (3.x untried), not a change in Kafka.",
+               "harness choice; kafka-tools module since 3.0 (KIP-664's TransactionsCommand)"),
+    Difference("format_feature_flag", "3.8.0", False, True,
+               "`kafka-storage format --feature NAME=LEVEL` sets a feature level at format time; "
+               "older storage tools reject the flag (checked with format --help on 3.7.0 / 3.8.1).",
+               "KIP-1022"),
+    Difference("transaction.version", "4.0.0", 0, 2,
+               "The transaction protocol a freshly formatted cluster finalises: 2 (KIP-890 part 2: "
+               "the epoch bumped every transaction, the server-side defense) from 4.0.0; Java "
+               "clients 4.x use it there, librdkafka does not speak it (checked with "
+               "`kafka-storage version-mapping` on 4.0.0 / 4.4.0).",
+               "KIP-890 part 2"),
+    Difference("group.version", "4.0.0", 0, 1,
+               "The consumer group protocol of KIP-848 is finalised by default from 4.0.0 (the "
+               "classic protocol stays what the harness's consumers ask for).",
+               "KIP-848; `kafka-storage version-mapping`"),
+    Difference("eligible.leader.replicas.version", "4.1.0", 0, 1,
+               "Eligible leader replicas (ELR) are on by default from 4.1.0: a leader may be "
+               "elected from the last known ELR after every replica was down (broker event "
+               "unclean-leader-election, harness.cluster.broker_events).",
+               "KIP-966; `kafka-storage version-mapping` on 4.0.0 (0) / 4.1.2 (1)"),
+    Difference("transaction.partition.verification.enable", "3.6.0", None, "true",
+               "Leaders verify a transactional produce against the coordinator before appending "
+               "(the fix for hanging transactions, KAFKA-14402). The key does not exist on 3.5.x: "
+               "a scenario that sets it there is refused rather than silently ignored.",
+               "KIP-890 part 1"),
+    Difference("dynamic_quorum", "3.9.0", False, True,
+               "controller.quorum.bootstrap.servers and dynamic voters exist from 3.9.0; the "
+               "harness uses a static quorum everywhere (module docstring).",
+               "KIP-853"),
+)
+
+_BY_NAME = {d.name: d for d in DIFFERENCES}
+
+#: broker keys (server.properties) a release lacks: key -> (first release with it, first
+#: release without it or None, source). A scenario's cluster.broker naming one outside its
+#: range is an error (a broker logs an unknown key as a warning and runs on without it).
+BROKER_KEYS: dict[str, tuple[str, str | None, str]] = {
+    "transaction.partition.verification.enable": ("3.6.0", None, "KIP-890 part 1"),
+    "log.message.format.version": ("0.10.0", "4.0.0", "KIP-724 (removed in 4.0.0)"),
+    "controller.quorum.bootstrap.servers": ("3.9.0", None, "KIP-853"),
+}
+
+LOG4J2 = """status = warn
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = out
+logger.kafka.name = kafka
+logger.kafka.level = INFO
+logger.state.name = state.change.logger
+logger.state.level = WARN
+"""
+
+LOG4J1 = """log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.state.change.logger=WARN
+"""
+
+
+@dataclass(frozen=True)
+class Release:
+    """The differences of one Kafka release, by name (see DIFFERENCES for the why)."""
+
+    version: str
+
+    def value(self, name: str) -> object:
+        return _BY_NAME[name].value(self.version)
+
+    @property
+    def log4j2(self) -> bool:
+        """True when the release logs through log4j2 (4.0.0 on, KIP-653)."""
+        return self.value("logging") == "log4j2"
+
+    @property
+    def log4j_file(self) -> str:
+        """The logging config's file name: ``log4j2.properties`` or ``log4j.properties``."""
+        return "log4j2.properties" if self.log4j2 else "log4j.properties"
+
+    @property
+    def log4j_text(self) -> str:
+        """The logging config: INFO to stdout, ``state.change.logger`` at WARN."""
+        return LOG4J2 if self.log4j2 else LOG4J1
+
+    def log4j_flag(self, config_path: str) -> str:
+        """The JVM flag that points the release's logging at ``config_path``."""
+        return (f"-Dlog4j2.configurationFile={config_path}" if self.log4j2
+                else f"-Dlog4j.configuration=file:{config_path}")
+
+    @property
+    def pom_logging(self) -> list[tuple[str, str, str]]:
+        """(groupId, artifactId, version) of the slf4j binding the POM adds next to kafka_2.13:
+        Kafka still calls slf4j 1.7 on 4.x (slf4j-api 1.7.36 on every release here)."""
+        if self.log4j2:
+            return [("org.apache.logging.log4j", "log4j-slf4j-impl", "2.24.3")]
+        return [("org.slf4j", "slf4j-reload4j", "1.7.36")]
+
+    @property
+    def dump_log_main(self) -> str:
+        """DumpLogSegments' main class (KAFKA-14579: moved to kafka-tools in 4.3.0)."""
+        return str(self.value("dump_log_main"))
+
+    @property
+    def tools_jar(self) -> bool:
+        """True when kafka-tools is fetched next to the broker jars (4.x)."""
+        return bool(self.value("tools_jar"))
+
+    @property
+    def dump_log_in_tools(self) -> bool:
+        """True when DumpLogSegments needs the kafka-tools jar on the classpath (4.3.0 on)."""
+        return self.dump_log_main.startswith("org.apache.kafka.tools.")
+
+    def format_args(self, cluster_id: str, config: str, features: dict[str, int] | None = None) -> list[str]:
+        """``kafka-storage`` arguments (after the main class or the script) that format a
+        static-quorum log dir: ``format -t ID -c CONFIG [--feature NAME=LEVEL ...]``.
+        ``features`` needs 3.8.0 or newer (KIP-1022); UnsupportedRelease otherwise."""
+        args = ["format", "-t", cluster_id, "-c", config]
+        if features:
+            if not self.value("format_feature_flag"):
+                raise UnsupportedRelease(f"Kafka {self.version} cannot set feature levels at format time "
+                                         f"({', '.join(features)}): --feature needs Kafka 3.8.0 or newer (KIP-1022)")
+            for name, level in features.items():
+                args += ["--feature", f"{name}={int(level)}"]
+        return args
+
+    @property
+    def default_features(self) -> dict[str, int]:
+        """Feature levels a fresh format finalises besides metadata.version (0: not offered)."""
+        return {n: int(self.value(n)) for n in ("transaction.version", "group.version",
+                                                 "eligible.leader.replicas.version")}
+
+
+def release(version: str) -> Release:
+    """The Release of ``version``; UnsupportedRelease (one line) when the harness cannot run it."""
+    return Release(check_release(version))
+
+
+def broker_override_problems(version: str, keys) -> list[str]:
+    """One line per key of ``keys`` (server.properties names) that Kafka ``version`` does not
+    have (BROKER_KEYS), naming the releases that do; [] when all are known or unlisted."""
+    v = parse(version)
+    out = []
+    for key in keys:
+        if key not in BROKER_KEYS:
+            continue
+        since, until, source = BROKER_KEYS[key]
+        if v < parse(since):
+            out.append(f"cluster.broker {key} does not exist on Kafka {version}: it needs {since} or newer ({source})")
+        elif until is not None and v >= parse(until):
+            out.append(f"cluster.broker {key} does not exist on Kafka {version}: it was removed in {until} ({source})")
+    return out
