@@ -81,6 +81,8 @@ def run_facts(meta: RunMeta | dict | None, workload: dict | None = None) -> RunF
     if not tv and (client == "librdkafka" or (release(kafka) or (9,)) < (4, 0, 0)):
         tv = (1,)
     prod = w.get("producer") if isinstance(w.get("producer"), dict) else (None if not w else {})
+    if prod is not None and w.get("compression") and "compression.type" not in prod:
+        prod = {**prod, "compression.type": w["compression"]}  # workload.compression (ClientSpec)
     return RunFacts(kafka=str(kafka) if kafka else None, client=client, client_version=client_version, tv=tv,
                     broker_events=m.get("broker_events") if isinstance(m.get("broker_events"), dict) else {},
                     producer=prod, inflight_abort=w.get("inflight_abort"),

@@ -1,0 +1,331 @@
+"""The verdict names known bugs (checkers/known_bugs.py, docs/known-bugs.md).
+
+For each catalogued signature a tiny history goes through the real checker
+(``checkers.verdict.check`` with meta, or ``check_run`` on a run folder when the signature
+reads scenario.yaml) and its verdict says "looks-like" the bug; the negative control is the same
+history with meta saying a release outside the affected range, the other client or the other
+transaction protocol version, and its verdict does not say "looks-like" (it says "resembles",
+with why, or nothing). A verdict with no anomaly names nothing. The report names no other
+engineer's finder: server-error and epoch-exhausted verdicts are built by hand where their
+finders are not in ``checkers.verdict.FINDERS`` yet (the catalogue keys on the names only).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from checkers.build import HistoryBuilder
+from checkers.bug_signatures import release, run_facts
+from checkers.known_bugs import BY_ID, CATALOGUE, describe, match, match_dicts
+from checkers.run import Verdict
+from checkers.verdict import FINDERS, check, check_run
+from tests.unit.test_checkers_reprocessing import PIPE, _base
+
+ROOT = Path(__file__).resolve().parents[2]
+SKIPPED = {"skipped-txn-markers": {"count": 1, "partitions": ["y-0"], "transactional_ids": ["t"], "node": "n3"}}
+
+
+def named(v: Verdict) -> dict[str, str]:
+    """id -> "looks-like" | "resembles" of a verdict's known_bugs."""
+    return {m["id"]: m["match"] for m in v.known_bugs}
+
+
+def _why(v: Verdict, bug: str) -> str:
+    return next(m["why"] for m in v.known_bugs if m["id"] == bug)
+
+
+# -- histories ----------------------------------------------------------------------------------
+def stalled() -> list[dict]:
+    """A transaction of process 2 hangs open on x/0: consumer 1 stays at position 0 for 13 s
+    while a later committed write waits behind the last stable offset (stalled-lso)."""
+    b = HistoryBuilder(step_ns=1_000_000_000)
+    b.assign(1, ["x/0"])
+    b.txn(0, [("x/0", 1, 0)], tid="t")
+    b.invoke(2, "txn", [["send", "x/0", 2]], {"transactional_id": "h"})  # never completes
+    b.txn(0, [("x/0", 3, 2)], tid="t")
+    b.poll(1, {"x/0": [(0, 1)]})
+    for _ in range(12):
+        b.nemesis("noop")
+    b.assign(3, ["x/0"])
+    b.poll(3, {"x/0": [(0, 1), (2, 3)]}, final=True)
+    return b.events
+
+
+def torn() -> list[dict]:
+    """A committed transaction's write to y/0 never visible in the final reads."""
+    b = HistoryBuilder()
+    b.txn(0, [("x/0", 1, 0), ("y/0", 2, 0)], tid="t")
+    b.assign(1, ["x/0", "y/0"])
+    b.poll(1, {"x/0": [(0, 1)]}, final=True)
+    return b.events
+
+
+def aborted_read() -> list[dict]:
+    """An aborted transaction's write read by a read_committed poll (G1a)."""
+    b = HistoryBuilder()
+    b.txn(0, [("x/0", 1, 0)], tid="t")
+    b.txn(0, [("x/0", 2, 1)], "fail", tid="t")
+    b.assign(1, ["x/0"])
+    b.poll(1, {"x/0": [(0, 1), (1, 2)]}, final=True)
+    return b.events
+
+
+def lost() -> HistoryBuilder:
+    """A committed write at offset 0 never read although offset 1 was (lost-write, unseen)."""
+    b = HistoryBuilder()
+    b.txn(0, [("x/0", 1, 0)], tid="t")
+    b.txn(0, [("x/0", 2, 1)], tid="t")
+    b.assign(1, ["x/0"])
+    b.poll(1, {"x/0": [(1, 2)]}, final=True)
+    return b
+
+
+def clean() -> list[dict]:
+    b = HistoryBuilder()
+    b.txn(0, [("x/0", 1, 0)], tid="t")
+    b.assign(1, ["x/0"])
+    b.poll(1, {"x/0": [(0, 1)]}, final=True)
+    return b.events
+
+
+def run_dir(tmp_path: Path, events_builder: HistoryBuilder, meta: dict, workload: dict) -> Path:
+    d = tmp_path / "run"
+    d.mkdir()
+    events_builder.write(d / "history.jsonl")
+    (d / "meta.json").write_text(json.dumps(meta))
+    (d / "scenario.yaml").write_text(yaml.safe_dump({"name": "t", "workload": workload, "expected": []}))
+    return d
+
+
+# -- KAFKA-14402 -------------------------------------------------------------------------------------
+STALL = {"stalled_lso_bound_s": 5.0, "fail_on": ["stalled-lso"], "workload": "txn-queue"}
+
+
+def test_kafka_14402_hanging_transaction_on_3_5_looks_like_it():
+    v = check(stalled(), meta={**STALL, "kafka_version": "3.5.2"})
+    assert v.valid is False and "stalled-lso" in v.failing
+    assert named(v).get("KAFKA-14402") == "looks-like", v.known_bugs
+    m = next(m for m in v.known_bugs if m["id"] == "KAFKA-14402")
+    assert describe(m) == "looks like KAFKA-14402 (hanging transaction; Kafka <= 3.5.x, fixed in 3.6.0)"
+    assert m["evidence"][0].startswith("stalled-lso (1): e.g. process 1 stuck on x/0 at offset 0")
+    assert m["link"] == "https://issues.apache.org/jira/browse/KAFKA-14402"
+
+
+def test_kafka_14402_control_fixed_release_resembles_and_skipped_markers_name_kafka_20734_instead():
+    v = check(stalled(), meta={**STALL, "kafka_version": "3.6.0"})
+    assert named(v).get("KAFKA-14402") == "resembles"
+    assert "KIP-890 part 1" in _why(v, "KAFKA-14402")
+    # the brokers say why the LSO hangs: KAFKA-20734, never KAFKA-14402
+    v = check(stalled(), meta={**STALL, "kafka_version": "4.3.1", "broker_events": SKIPPED})
+    assert "KAFKA-14402" not in named(v) and named(v).get("KAFKA-20734") == "looks-like"
+    # a stall alone, reported but not failing the run (no fail_on): routine under faults, named nothing
+    v = check(stalled(), meta={"stalled_lso_bound_s": 5.0, "kafka_version": "3.5.2"})
+    assert "stalled-lso" in v.liveness_reports and v.known_bugs == []
+
+
+# -- KAFKA-20734 (F2) ----------------------------------------------------------------------------------
+def test_kafka_20734_skipped_markers_and_a_torn_transaction_on_4_3_1():
+    v = check(torn(), meta={"kafka_version": "4.3.1", "workload": "txn-queue", "broker_events": SKIPPED})
+    assert v.failing == ["torn-transaction", "unseen"]
+    # F1 and KAFKA-17754 fit the anomalies too, but yield to the broker's own evidence
+    assert named(v) == {"KAFKA-20734": "looks-like"}, v.known_bugs
+    m = v.known_bugs[0]
+    assert m["doc"] == "docs/findings/F2.md" and m["fixed"] is None
+    assert any("skipped-txn-markers" in e and "y-0" in e for e in m["evidence"])
+
+
+def test_kafka_20734_control_older_release_resembles_and_no_event_no_name():
+    v = check(torn(), meta={"kafka_version": "3.9.1", "workload": "txn-queue", "broker_events": SKIPPED})
+    assert named(v).get("KAFKA-20734") == "resembles" and "3.9.1" in _why(v, "KAFKA-20734")
+    v = check(torn(), meta={"kafka_version": "4.3.1", "workload": "txn-queue"})
+    assert "KAFKA-20734" not in named(v)
+
+
+def test_the_recorded_f2_run_names_kafka_20734():
+    v = check_run(ROOT / "tests" / "data" / "real-f2-leaderless-marker")
+    assert named(v) == {"KAFKA-20734": "looks-like"}
+
+
+# -- KAFKA-17754 ----------------------------------------------------------------------------------------
+def test_kafka_17754_aborted_read_with_transaction_version_1():
+    meta = {"kafka_version": "4.3.1", "client": {"name": "librdkafka", "version": "2.16.0"},
+            "transaction_version": {"broker": None, "client": [1]}}
+    v = check(aborted_read(), meta=meta)
+    assert v.failing == ["G1a"]
+    assert named(v) == {"KAFKA-17754": "looks-like"}
+    assert v.known_bugs[0]["evidence"][0].startswith("G1a (1): e.g. x/0@1, writer op 2 (txn fail")
+
+
+def test_kafka_17754_control_transaction_version_2_resembles():
+    meta = {"kafka_version": "4.3.1", "client": {"name": "java", "version": "4.3.1"},
+            "transaction_version": {"broker": 2, "client": [2]}}
+    v = check(aborted_read(), meta=meta)
+    assert named(v) == {"KAFKA-17754": "resembles"}
+    assert "transaction version 2" in _why(v, "KAFKA-17754")
+
+
+# -- F1 -----------------------------------------------------------------------------------------------
+def test_f1_lost_write_with_librdkafka_and_inflight_abort_reuse(tmp_path):
+    d = run_dir(tmp_path, lost(), {"kafka_version": "4.3.1", "workload": "txn-queue"},
+                {"name": "txn-queue", "inflight_abort": "reuse", "producer": {}})
+    v = check_run(d)
+    assert {"lost-write", "unseen"} <= set(v.failing)
+    assert named(v).get("F1") == "looks-like", v.known_bugs
+    f1 = next(m for m in v.known_bugs if m["id"] == "F1")
+    assert any("inflight_abort: reuse" in e for e in f1["evidence"])
+    # KAFKA-17754 fits the lost write too (librdkafka speaks transaction version 1), F1 more closely
+    assert named(v).get("KAFKA-17754") == "resembles" and "F1 explains" in _why(v, "KAFKA-17754")
+
+
+def test_f1_control_java_client_or_the_default_replace_never_looks_like_f1(tmp_path):
+    d = run_dir(tmp_path, lost(), {"kafka_version": "4.3.1", "workload": "txn-queue",
+                                   "client": {"name": "java", "version": "4.3.1"},
+                                   "transaction_version": {"broker": 2, "client": [2]}},
+                {"name": "txn-queue", "inflight_abort": "reuse", "client": "java"})
+    v = check_run(d)
+    assert named(v).get("F1") == "resembles" and "java" in _why(v, "F1")
+    assert "looks-like" not in named(v).values()
+    v = match_dicts(v, {"kafka_version": "4.3.1", "workload": "txn-queue"}, {"inflight_abort": "replace"})
+    f1 = next(m for m in v if m["id"] == "F1")
+    assert f1["match"] == "resembles" and "inflight_abort: replace" in f1["why"]
+
+
+# -- F4 / F5 ---------------------------------------------------------------------------------------------
+def test_f4_offset_reset_with_pending_offsets_and_librdkafka():
+    v = check(_base(restart_at=0, pending=True).ev, meta={"pipeline": PIPE, "kafka_version": "4.3.1",
+                                                          "workload": "eos-pipeline"})
+    assert v.failing == ["eos-duplicate"]
+    assert named(v) == {"F4": "looks-like"}, v.known_bugs
+    assert "offset-reset at assign op" in v.known_bugs[0]["evidence"][0]
+
+
+def test_f4_control_java_consumer_resembles():
+    v = check(_base(restart_at=0, pending=True).ev, meta={
+        "pipeline": PIPE, "kafka_version": "4.3.1", "workload": "eos-pipeline",
+        "client": {"name": "java", "version": "4.3.1"}})
+    assert named(v) == {"F4": "resembles"} and "not librdkafka" in _why(v, "F4")
+
+
+def test_f5_behind_committed_restart_on_4_3_1():
+    v = check(_base(restart_at=1).ev, meta={"pipeline": PIPE, "kafka_version": "4.3.1", "workload": "eos-pipeline"})
+    assert named(v) == {"F5": "looks-like"}, v.known_bugs
+    assert "behind-committed" in v.known_bugs[0]["evidence"][0]
+
+
+def test_f5_control_older_release_resembles_and_a_reset_without_pending_offsets_only_resembles():
+    v = check(_base(restart_at=1).ev, meta={"pipeline": PIPE, "kafka_version": "3.9.1", "workload": "eos-pipeline"})
+    assert named(v) == {"F5": "resembles"}
+    v = check(_base(restart_at=0).ev, meta={"pipeline": PIPE, "kafka_version": "4.3.1", "workload": "eos-pipeline"})
+    assert named(v) == {"F4": "resembles", "F5": "resembles"}, v.known_bugs
+
+
+# -- KAFKA-15653, KAFKA-19367, KAFKA-20090: keyed on other finders' report names ----------------------------
+def produce_error(error: str) -> list[dict]:
+    b = HistoryBuilder()
+    b.txn(0, [("x/0", 1, 0)], tid="t")
+    b.txn(0, [("x/0", 2, None)], "fail", tid="t", error=[error, "broker said so"])
+    b.assign(1, ["x/0"])
+    b.poll(1, {"x/0": [(0, 1)]}, final=True)
+    return b.events
+
+
+def _hand_verdict(name: str) -> Verdict:
+    case = {"anomaly": name, "op": {"op": 1, "invoke_index": 2, "complete_index": 3, "process": 0, "f": "txn",
+                                     "type": "fail", "transactional_id": "t"}, "explanation": name}
+    return Verdict(valid=True, anomalies={name: [case]}, anomaly_counts={name: 1}, liveness_reports=[name])
+
+
+COMPRESSED = {"name": "txn-queue", "producer": {"compression.type": "lz4"}}
+
+
+def test_kafka_15653_server_error_on_3_6_0():
+    v = _hand_verdict("server-error")
+    ms = {m.id: m for m in match(v, {"kafka_version": "3.6.0"}, COMPRESSED)}
+    assert ms["KAFKA-15653"].match == "looks-like" and "producer compression.type lz4" in ms["KAFKA-15653"].evidence
+    # controls: the fixed release; producers that did not compress
+    assert match(v, {"kafka_version": "3.6.1"}, COMPRESSED)[0].match == "resembles"
+    uncompressed = match(v, {"kafka_version": "3.6.0"}, {"name": "txn-queue", "producer": {}})[0]
+    assert uncompressed.match == "resembles" and "did not compress" in uncompressed.why
+
+
+def test_kafka_15653_through_the_server_error_finder_when_it_is_there():
+    if "server_error_cases" not in {f[0] for f in FINDERS}:
+        pytest.skip("checkers/server_error.py is not in FINDERS yet")
+    v = check(produce_error("UNKNOWN_SERVER_ERROR"), meta={"kafka_version": "3.6.0"})
+    assert "server-error" in v.counts and named(v).get("KAFKA-15653") == "looks-like", v.known_bugs
+    assert named(check(produce_error("UNKNOWN_SERVER_ERROR"), meta={"kafka_version": "3.7.0"})).get(
+        "KAFKA-15653") == "resembles"
+
+
+TV2 = {"client": {"name": "java", "version": "4.0.0"}, "transaction_version": {"broker": 2, "client": [2]}}
+
+
+def test_epoch_exhausted_on_4_0_0_with_transaction_version_2_looks_like_both_epoch_bugs():
+    v = _hand_verdict("epoch-exhausted")
+    assert {m.id: m.match for m in match(v, {"kafka_version": "4.0.0", **TV2})} == {
+        "KAFKA-19367": "looks-like", "KAFKA-20090": "looks-like"}
+    # 4.2.1: KAFKA-19367 was fixed in 4.0.1, KAFKA-20090 only in 4.3.0
+    assert {m.id: m.match for m in match(v, {"kafka_version": "4.2.1", **TV2})} == {
+        "KAFKA-20090": "looks-like", "KAFKA-19367": "resembles"}
+
+
+def test_epoch_exhausted_controls_fixed_release_and_transaction_version_1():
+    v = _hand_verdict("epoch-exhausted")
+    assert {m.match for m in match(v, {"kafka_version": "4.3.1", **TV2})} == {"resembles"}
+    tv1 = match(v, {"kafka_version": "4.0.0", "client": {"name": "librdkafka"}})
+    assert {m.match for m in tv1} == {"resembles"} and all("transaction version 1" in m.why for m in tv1)
+
+
+# -- the catalogue, the verdict file, the terminal line, the docs ---------------------------------------------------
+def test_a_run_with_no_anomaly_names_nothing_and_old_verdicts_read():
+    v = check(clean(), meta={"kafka_version": "3.5.2", "broker_events": SKIPPED})
+    assert v.valid is True and v.known_bugs == []
+    old = json.loads(v.to_json())
+    del old["known_bugs"]
+    assert Verdict.coerce(old).known_bugs == [] and Verdict.coerce(old).valid is True
+
+
+def test_releases_compare_as_tuples_and_facts_come_from_meta_or_versions():
+    assert release("3.5.2") < release("3.6.0") < release("3.10.0") and release("4.0.0-rc1") == (4, 0, 0)
+    assert release("4.1") == (4, 1, 0) and release("trunk") is None and release(None) is None
+    f = run_facts({"versions": {"kafka": "3.9.1", "java-client": "3.9.1"}})
+    assert (f.kafka, f.client, f.tv) == ("3.9.1", "java", (1,))  # no transaction version 2 before 4.0
+    f = run_facts({"kafka_version": "4.3.1", "workload": "app"})
+    assert (f.client, f.tv) == (None, ())
+
+
+def test_the_terminal_line_names_the_bug():
+    from harness.cli.main import _summary
+
+    v = check(stalled(), meta={**STALL, "kafka_version": "3.5.2"})
+    assert "known bug: looks like KAFKA-14402 (hanging transaction; Kafka <= 3.5.x, fixed in 3.6.0): " \
+        "a read_committed consumer stalled" in _summary(v)
+    assert "known bug" not in _summary(check(clean()))
+
+
+def test_every_catalogue_entry_is_in_the_docs_table_with_its_releases():
+    doc = (ROOT / "docs" / "known-bugs.md").read_text()
+    rows = {line.split("|")[1].strip(): line for line in doc.splitlines() if line.startswith("| ")}
+    for bug in CATALOGUE:
+        assert bug.id in rows, bug.id
+        assert bug.affected in rows[bug.id] and (bug.fixed or "none") in rows[bug.id], rows[bug.id]
+    assert set(BY_ID) == {b.id for b in CATALOGUE} and len(BY_ID) == len(CATALOGUE)
+    assert {"KAFKA-14402", "KAFKA-20734", "KAFKA-17754", "KAFKA-15653", "KAFKA-19367", "KAFKA-20090",
+            "F1", "F3", "F4", "F5"} <= set(BY_ID)
+
+
+def test_a_signature_that_raises_is_skipped_not_a_crash(monkeypatch):
+    import checkers.known_bugs as kb
+
+    def boom(v, f):
+        raise RuntimeError("boom")
+
+    broken = kb.KnownBug(**{**{k: getattr(BY_ID["KAFKA-17754"], k) for k in (
+        "id", "title", "component", "affected", "fixed", "clients", "signature_text", "link", "doc", "notes",
+        "in_range")}, "signature": boom})
+    monkeypatch.setattr(kb, "CATALOGUE", (broken, *[b for b in CATALOGUE if b.id != "KAFKA-17754"]))
+    v = check(aborted_read(), meta={"kafka_version": "4.3.1", "workload": "txn-queue"})
+    assert v.failing == ["G1a"] and v.known_bugs == []
