@@ -19,7 +19,8 @@ BEYOND = ("torn-transaction", "zombie-write", "eos-duplicate", "eos-loss", "offs
           "offsets-behind", "sink-duplicate", "sink-loss", "eos-aborted-read", "eos-phantom",
           "eos-reorder")
 #: docs/anomalies.md "Liveness and performance" (reports: fail a run only through fail_on)
-LIVENESS_REPORTS = ("stalled-lso", "realtime-lag", "unavailable", "app-stalled", "pipeline-stalled")
+LIVENESS_REPORTS = ("stalled-lso", "realtime-lag", "unavailable", "app-stalled", "pipeline-stalled",
+                    "epoch-exhausted")
 
 ANOMALIES: frozenset[str] = frozenset((*JEPSEN, *BEYOND, *LIVENESS_REPORTS))
 

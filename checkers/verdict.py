@@ -26,6 +26,7 @@ import polars as pl
 from .app_end_to_end import app_cases, app_stats
 from .cycles import cycle_cases
 from .duplicate import duplicate_cases
+from .epoch_exhausted import epoch_exhausted_cases
 from .event_order import impossible_cycle_cases
 from .g1a import g1a_cases
 from .history import History, as_history
@@ -50,7 +51,8 @@ from .unavailable import unavailable_cases
 from .unseen import unseen_cases
 from .zombie_write import zombie_write_cases
 
-LIVENESS = frozenset({"stalled-lso", "realtime-lag", "unavailable", "app-stalled", "pipeline-stalled"})
+LIVENESS = frozenset({"stalled-lso", "realtime-lag", "unavailable", "app-stalled", "pipeline-stalled",
+                      "epoch-exhausted"})
 WORKERS = max(1, min(4, os.cpu_count() or 1))  # finders run side by side on threads
 # the costliest finders start first (the rest fill in around them)
 HEAVY = {"cycle_cases": 0, "impossible_cycle_cases": 1, "poll_skip_cases": 2,
@@ -81,6 +83,7 @@ FINDERS: tuple[tuple[str, Callable[..., list[dict]], Callable[[RunMeta], dict] |
     ("realtime_lag_cases", realtime_lag_cases, lambda m: {"bound_s": m.liveness.realtime_lag_bound_s}),
     ("unavailable_cases", unavailable_cases,
      lambda m: {"bound_s": m.liveness.unavailable_bound_s, "fs": m.liveness.unavailable_fs}),
+    ("epoch_exhausted_cases", epoch_exhausted_cases, None),
 )
 
 

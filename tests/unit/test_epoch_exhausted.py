@@ -1,0 +1,84 @@
+"""epoch-exhausted (checkers/epoch_exhausted.py): a transactional.id that cannot initialise
+again; KAFKA-19367's shape on a tiny history, and real histories where it must stay silent."""
+from pathlib import Path
+
+from checkers.build import MS, HistoryBuilder
+from checkers.epoch_exhausted import epoch_exhausted_cases
+from checkers.history import load_history
+from checkers.verdict import check
+
+DATA = Path(__file__).parents[1] / "data"
+S = 1000 * MS
+
+
+def _init(b: HistoryBuilder, process: int, tid: str, type_: str, t: int, error=None, meta=None) -> int:
+    i = b.invoke(process, "init", None, {"transactional_id": tid}, time=t)
+    b.complete(process, type_, None, {"transactional_id": tid, **(meta or {})}, error, time=t + 50 * MS)
+    return i
+
+
+def _exhausted(rotated: bool) -> HistoryBuilder:
+    """Process 1 inits at epoch 32765, commits one transaction (epoch 32766), opens another and
+    re-initialises (process 2). 4.0.0: every init of process 2, 3, ... fails for 20 s. A correct
+    broker (rotated): the re-init gets a new producer id at epoch 0."""
+    b = HistoryBuilder()
+    tid = "eosc-txn-0"
+    _init(b, 1, tid, "ok", 0, meta={"producer_id": 7, "producer_epoch": 32765})
+    b.txn(1, [("t0/0", 1, 0)], tid=tid)
+    b.txn(1, [("t0/0", 2, 2)], "fail", tid=tid, error=["_REINIT", "abandoned open at producer epoch 32766"])
+    if rotated:
+        _init(b, 2, tid, "ok", 1 * S, meta={"producer_id": 8, "producer_epoch": 0})
+        b.txn(2, [("t0/0", 3, 4)], tid=tid)
+    else:
+        for n in range(20):  # the worker retries every ~0.5 s, each attempt a new instance
+            _init(b, 2 + n, tid, "fail", (1 + n) * S,
+                  error=["UnknownServerException", "The server experienced an unexpected error"])
+    b.assign(100, ["t0/0"])
+    b.poll(100, {"t0/0": [(0, 1)]}, final=True)
+    return b
+
+
+def test_init_refused_until_the_end_is_one_case():
+    cases = epoch_exhausted_cases(load_history(_exhausted(rotated=False).events))
+    assert len(cases) == 1
+    c = cases[0]
+    assert c["transactional_id"] == "eosc-txn-0"
+    assert c["failures"] == 20 and c["errors"] == {"UnknownServerException": 20}
+    assert c["producer_epoch"] == 32765 and c["last_ok"]["process"] == 1
+    assert c["last_txn"]["type"] == "fail"  # the transaction open when the init came
+    assert c["op"]["f"] == "init" and c["op"]["process"] == 2
+    assert c["seconds"] > 10
+
+
+def test_new_producer_id_at_the_epoch_limit_is_no_case():
+    assert epoch_exhausted_cases(load_history(_exhausted(rotated=True).events)) == []
+
+
+def test_a_short_streak_or_a_later_ok_is_no_case():
+    b = HistoryBuilder()
+    _init(b, 1, "a", "ok", 0)
+    _init(b, 2, "a", "fail", 1 * S, error=["CoordinatorNotAvailableException", "x"])
+    _init(b, 3, "a", "fail", 2 * S, error=["CoordinatorNotAvailableException", "x"])  # 1 s: below the bound
+    _init(b, 10, "b", "fail", 1 * S, error=["TimeoutException", "x"])
+    _init(b, 11, "b", "fail", 20 * S, error=["TimeoutException", "x"])
+    _init(b, 12, "b", "ok", 25 * S)  # initialised again: no case
+    h = load_history(b.events)
+    assert epoch_exhausted_cases(h) == []
+    assert [c["transactional_id"] for c in epoch_exhausted_cases(h, bound_s=0.5)] == ["a"]
+
+
+def test_a_liveness_report_fails_only_through_fail_on():
+    events = _exhausted(rotated=False).events
+    v = check(events)
+    assert v.anomaly_counts.get("epoch-exhausted") == 1 and "epoch-exhausted" not in v.failing
+    v = check(events, meta={"fail_on": ["epoch-exhausted"]})
+    assert v.valid is False and "epoch-exhausted" in v.failing
+
+
+def test_real_histories_have_no_case():
+    """Negative controls: runs whose producers initialised (and re-initialised after kills)
+    as they should, one with the Java client's processors and producers."""
+    for run in ("real-smoke-s1", "real-inflight-abort-s2", "real-app-streams-s1"):
+        h = load_history(DATA / run / "history.jsonl")
+        assert (h.ops["f"] == "init").sum() > 0, run
+        assert epoch_exhausted_cases(h) == [], run
