@@ -16,12 +16,14 @@ ZOO_DIR = Path("scenarios/zoo")
 
 
 def zoo(
-    runs: int = typer.Option(10, "--runs", help="runs per mutant and per control, seeds first-seed, first-seed+1, ..."),
+    runs: Optional[int] = typer.Option(None, "--runs", help="runs per mutant and per control, seeds first-seed, "
+                                       "first-seed+1, ... (default 10, or the selection file's runs)"),
     duration: Optional[float] = typer.Option(None, help="seconds of load for every run (default: each file's own)"),
     only: list[str] = typer.Option(None, "--only", help="zoo entries to run, by name (repeatable)"),
     as_json: bool = typer.Option(False, "--json", help="print the detection figures as JSON"),
     dry_run: bool = typer.Option(False, "--dry-run", help="list the runs and what is left; run nothing"),
-    zoo_dir: Path = typer.Option(ZOO_DIR, "--zoo", help="folder of zoo files"),
+    zoo_dir: Path = typer.Option(ZOO_DIR, "--zoo", help="folder of zoo files, or a selection file "
+                                 "(scenarios/releases.yaml: zoo, entries, runs)"),
     first_seed: int = typer.Option(1, help="seed of each entry's first run"),
     results: Path = typer.Option(Path("results"), help="results root folder"),
     zoo_out: Optional[Path] = typer.Option(None, "--out", help="zoo folder (default RESULTS/suites/zoo)"),
@@ -36,6 +38,11 @@ def zoo(
     from harness.detect.suite_outputs import RichSuiteProgress, print_plan, run_with_heartbeat
 
     try:
+        if zoo_dir.is_file():  # a selection: its folder, entries (--only narrows them) and runs
+            zoo_dir, chosen, file_runs = zm.load_selection(zoo_dir)
+            only = list(only) if only else chosen
+            runs = runs if runs is not None else file_runs
+        runs = 10 if runs is None else runs
         entries = zm.load_zoo(zoo_dir, only or None)
     except zm.ZooError as exc:
         console.print(f"[red]error:[/] {exc}")
