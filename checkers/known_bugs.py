@@ -99,7 +99,7 @@ def describe(m: dict) -> str:
 
 CATALOGUE: tuple[KnownBug, ...] = (
     KnownBug(
-        id="KAFKA-20734", title="markers skipped for a leaderless partition (F2)", component="kafka",
+        id="KAFKA-20734", title="transaction markers skipped for a leaderless partition, finding F2", component="kafka",
         affected="Kafka 4.x with the Java KRaftMetadataCache (4.3.1 measured)", fixed=None, clients="any",
         signature_text="the brokers' skipped-txn-markers event and an INVALID verdict whose failing names are all "
         "a hanging transaction's (torn-transaction, unseen, lost-write, stalled-lso, poll-skip) or F2's other "

@@ -50,6 +50,7 @@ from typing import Annotated, Any, Iterable, Literal
 import yaml
 from pydantic import Field, field_validator
 
+from checkers.known_bugs import describe as known_bug_phrase
 from checkers.run import Verdict
 from checkers.safe_load import file_problem, read_yaml
 from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION
@@ -367,6 +368,7 @@ def make_record(cell: Cell, suite_dir: str | Path, *, status: str, started: floa
         "failing": v.failing,
         "allowed": v.allowed,
         "impossible": v.impossible,
+        "known_bugs": v.known_bugs,  # checkers/known_bugs.py: what the failure looks like
         "first_examples": first_examples(v),
         "unknown_reasons": v.unknown_reasons,
         "problems": problems or [], "error": error,
@@ -398,6 +400,7 @@ def describe_verdict(title: str, verdict: Verdict | dict, *, report: str | Path 
         for text in texts or ([firsts[name]] if name in firsts else []):
             lines.append(f"    e.g. {text}")
     lines += [f"  unknown: {r}" for r in v.unknown_reasons]
+    lines += [f"  known bug: {known_bug_phrase(m)}: {m.get('why')}" for m in v.known_bugs]
     lines += [f"  note: {p}" for p in problems]
     if run_dir:
         lines.append(f"run folder: {run_dir}")

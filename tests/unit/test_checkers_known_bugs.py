@@ -329,3 +329,13 @@ def test_a_signature_that_raises_is_skipped_not_a_crash(monkeypatch):
     monkeypatch.setattr(kb, "CATALOGUE", (broken, *[b for b in CATALOGUE if b.id != "KAFKA-17754"]))
     v = check(aborted_read(), meta={"kafka_version": "4.3.1", "workload": "txn-queue"})
     assert v.failing == ["G1a"] and v.known_bugs == []
+
+
+def test_the_suite_record_and_its_failure_message_carry_the_names():
+    from harness.detect.suite import describe_verdict
+
+    v = check_run(ROOT / "tests" / "data" / "real-f2-leaderless-marker")
+    record = json.loads(json.dumps({**v.model_dump(mode="json"), "first_examples": {}}))
+    assert "known bug: looks like KAFKA-20734 (transaction markers skipped for a leaderless partition, finding F2;" \
+        in describe_verdict("f2", record)
+    assert "known bug" not in describe_verdict("clean", check(clean()))
