@@ -339,3 +339,46 @@ def test_the_suite_record_and_its_failure_message_carry_the_names():
     assert "known bug: looks like KAFKA-20734 (transaction markers skipped for a leaderless partition, finding F2;" \
         in describe_verdict("f2", record)
     assert "known bug" not in describe_verdict("clean", check(clean()))
+
+
+def epoch_stuck() -> list[dict]:
+    """transactional.id t commits, then its InitProducerId fails for 12 s until the end."""
+    b = HistoryBuilder(step_ns=1_000_000_000)
+    b.init(0, "t")
+    b.txn(0, [("x/0", 1, 0)], tid="t")
+    b.init(0, "t", "fail", error=["INVALID_PRODUCER_EPOCH", "epoch overflow"])
+    for _ in range(10):
+        b.nemesis("noop")
+    b.init(0, "t", "fail", error=["INVALID_PRODUCER_EPOCH", "epoch overflow"])
+    b.assign(1, ["x/0"])
+    b.poll(1, {"x/0": [(0, 1)]}, final=True)
+    return b.events
+
+
+def test_kafka_19367_through_the_epoch_exhausted_finder_when_it_is_there():
+    if "epoch_exhausted_cases" not in {f[0] for f in FINDERS}:
+        pytest.skip("checkers/epoch_exhausted.py is not in FINDERS yet")
+    v = check(epoch_stuck(), meta={"kafka_version": "4.0.0", **TV2})
+    assert "epoch-exhausted" in v.counts, v.counts
+    assert named(v) == {"KAFKA-19367": "looks-like", "KAFKA-20090": "looks-like"}, v.known_bugs
+    assert "op 4 (init fail, process 0, t)" in v.known_bugs[0]["evidence"][0]
+    # the control: 4.3.1 has both fixes
+    assert set(named(check(epoch_stuck(), meta={"kafka_version": "4.3.1", **TV2})).values()) == {"resembles"}
+
+
+def test_the_report_has_a_known_bugs_box_with_why_evidence_and_link(tmp_path):
+    import shutil
+
+    from harness.report.render import check_and_render
+
+    d = tmp_path / "f2"
+    shutil.copytree(ROOT / "tests" / "data" / "real-f2-leaderless-marker", d)
+    _, report = check_and_render(d)
+    html = report.read_text()
+    box = html.split('id="known-bugs"')[1].split("</div>")[0]
+    assert 'looks like <a href="https://issues.apache.org/jira/browse/KAFKA-20734">KAFKA-20734</a>' in box
+    assert "docs/findings/F2.md" in box and "broker event skipped-txn-markers" in box and "f2-0" in box
+    # a valid run: no box
+    smoke = tmp_path / "smoke"
+    shutil.copytree(ROOT / "tests" / "data" / "real-smoke-s1", smoke)
+    assert 'id="known-bugs"' not in check_and_render(smoke)[1].read_text()
