@@ -150,6 +150,9 @@ def load_suite(path: str | Path) -> Suite:
     if not isinstance(data, dict) or "suite" not in data:
         raise SuiteError(f"{p} is not a suite file (no top-level `suite:` key); "
                          "to run one scenario use `eos-chaos run`")
+    if "zoo" in data:  # harness.detect.zoo.load_selection
+        raise SuiteError(f"{p} is a zoo selection (release entries with their controls): run it with "
+                         f"`eos-chaos zoo --zoo {p}`")
     return validate_model(Suite, data, p, "suite", SuiteError)
 
 

@@ -183,24 +183,25 @@ def load_zoo(folder: str | Path, only: Iterable[str] | None = None) -> list[ZooE
 
 
 def load_selection(path: str | Path) -> tuple[Path, list[str], int | None]:
-    """A zoo selection file (scenarios/releases.yaml): ``{zoo: NAME, folder: zoo, entries:
+    """A zoo selection file (scenarios/releases.yaml): ``{suite: NAME, zoo: FOLDER, entries:
     [entry names], runs: N}`` -> (the zoo folder, resolved against the file's folder; the
-    entries, as ``--only`` takes them; runs per entry or None). What the nightly job runs of
-    the zoo, in a file. Raises ZooError saying what to fix."""
+    entries, as ``--only`` takes them; runs per entry or None). The ``suite`` key makes every
+    scenario lister skip it (harness.detect.suite.is_suite_file) and ``eos-chaos suite`` point
+    at ``eos-chaos zoo --zoo``. Raises ZooError saying what to fix."""
     p = Path(path)
     data = _yaml(p)
-    if not isinstance(data, dict) or "zoo" not in data:
-        raise ZooError(f"{p} is not a zoo selection (a mapping with zoo: NAME, entries: [...]); "
+    if not isinstance(data, dict) or "zoo" not in data or "suite" not in data:
+        raise ZooError(f"{p} is not a zoo selection (a mapping with suite: NAME, zoo: FOLDER, entries: [...]); "
                        "--zoo takes a folder of zoo files or such a file")
-    extra = sorted(set(data) - {"zoo", "folder", "entries", "runs", "description"})
+    extra = sorted(set(data) - {"suite", "zoo", "entries", "runs", "description"})
     if extra:
-        raise ZooError(f"{p}: unknown key(s) {extra}; a selection has zoo, folder, entries, runs, description")
+        raise ZooError(f"{p}: unknown key(s) {extra}; a selection has suite, zoo, entries, runs, description")
     entries, runs = data.get("entries"), data.get("runs")
     if not (isinstance(entries, list) and entries and all(isinstance(e, str) for e in entries)):
         raise ZooError(f"{p}: entries must be a list of zoo entry names, e.g. [kafka-14402]")
     if runs is not None and not (isinstance(runs, int) and not isinstance(runs, bool) and 1 <= runs <= 10_000):
         raise ZooError(f"{p}: runs must be a whole number from 1 to 10000")
-    return (p.parent / str(data.get("folder") or "zoo")).resolve(), list(entries), runs
+    return (p.parent / str(data.get("zoo") or "zoo")).resolve(), list(entries), runs
 
 
 def cells(entries: list[ZooEntry], zoo_dir: str | Path, *, runs: int, duration: float | None = None,

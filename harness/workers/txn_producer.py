@@ -6,7 +6,8 @@ Why the flush waits for every outcome by default: aborting while records are sti
 (abort_transaction purges them) lost a later committed record with librdkafka 2.16.0 on Kafka
 4.3.1, finding F1 in docs/scenarios.md (the next batch reuses the purged batch's sequence
 number and the broker acknowledges it as a duplicate of the aborted record).
-When a flush still times out (a record held by a dead link outlives its message timeout), the
+When a flush still times out (a record held by a dead link outlives its message timeout), or a
+record fails with _MSG_TIMED_OUT (possibly written: its request may still be on the wire), the
 worker aborts and, with ``inflight_abort: replace`` (the default), replaces the producer
 instance, so the next transaction runs under a new epoch. scenarios/coordinator-inflight-abort.yaml
 sets a shorter ``flush_timeout_s`` and ``inflight_abort: reuse`` to reproduce F1.
@@ -22,7 +23,7 @@ import random
 import time
 from typing import Any
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from harness.workers.outcomes import Action, classify, error_pair
 from harness.workers.base import Worker
@@ -132,6 +133,13 @@ class TxnProducerWorker(Worker):
                 topic, part = key.rsplit("/", 1)
                 p.produce(topic, value=str(value).encode(), partition=int(part), on_delivery=on_delivery)
             remaining = p.flush(self.flush_timeout)
+            timed_out = [e for e in delivery_errors if e.code() == KafkaError._MSG_TIMED_OUT]
+            if timed_out:
+                # a record that timed out may have been written (its request may still be on
+                # the wire): the same as a record still in flight at the flush timeout, so the
+                # same abort and (by default) a new instance, with a new epoch
+                type_, err, replace = self._abort(error_pair(KafkaException(timed_out[0])), False)
+                raise TxnOutcome(type_, err, replace or self.cfg.inflight_abort == "replace")
             if delivery_errors:
                 raise KafkaException(delivery_errors[0])
             if remaining:

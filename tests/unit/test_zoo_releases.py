@@ -129,21 +129,21 @@ def test_the_shipped_release_entries_load():
 def test_a_selection_file_names_the_zoo_folder_entries_and_runs(tmp_path):
     d = release_zoo(tmp_path)
     sel = tmp_path / "releases.yaml"
-    sel.write_text("zoo: releases\nentries: [kafka-1]\nruns: 2\n")
+    sel.write_text("suite: releases\nzoo: zoo\nentries: [kafka-1]\nruns: 2\n")
     assert zoo.load_selection(sel) == (d.resolve(), ["kafka-1"], 2)
     res = CliRunner().invoke(app, ["zoo", "--dry-run", "--zoo", str(sel), "--results", str(tmp_path / "r")])
     assert res.exit_code == 0, res.output
     text = " ".join(res.output.split())
     assert "kafka-1.affected/s2" in text and "kafka-1.fixed/s2" in text and "ctl/" not in text
     assert "4 runs, 4 to run" in text
-    for bad, message in (("zoo: r\nentries: kafka-1\n", "entries must be a list"),
-                         ("zoo: r\nentries: [kafka-1]\nruns: 0\n", "runs must be"),
-                         ("zoo: r\nentries: [kafka-1]\nseeds: 2\n", "unknown key"),
-                         ("entries: [kafka-1]\n", "not a zoo selection")):
+    for bad, message in (("suite: r\nzoo: zoo\nentries: kafka-1\n", "entries must be a list"),
+                         ("suite: r\nzoo: zoo\nentries: [kafka-1]\nruns: 0\n", "runs must be"),
+                         ("suite: r\nzoo: zoo\nentries: [kafka-1]\nseeds: 2\n", "unknown key"),
+                         ("suite: r\nentries: [kafka-1]\n", "not a zoo selection")):
         sel.write_text(bad)
         with pytest.raises(zoo.ZooError, match=message):
             zoo.load_selection(sel)
-    sel.write_text("zoo: r\nentries: [nope]\n")
+    sel.write_text("suite: r\nzoo: zoo\nentries: [nope]\n")
     res = CliRunner().invoke(app, ["zoo", "--dry-run", "--zoo", str(sel)])
     assert res.exit_code == 2 and "no zoo entry named" in res.output
 
@@ -154,3 +154,7 @@ def test_the_shipped_selection_names_every_release_entry():
     # every reproduced bug, both sides; one not reproduced so far may be listed to try it nightly
     assert {e.release for e in ups if e.upstream.reproduced} <= set(entries) <= {e.release for e in ups}
     assert runs == 2
+    from harness.detect.suite import SuiteError, is_suite_file, load_suite
+    assert is_suite_file(ROOT / "scenarios" / "releases.yaml")      # scenario listers skip it
+    with pytest.raises(SuiteError, match="eos-chaos zoo --zoo"):
+        load_suite(ROOT / "scenarios" / "releases.yaml")
