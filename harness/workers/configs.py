@@ -55,6 +55,23 @@ class TxnProducerConfig(WorkerConfig):
     producer: dict[str, Any] = Field(default_factory=dict)
 
 
+class EpochBurnConfig(TxnProducerConfig):
+    """``epoch-burn`` (Java client only, harness/workers/java/src/eosc/EpochBurn.java): a
+    txn-producer that first raises its transactional.id's producer epoch to ``burn_to_epoch``
+    with bare InitProducerId requests (``burn_timeout_s`` at most), then commits transactions
+    until its epoch is ``reinit_at_epoch`` and re-initialises with a transaction open there
+    (KAFKA-19367's trigger; with ``trigger: timeout`` it first lets one time out there,
+    KAFKA-20090's). Epochs are Kafka's int16 producer epochs (0..32767)."""
+
+    burn_to_epoch: int = Field(32760, ge=0, le=32764)
+    reinit_at_epoch: int = Field(32766, ge=1, le=32767)
+    burn_timeout_s: float = Field(240.0, gt=0)
+    #: ``timeout`` (KAFKA-20090): first let the transaction at reinit_at_epoch time out on the
+    #: coordinator, ``timeout_wait_s`` s held open, and abort it late
+    trigger: Literal["reinit", "timeout"] = "reinit"
+    timeout_wait_s: float = Field(8.0, gt=0)
+
+
 class TxnProducersConfig(TxnProducerConfig):
     """``txn-producers``: one thread per transactional.id of ``transactional_ids``, each a
     txn-producer over its own ``value_span`` of values; 1.. ``min_sends``..``max_sends`` sends
@@ -212,7 +229,7 @@ class AppCatchUpConfig(WorkerConfig):
 
 #: role (harness.workers.__main__.ROLES) -> its config model
 ROLE_CONFIGS: dict[str, type[WorkerConfig]] = {
-    "txn-producer": TxnProducerConfig, "txn-producers": TxnProducersConfig,
+    "txn-producer": TxnProducerConfig, "txn-producers": TxnProducersConfig, "epoch-burn": EpochBurnConfig,
     "idempotent-producer": IdempotentProducerConfig, "consumer": ConsumerConfig,
     "drain": ConsumerConfig, "processor": ProcessorConfig, "pipeline-drain": PipelineDrainConfig,
     "spark-consumer": SparkConsumerConfig, "spark-drain": SparkDrainConfig,

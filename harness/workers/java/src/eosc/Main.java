@@ -27,6 +27,7 @@ public final class Main {
         Worker w;
         switch (args[0]) {
             case "txn-producer": w = new TxnProducer(cfg); break;
+            case "epoch-burn": w = new EpochBurn(cfg); break;
             case "consumer": w = new Consumers.Poller(cfg); break;
             case "drain": w = new Consumers.Drain(cfg); break;
             case "pipeline-drain": w = new Consumers.PipelineDrain(cfg); break;

@@ -121,6 +121,7 @@ class TxnProducer extends Worker {
                 producer.initTransactions();
                 Map<String, Object> m = meta();
                 m.put("client", "java " + AppInfoParser.getVersion());
+                initOk(m);
                 emit("ok", "init", null, m);
                 break;
             } catch (RuntimeException e) {
@@ -139,6 +140,10 @@ class TxnProducer extends Worker {
             return false;
         }
         return true;
+    }
+
+    /** What a subclass adds to an ok init's meta (EpochBurn: the producer id and epoch). */
+    void initOk(Map<String, Object> meta) {
     }
 
     /** Abandon the current instance; the next one is a new logical process. A retired worker
