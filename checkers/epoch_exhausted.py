@@ -33,7 +33,9 @@ def epoch_exhausted_cases(h: History, bound_s: float | None = None) -> list[dict
     end of the load) also makes such a streak; the case lists the nemesis events in it.
 
     Example: {"anomaly": "epoch-exhausted", "transactional_id", "op": op ref of the first
-    failed init, "last_ok": op ref of the last ok init before it or None, "last_txn": op ref of
+    failed init, "past_bound": op ref of the failed init whose completion took the streak past
+    the bound (when it became a case), "last_ok": op ref of the last ok init before it or None,
+    "last_txn": op ref of
     the transactional.id's last txn invoked before it or None (the transaction open when the
     init came, with the epoch-burn workload), "producer_id", "producer_epoch" (the last ok
     init's ``meta``, when the client recorded them), "failures" (count), "errors" ({error
@@ -57,6 +59,9 @@ def epoch_exhausted_cases(h: History, bound_s: float | None = None) -> list[dict
         start, end = streak[0]["invoke_time"], max(r["complete_time"] for r in done)
         if end - start <= bound * 1e9:
             continue
+        # the failed init whose completion made the streak longer than the bound: when the
+        # case became one (what a zoo's time to detect reads, harness.detect.zoo op refs)
+        past = min((r for r in done if r["complete_time"] - start > bound * 1e9), key=lambda r: r["complete_time"])
         errors: dict[str, int] = {}
         for r in done:
             name = r["error"] or f"({r['type']}, no error)"
@@ -72,6 +77,7 @@ def epoch_exhausted_cases(h: History, bound_s: float | None = None) -> list[dict
             "op": h.op_ref(streak[0]["op"]),
             "last_ok": h.op_ref(rows[last_ok]["op"]) if last_ok is not None else None,
             "last_txn": last_txn,
+            "past_bound": h.op_ref(past["op"]),
             "producer_id": ok_meta.get("producer_id"),
             "producer_epoch": epoch,
             "failures": len(done),

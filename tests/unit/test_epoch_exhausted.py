@@ -48,6 +48,8 @@ def test_init_refused_until_the_end_is_one_case():
     assert c["last_txn"]["type"] == "fail"  # the transaction open when the init came
     assert c["op"]["f"] == "init" and c["op"]["process"] == 2
     assert c["seconds"] > 10
+    # the case holds from the first failed init that ends more than 10 s after the streak began
+    assert c["past_bound"]["process"] == 12
 
 
 def test_new_producer_id_at_the_epoch_limit_is_no_case():
@@ -82,3 +84,20 @@ def test_real_histories_have_no_case():
         h = load_history(DATA / run / "history.jsonl")
         assert (h.ops["f"] == "init").sum() > 0, run
         assert epoch_exhausted_cases(h) == [], run
+
+
+def test_real_epoch_burn_runs_kafka_4_0_0_caught_and_4_0_1_rotated():
+    """scenarios/zoo/kafka-19367.yaml seed 1 (2026-11-26): on 4.0.0 both transactional.ids are
+    refused for the rest of the run after re-initialising with a transaction open at epoch
+    32766; on 4.0.1 (the first 263 lines of the history: up to both re-inits) each gets a new
+    producer id at epoch 0, which is no case (the negative control)."""
+    h = load_history(DATA / "real-epoch-burn-4.0.0-s1" / "history.jsonl")
+    cases = sorted(epoch_exhausted_cases(h), key=lambda c: c["transactional_id"])
+    assert [c["transactional_id"] for c in cases] == ["eosc-txn-0", "eosc-txn-1"]
+    assert all(set(c["errors"]) == {"KafkaException"} and c["failures"] > 50 for c in cases)
+    assert all(c["producer_epoch"] == 32741 and c["last_txn"]["type"] == "fail" for c in cases)
+    h = load_history(DATA / "real-epoch-burn-4.0.1-s1" / "history.jsonl")
+    assert epoch_exhausted_cases(h) == []
+    rotated = [x["meta"] for op, x in h.extras.items()
+               if h.ops["f"][op] == "init" and x["meta"].get("producer_epoch") == 0]
+    assert len(rotated) == 2 and {m["producer_id"] for m in rotated} == {2, 3}
