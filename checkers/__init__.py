@@ -28,7 +28,7 @@ _WHERE: dict[str, str] = {
     "nonmonotonic_poll_cases": "nonmonotonic_poll", "nonmonotonic_send_cases": "nonmonotonic_send",
     "pipeline_cases": "pipeline", "pipeline_window_cases": "pipeline", "poll_skip_cases": "poll_skip",
     "precommitted_read_cases": "precommitted_read", "realtime_lag_cases": "realtime_lag",
-    "RunDir": "run", "RunMeta": "run", "Verdict": "run",
+    "RunDir": "run", "RunMeta": "run", "Verdict": "run", "server_error_cases": "server_error",
     "sink_cases": "sink", "stalled_lso_cases": "stalled_lso",
     "torn_transaction_cases": "torn_transaction", "unavailable_cases": "unavailable",
     "unseen_cases": "unseen", "zombie_write_cases": "zombie_write",

@@ -20,7 +20,7 @@ BEYOND = ("torn-transaction", "zombie-write", "eos-duplicate", "eos-loss", "offs
           "eos-reorder")
 #: docs/anomalies.md "Liveness and performance" (reports: fail a run only through fail_on)
 LIVENESS_REPORTS = ("stalled-lso", "realtime-lag", "unavailable", "app-stalled", "pipeline-stalled",
-                    "epoch-exhausted")
+                    "server-error", "epoch-exhausted")
 
 ANOMALIES: frozenset[str] = frozenset((*JEPSEN, *BEYOND, *LIVENESS_REPORTS))
 

@@ -38,7 +38,7 @@ VERDICT_FORMAT_VERSION = 1
 #: asks otherwise. The one place this default is written.
 IsolationLevel = Literal["read_committed", "read_uncommitted"]
 DEFAULT_ISOLATION_LEVEL: IsolationLevel = "read_committed"
-LIVENESS_NAMES = ("stalled-lso", "realtime-lag", "unavailable", "epoch-exhausted")
+LIVENESS_NAMES = ("stalled-lso", "realtime-lag", "unavailable", "server-error", "epoch-exhausted")
 #: what fail_on takes: the liveness reports, and unseen judged without a final drain
 FAIL_ON_NAMES = (*LIVENESS_NAMES, "unseen")
 #: the largest liveness bound (s): a week, the longest load a scenario may have

@@ -43,6 +43,7 @@ from .precommitted_read import precommitted_read_cases
 from .realtime_lag import lag_quantiles_ms, realtime_lag_cases
 from .reprocessing import summary
 from .run import RunDir, RunMeta, Verdict
+from .server_error import server_error_cases
 from .sink import sink_cases
 from .stalled_lso import stalled_lso_cases
 from .timing import laps
@@ -52,7 +53,7 @@ from .unseen import unseen_cases
 from .zombie_write import zombie_write_cases
 
 LIVENESS = frozenset({"stalled-lso", "realtime-lag", "unavailable", "app-stalled", "pipeline-stalled",
-                      "epoch-exhausted"})
+                      "server-error", "epoch-exhausted"})
 WORKERS = max(1, min(4, os.cpu_count() or 1))  # finders run side by side on threads
 # the costliest finders start first (the rest fill in around them)
 HEAVY = {"cycle_cases": 0, "impossible_cycle_cases": 1, "poll_skip_cases": 2,
@@ -84,6 +85,7 @@ FINDERS: tuple[tuple[str, Callable[..., list[dict]], Callable[[RunMeta], dict] |
     ("unavailable_cases", unavailable_cases,
      lambda m: {"bound_s": m.liveness.unavailable_bound_s, "fs": m.liveness.unavailable_fs}),
     ("epoch_exhausted_cases", epoch_exhausted_cases, None),
+    ("server_error_cases", server_error_cases, None),
 )
 
 

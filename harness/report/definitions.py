@@ -82,6 +82,10 @@ ANOMALY_DEFINITIONS: dict[str, str] = {
     ),
     "realtime-lag": "Time from a write's commit to its first observation by each consumer.",
     "unavailable": "Windows with no successful op of a kind.",
+    "server-error": (
+        "A client op failed with an error a correct broker never returns to a valid request "
+        "(UNKNOWN_SERVER_ERROR, CORRUPT_MESSAGE, INVALID_RECORD): the broker failed."
+    ),
 }
 
 _VARIANTS = {

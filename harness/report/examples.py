@@ -17,7 +17,7 @@ MAX_EXAMPLES = 50  # examples rendered per anomaly
 OP_REF_KEYS = {"ops", "op", "op_index", "op_indices", "index", "indices", "invoke", "completion",
                "invoke_index", "completion_index", "complete_index", "prev_op", "fence"}
 _OP_IN_TEXT = re.compile(r"\b(ops?) (\d+)\b")
-LIVENESS = {"stalled-lso", "realtime-lag", "unavailable"}
+LIVENESS = {"stalled-lso", "realtime-lag", "unavailable", "server-error"}
 
 
 def anchor(name: str) -> str:
