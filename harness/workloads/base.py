@@ -53,6 +53,24 @@ class ClientSpec(Strict):
     #: kafka-clients version of the Java workers (Maven Central); default: harness.workers.java's
     #: DEFAULT_JAVA_CLIENT_VERSION
     java_client_version: str | None = Field(None, pattern=r"^[0-9][0-9A-Za-z.+-]*$")
+    #: the producers' compression codec (``compression.type``, one name and the same values in
+    #: librdkafka and kafka-clients); None leaves the client's default (none). Merged into the
+    #: workload's ``producer`` settings, so every producer of either client gets it (KAFKA-15653
+    #: needs compressed transactional batches: scenarios/zoo/kafka-15653.yaml)
+    compression: Literal["none", "gzip", "snappy", "lz4", "zstd"] | None = None
+
+    @model_validator(mode="after")
+    def _compression_into_producer(self) -> "ClientSpec":
+        producer = getattr(self, "producer", None)
+        if self.compression is None or producer is None:
+            return self
+        # librdkafka also reads compression.codec, an alias: two settings must not disagree
+        for k in ("compression.type", "compression.codec"):
+            if k in producer and str(producer[k]) != self.compression:
+                raise ValueError(f"compression: {self.compression} and producer {k}: {producer[k]} disagree: "
+                                 "keep one of them")
+        self.producer = {**producer, "compression.type": self.compression}
+        return self
 
     @model_validator(mode="after")
     def _java_version_needs_java(self) -> "ClientSpec":
