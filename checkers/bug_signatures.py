@@ -99,6 +99,9 @@ class Fit:
     why: str
     evidence: list[str]
     doubt: str | None = None
+    #: entries whose looking-like does not demote this fit: they cannot explain the anomaly it
+    #: rests on (F1 explains a lost write, not an aborted write read as committed)
+    not_explained_by: tuple[str, ...] = ()
 
 
 # -- evidence helpers -------------------------------------------------------------------
@@ -269,7 +272,9 @@ def sig_kafka_17754(v: Verdict, f: RunFacts) -> Fit | None:
                "delayed Produce or EndTxn applied to a later transaction of the same producer epoch makes them",
                evidence(v, bad) + ([event_text("skipped-txn-markers", ev)] if ev else []),
                "the brokers logged skipped transaction markers, which KAFKA-20734 turns into the same anomalies"
-               if ev else None)
+               if ev else None,
+               # F1 loses the next transaction's write; it never commits an aborted one (G1a)
+               not_explained_by=("F1",) if "G1a" in bad else ())
 
 
 def range_kafka_17754(f: RunFacts) -> str | None:

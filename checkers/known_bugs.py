@@ -240,7 +240,8 @@ def match(verdict: Verdict | dict, meta: RunMeta | dict | None = None,
     for bug, fit, doubts in fits:
         # two entries that yield to each other are two readings of one history (KAFKA-14402 and
         # KAFKA-17754 on a release before 3.6.0): both stand
-        better = [i for i in bug.yields_to if i in looks and not (bug.id in BY_ID_YIELDS.get(i, ()) and not doubts)]
+        better = [i for i in bug.yields_to if i in looks and i not in fit.not_explained_by
+                  and not (bug.id in BY_ID_YIELDS.get(i, ()) and not doubts)]
         if better and doubts:
             continue  # a doubtful fit another entry explains: not worth a line
         if better:

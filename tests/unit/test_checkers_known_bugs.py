@@ -403,3 +403,29 @@ def test_kafka_14402_aborted_read_on_a_release_without_verification_and_its_cont
     from checkers.bug_signatures import run_facts  # noqa: F401  (the facts the match reads)
     ru = match(v, old, {"name": "txn-queue", "isolation_level": "read_uncommitted"})
     assert not [m for m in ru if m["id"] in ("KAFKA-14402", "KAFKA-17754")]
+
+
+def test_kafka_17754_stands_beside_f1_when_an_aborted_write_was_committed(tmp_path):
+    """scenarios/zoo/kafka-17754.yaml on 4.4.0 with librdkafka: G1a (the late Produce of the
+    aborted transaction committed by the next one) and lost-write (the next record taken for
+    its duplicate, F1). F1 explains the lost write, not the G1a: both are named."""
+    from checkers.known_bugs import match
+
+    meta = {"kafka_version": "4.4.0", "client": {"name": "librdkafka", "version": "2.16.0"},
+            "transaction_version": {"broker": 2, "client": [1]}}
+    reuse = {"name": "txn-queue", "inflight_abort": "reuse", "producer": {}}
+    # the aborted txn's record at offset 1 read as committed; the next txn's write (value 3),
+    # acknowledged at offset 1 too (taken for the late record's duplicate), never read
+    b = HistoryBuilder()
+    b.txn(0, [("x/0", 1, 0)], tid="t")
+    b.txn(0, [("x/0", 2, 1)], "fail", tid="t")
+    b.txn(0, [("x/0", 3, 2)], tid="t")
+    b.txn(0, [("x/0", 4, 3)], tid="t")
+    b.assign(1, ["x/0"])
+    b.poll(1, {"x/0": [(0, 1), (1, 2), (3, 4)]}, final=True)
+    v = check(b.events, meta=meta)
+    assert {"G1a", "lost-write"} <= set(v.failing)
+    got = {m.id: m.match for m in match(v, meta, reuse)}
+    assert got["F1"] == "looks-like" and got["KAFKA-17754"] == "looks-like"
+    v = check_run(run_dir(tmp_path, lost(), dict(meta, workload="txn-queue"), reuse))
+    assert named(v).get("F1") == "looks-like" and named(v).get("KAFKA-17754") == "resembles"
