@@ -24,15 +24,15 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.cluster.releases import NEWEST_TRIED, OLDEST, Release, UnsupportedRelease, check_release, release
+
 DEFAULT_KAFKA_VERSION = "4.3.1"
 #: the 3.9 line is kept runnable for the version matrix (ZooKeeper-less KRaft works on both).
 SECOND_KAFKA_VERSION = "3.9.1"
 #: the newest release (2026-11), in the nightly suite's matrix (scenarios/nightly.yaml) but not in
 #: `make test`'s: `eos-chaos setup --kafka-version 4.4.0` fetches it
-NEWEST_KAFKA_VERSION = "4.4.0"
+NEWEST_KAFKA_VERSION = NEWEST_TRIED
 TOXIPROXY_VERSION = "v2.12.0"
-#: the Kafka versions the test suite runs (tests/integration/test_cluster_versions.py)
-KNOWN_KAFKA_VERSIONS = (DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION)
 
 
 #: what a Kafka or kafka-clients version looks like (4.3.1, 3.9.1, 4.0.0-rc1): it names a cache
@@ -55,8 +55,6 @@ def check_version(version: str, what: str = "Kafka") -> str:
 def check_kafka_release(version: str) -> str:
     """``version`` when it is a Kafka release the harness runs (harness.cluster.releases); else
     ArtifactError in one line naming the oldest it runs."""
-    from harness.cluster.releases import NEWEST_TRIED, OLDEST, UnsupportedRelease, check_release
-
     try:
         check_version(version)
     except ArtifactError as exc:
@@ -87,8 +85,6 @@ def _require(tool: str, hint: str) -> str:
 def _pom(version: str) -> str:
     """The POM of Kafka ``version``'s broker classpath: kafka_2.13 plus the release's slf4j
     binding (harness.cluster.releases: reload4j on 3.x, log4j2 on 4.x)."""
-    from harness.cluster.releases import release
-
     return _classpath_pom("kafka-classpath", version,
                           [("org.apache.kafka", "kafka_2.13", version), *release(version).pom_logging])
 
@@ -118,8 +114,6 @@ def maven_failure(version: str, output: str) -> str:
     version is not on Maven Central (Maven's "Could not find artifact"), or Maven's own first
     error line (no route to Maven Central, a broken local repository ...)."""
     if "Could not find artifact" in output or "was not found in" in output:
-        from harness.cluster.releases import NEWEST_TRIED, OLDEST
-
         return (f"Kafka {version} is not on Maven Central (no org.apache.kafka:kafka_2.13:{version}); "
                 f"the harness runs the releases {OLDEST} to {NEWEST_TRIED}")
     errors = [ln.strip() for ln in re.sub(r"\x1b\[[0-9;]*m", "", output).splitlines()
@@ -170,10 +164,8 @@ class KafkaDist:
         return str(self.libs / "*")
 
     @property
-    def release(self):
+    def release(self) -> Release:
         """What differs on this release (harness.cluster.releases.Release)."""
-        from harness.cluster.releases import Release
-
         return Release(self.version)
 
 
