@@ -15,10 +15,11 @@ def gaps(h: History, fs=DEFAULT_FS) -> pl.DataFrame:
     invoke and up to the history's end). Columns: f, start, end (ns), gap_ns."""
     def build(h: History):
         ops = h.ops.filter(pl.col("f").is_in(list(fs)))
-        if ops.is_empty():
+        ends = [t for t in (h.ops["complete_time"].max(), h.ops["invoke_time"].max()) if t is not None]
+        if ops.is_empty() or not ends:  # no op with a time (a history whose times are not ns integers)
             return pl.DataFrame(schema={"f": pl.Utf8, "start": pl.Int64, "end": pl.Int64,
                                         "gap_ns": pl.Int64})
-        end = max(t for t in (h.ops["complete_time"].max(), h.ops["invoke_time"].max()) if t is not None)
+        end = max(ends)
         first = ops.group_by("f").agg(t=pl.col("invoke_time").min())
         oks = ops.filter(pl.col("type") == "ok").select("f", t="complete_time")
         tail = first.select("f", t=pl.lit(end, dtype=pl.Int64))

@@ -329,3 +329,19 @@ def test_g1c_realtime_inside_a_large_component_of_allowed_write_cycles():
     # the sequential txns' reversed order on y is also impossible in Kafka (event_order.py)
     assert v.failing == ["G0-realtime", "G1c-realtime"] and time.process_time() - t0 < 5
     assert any(not c.get("impossible") for c in v.anomalies["G1c-realtime"])
+
+
+def test_a_history_with_float_times_is_unknown_with_reasons_and_no_crashed_finder(tmp_path):
+    """Issue 36: times that are not ns integers made every op's time null, and
+    unavailable_cases took max() of nothing ("finder unavailable_cases crashed")."""
+    import json
+
+    from checkers.verdict import check
+
+    evs = [{"index": 0, "time": 1.5, "process": 0, "type": "invoke", "f": "txn", "value": [["send", "x/0", 1]]},
+           {"index": 1, "time": 2.5, "process": 0, "type": "ok", "f": "txn", "value": [["send", "x/0", [0, 1]]]}]
+    p = tmp_path / "history.jsonl"
+    p.write_text("".join(json.dumps(e) + "\n" for e in evs))
+    v = check(p)
+    assert v.valid == "unknown" and any("no integer time" in r for r in v.unknown_reasons)
+    assert not [r for r in v.unknown_reasons if "crashed" in r], v.unknown_reasons
