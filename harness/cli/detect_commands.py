@@ -61,7 +61,12 @@ def zoo(
             what = f"{e.upstream.id} {e.side}, " if e.upstream else ""
             return f"{what}{e.kind}: " + (f"must find {', '.join(e.must_find)}" if e.must_find else "must be valid")
 
-        print_plan(out, cells, d, fresh=fresh, kind="zoo", describe=describe)
+        if as_json:
+            from harness.detect.suite_outputs import plan_json
+
+            out.print_json(json.dumps(plan_json(cells, d, fresh=fresh, describe=describe)))
+        else:
+            print_plan(out, cells, d, fresh=fresh, kind="zoo", describe=describe)
         raise typer.Exit(0)
     require_root()
     stop = threading.Event()

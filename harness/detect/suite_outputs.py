@@ -216,6 +216,20 @@ def print_plan(out, cells: list[Cell], folder: Path, *, fresh: bool, kind: str, 
     return todo
 
 
+def plan_json(cells: list[Cell], folder: Path, *, fresh: bool, describe) -> dict:
+    """``--dry-run --json`` of ``suite`` and ``zoo``: ``{"folder", "runs": [{"id", "scenario",
+    "seed", "kafka_version", "duration_s", "to_run", "what"}], "total", "to_run",
+    "estimate_s"}``: the same plan print_plan prints, as one JSON document."""
+    records = {} if fresh else read_records(folder / RECORDS)
+    todo = pending(cells, records, folder)
+    ids = {c.id for c in todo}
+    return {"folder": str(folder),
+            "runs": [{"id": c.id, "scenario": c.name, "seed": c.seed, "kafka_version": c.kafka_version,
+                      "duration_s": c.duration, "to_run": c.id in ids, "what": describe(c)} for c in cells],
+            "total": len(cells), "to_run": len(todo),
+            "estimate_s": round(estimate_left(todo, overhead_s(records.values())), 1)}
+
+
 def run_with_heartbeat(work, ui) -> dict:
     """Run ``work()`` on a thread while this (the main) thread ticks ``ui.heartbeat()`` once a
     second, so the terminal stays live and signals reach the main thread's handlers (which

@@ -158,3 +158,17 @@ def test_the_shipped_selection_names_every_release_entry():
     assert is_suite_file(ROOT / "scenarios" / "releases.yaml")      # scenario listers skip it
     with pytest.raises(SuiteError, match="eos-chaos zoo --zoo"):
         load_suite(ROOT / "scenarios" / "releases.yaml")
+
+
+def test_dry_run_json_prints_the_plan_as_json(tmp_path):
+    """Issue 36: `eos-chaos zoo --dry-run --json` printed the text plan."""
+    import json
+
+    res = CliRunner().invoke(app, ["zoo", "--dry-run", "--json", "--runs", "2", "--zoo", str(release_zoo(tmp_path)),
+                                   "--only", "kafka-1", "--results", str(tmp_path / "r")])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert (doc["total"], doc["to_run"]) == (4, 4) and doc["estimate_s"] > 0
+    assert [(r["scenario"], r["seed"], r["kafka_version"]) for r in doc["runs"][:2]] == [
+        ("kafka-1.affected", 1, "3.5.2"), ("kafka-1.fixed", 1, "3.6.0")]
+    assert doc["runs"][1]["what"] == "KAFKA-1 fixed, control: must be valid"
