@@ -69,7 +69,8 @@ _RESTART = {"offset-reset": "reset to the log start", "behind-committed": "behin
 def _ranges(verdict: Verdict, known: set[int] | None = None) -> list[dict[str, Any]]:
     """eos-duplicate's reprocessed ranges (``stats.reprocessed_ranges``, checkers/reprocessing.py)
     as table rows: key, offsets, inputs, and what restarted each (a sentence per restart;
-    "none found" for the eos-pipeline, "" for the app workload, which looks for none)."""
+    "none found" for the eos-pipeline, None for the app workload, which looks for none: the
+    report then leaves the column out)."""
     rows = []
     for r in verdict.stats.get("reprocessed_ranges") or []:
         if not isinstance(r, dict):
@@ -81,7 +82,7 @@ def _ranges(verdict: Verdict, known: set[int] | None = None) -> list[dict[str, A
             + (f", {s['pending']} other transaction(s) open across the assign" if s.get("pending") else "")
             for s in rs) or "no restart behind the committed offset found")
         rows.append({"key": r.get("key"), "span": f"{r.get('from_offset')}-{r.get('to_offset')}",
-                     "inputs": r.get("inputs"), "why": linkify(why, known)})
+                     "inputs": r.get("inputs"), "why": None if rs is None else linkify(why, known)})
     return rows
 
 

@@ -290,6 +290,12 @@ def test_report_shows_the_ranges_with_their_restart():
     assert "reprocessed_ranges" not in html  # not again, as raw JSON, in the checker stats table
     plain = render_report_html(ev, check(ev), {"name": "tiny"}, None)  # no pipeline: no eos-duplicate, no table
     assert "Reprocessed ranges" not in plain
+    assert "restart behind it" in html
+    # the app workload looks for no restart (restarts None): the column is left out (issue 36)
+    app = v.model_copy(update={"stats": dict(v.stats, reprocessed_ranges=[
+        {k: x for k, x in r.items() if k != "restarts"} | {"restarts": None} for r in v.stats["reprocessed_ranges"]])})
+    html = render_report_html(ev, app, {"name": "tiny"}, {"pipeline": PIPE})
+    assert "Reprocessed ranges" in html and "restart behind it" not in html
 
 
 def test_a_failing_explanation_never_costs_the_cases(monkeypatch):
