@@ -10,9 +10,20 @@ DEFAULT_FS = ("txn", "send")
 DEFAULT_BOUND_S = 10.0
 
 
+def load_end(h: History) -> int | None:
+    """When the load ended (ns): the first nemesis ``heal`` event, which the runner records as
+    the load's time is up (harness.run.runner); None in a history without one."""
+    for e in h.nemesis:
+        if e.get("f") == "heal" and isinstance(e.get("time"), int):
+            return e["time"]
+    return None
+
+
 def gaps(h: History, fs=DEFAULT_FS) -> pl.DataFrame:
     """Per f: the windows between consecutive ok completions (plus from the f's first
-    invoke and up to the history's end). Columns: f, start, end (ns), gap_ns."""
+    invoke and up to the load's end: the first ``heal`` event, else the history's end).
+    After the load ends the producers stop and the harness heals, drains and (app workload)
+    waits for the application to catch up: no outage. Columns: f, start, end (ns), gap_ns."""
     def build(h: History):
         ops = h.ops.filter(pl.col("f").is_in(list(fs)))
         ends = [t for t in (h.ops["complete_time"].max(), h.ops["invoke_time"].max()) if t is not None]
@@ -20,13 +31,19 @@ def gaps(h: History, fs=DEFAULT_FS) -> pl.DataFrame:
             return pl.DataFrame(schema={"f": pl.Utf8, "start": pl.Int64, "end": pl.Int64,
                                         "gap_ns": pl.Int64})
         end = max(ends)
+        stop = load_end(h)
+        if stop is not None:
+            end = min(end, stop)
+            ops = ops.filter(pl.col("invoke_time") < end)
         first = ops.group_by("f").agg(t=pl.col("invoke_time").min())
         oks = ops.filter(pl.col("type") == "ok").select("f", t="complete_time")
         tail = first.select("f", t=pl.lit(end, dtype=pl.Int64))
         pts = pl.concat([first, oks.drop_nulls(), tail]).sort("f", "t")
+        pts = pts.with_columns(t=pl.min_horizontal("t", pl.lit(end, dtype=pl.Int64)))  # an ok after the load's end
         return (
             pts.with_columns(start=pl.col("t").shift(1).over("f"))
             .drop_nulls("start")
+            .filter(pl.col("start") < pl.col("t"))
             .select("f", "start", end="t", gap_ns=pl.col("t") - pl.col("start"))
         )
     return h.cached(("gaps", tuple(fs)), build)
@@ -38,8 +55,8 @@ def unavailable_cases(h: History, bound_s: float | None = None, fs=None) -> list
     For each f in ``fs`` (``meta.liveness.unavailable_fs``, default txn and send: empty polls are
     not recorded, so poll gaps only mean nothing was written), a window longer than
     ``bound_s`` (``meta.liveness.unavailable_bound_s``, default 10 s) with no ok completion,
-    counted from the f's first invoke to the history's end. Fails a run only when listed in
-    ``meta["fail_on"]``.
+    counted from the f's first invoke to the load's end (the first ``heal`` event; the
+    history's end without one). Fails a run only when listed in ``meta["fail_on"]``.
 
     Example: {"anomaly": "unavailable", "f", "start_ns", "end_ns", "seconds",
     "nemesis": [nemesis events in the window, first 5], "explanation"}.

@@ -408,6 +408,24 @@ def test_unavailable_window():
     assert unavailable_cases(h, bound_s=9.5) == []
 
 
+def test_unavailable_windows_end_when_the_load_ends():
+    """Issue 36: an app run's input producers stop when the load ends; the catch-up wait and
+    the final drain after it were reported as an outage. The window ends at the first heal."""
+    b = HistoryBuilder(step_ns=1_000_000_000)
+    b.send(0, [("x/0", 1, 0)])                       # ok at 2 s
+    b.nemesis("partition")                           # 3 s: a fault inside the load
+    for _ in range(3):
+        b.nemesis("noop")
+    b.nemesis("heal")                                # 7 s: the load's end
+    for _ in range(12):
+        b.nemesis("noop")                            # drain, catch-up: no sends
+    b.assign(1, ["x/0"])
+    b.poll(1, {"x/0": [(0, 1)]}, final=True)
+    h = H(b)
+    assert unavailable_cases(h, bound_s=6.0) == []   # was 2 s to the history's end, 21 s
+    assert [round(c["seconds"]) for c in unavailable_cases(h, bound_s=4.0)] == [5]   # 2 s to 7 s: inside the load
+
+
 def test_stalled_lso_ends_when_a_rebalance_takes_the_key_away():
     # a processor reads x/0 once, then a rebalance moves x/0 to another member (an assign op
     # without it); its silence on x/0 afterwards is not a stall. Without the rebalance it is.
