@@ -57,7 +57,8 @@ Run as root: `sudo python -m pytest test_chaos.py`.
         runs-on: ubuntu-latest
         steps:
           - uses: actions/checkout@v4
-          - run: pip install kafka-eos-chaos && sudo eos-chaos setup
+          # not on PyPI yet: install from a clone of kafka-eos-chaos (EOS_CHAOS_SRC: its URL or path)
+          - run: pip install "$EOS_CHAOS_SRC" && sudo eos-chaos setup
           - run: sudo eos-chaos run eos-chaos.yaml --seed ${{ github.run_number }}
           - uses: actions/upload-artifact@v4
             if: always()
