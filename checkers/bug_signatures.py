@@ -268,11 +268,17 @@ def sig_kafka_17754(v: Verdict, f: RunFacts) -> Fit | None:
     if not bad:
         return None
     ev = skipped_markers(f)
+    doubt = ("the brokers logged skipped transaction markers, which KAFKA-20734 turns into the same anomalies"
+             if ev else None)
+    if doubt is None and f.inflight_abort == "replace":
+        # the only aborts that leave a record on the wire are the in-flight ones, after which the
+        # txn-producer starts a new instance: its later transactions have another epoch
+        doubt = ("the txn-producer replaces its producer after an abort with records in flight "
+                 "(inflight_abort: replace), so no later transaction shares the aborted one's epoch")
     return Fit(f"{', '.join(bad)}: an aborted write read as committed, or committed writes lost or torn, as a "
                "delayed Produce or EndTxn applied to a later transaction of the same producer epoch makes them",
                evidence(v, bad) + ([event_text("skipped-txn-markers", ev)] if ev else []),
-               "the brokers logged skipped transaction markers, which KAFKA-20734 turns into the same anomalies"
-               if ev else None,
+               doubt,
                # F1 loses the next transaction's write; it never commits an aborted one (G1a)
                not_explained_by=("F1",) if "G1a" in bad else ())
 
