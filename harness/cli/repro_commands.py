@@ -98,13 +98,20 @@ def f5(
     kafka_version: Optional[str] = typer.Option(None, help="Apache Kafka version (default 4.3.1)"),
     results: Path = typer.Option(Path("results"), help="results root folder"),
     as_json: bool = typer.Option(False, "--json", help="print the tries and the summary as JSON"),
+    runtime: bool = typer.Option(False, "--runtime", help="instead of the cluster: the deterministic test of "
+                                 "CoordinatorRuntime against the release's jars (no root, ~1 s)"),
+    patched: bool = typer.Option(False, "--patched", help="with --runtime: apply the proposed one-line fix to "
+                                 "a copy of CoordinatorRuntime.java (needs the release's sources jar in ~/.m2)"),
 ) -> None:
-    """Finding F5 (candidate): Kafka's group coordinator lets a stale load completion activate
+    """Finding F5: Kafka's group coordinator lets a stale load completion activate (or fail)
     a newer coordinator context, which then answers OffsetFetch from a shard not (fully)
     loaded. Brings up 3 nodes, fills a group's __consumer_offsets partition, moves its
     leadership away and back while the broker loads it (SIGSTOP/SIGCONT), polls the group's
     committed offsets and prints the coordinator runtime's lines. A race: it does not show on
-    every try. Exit 0 when every try ran, 2 on errors."""
+    every try. Exit 0 when every try ran, 2 on errors. With --runtime: the deterministic test
+    (harness/findings/f5_runtime.py), its PASS/FAIL lines; exit 0 when it ran, 2 on errors."""
+    if runtime or patched:
+        _f5_runtime(kafka_version, patched, as_json)
     from harness.findings.f5 import run_f5
     from harness.findings.f5_repro import verdict
 
@@ -117,6 +124,26 @@ def f5(
         t.setdefault("variant", "restart" if restart else "pause")
     res.summary = {"restart" if restart else "pause": res.summary}
     _print_tries(res, as_json, "tries.jsonl, evidence.txt, logs/n*.log, logs/f5-repro.err", verdict)
+
+
+def _f5_runtime(kafka_version: str | None, patched: bool, as_json: bool) -> None:
+    """``repro f5 --runtime``: run F5RuntimeTest, print its output (or JSON), exit 0 / 2."""
+    from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
+    from harness.findings.f5_runtime import RuntimeTestError, run_runtime_test
+
+    try:
+        res = run_runtime_test(kafka_version or DEFAULT_KAFKA_VERSION, patched=patched)
+    except RuntimeTestError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
+    if as_json:
+        out.print_json(json.dumps({"version": res.version, "patched": res.patched, "result": res.result,
+                                   "checks": {k: {"passed": ok, "seen": seen} for k, (ok, seen) in res.checks.items()}}))
+    else:
+        out.print(res.output.rstrip(), highlight=False, soft_wrap=True, markup=False)
+        out.print(f"Kafka {res.version}{' with the fix' if res.patched else ''}: {len(res.failed)} of "
+                  f"{len(res.checks)} checks failed", highlight=False)
+    raise typer.Exit(0)
 
 
 def _run_tries(run, known: tuple[str, ...], variant: list[str] | None, tries: int, results: Path,

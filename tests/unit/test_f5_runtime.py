@@ -56,3 +56,36 @@ def test_missing_javac_is_a_one_line_error(monkeypatch):
     monkeypatch.setattr(f5_runtime.shutil, "which", lambda name: None)
     with pytest.raises(RuntimeTestError, match="javac not found"):
         f5_runtime.run_runtime_test("4.3.1")
+
+
+def test_cli_runtime_prints_the_outcome_and_needs_no_root(monkeypatch):
+    from typer.testing import CliRunner
+
+    from harness.cli.main import app
+
+    seen = {}
+
+    def fake(version, *, patched):
+        seen.update(version=version, patched=patched)
+        return parse_output(OUTPUT, RuntimeTestResult(version, patched))
+
+    monkeypatch.setattr(f5_runtime, "run_runtime_test", fake)
+    res = CliRunner().invoke(app, ["repro", "f5", "--runtime", "--kafka-version", "4.4.0"])
+    assert res.exit_code == 0, res.output
+    assert seen == {"version": "4.4.0", "patched": False}
+    assert "FAIL stale-ok.e3-not-activated-by-e1: state ACTIVE" in res.output
+    assert "Kafka 4.4.0: 1 of 2 checks failed" in res.output
+
+
+def test_cli_runtime_error_is_one_line_exit_2(monkeypatch):
+    from typer.testing import CliRunner
+
+    from harness.cli.main import app
+
+    def broken(version, *, patched):
+        raise RuntimeTestError("javac not found: install a JDK")
+
+    monkeypatch.setattr(f5_runtime, "run_runtime_test", broken)
+    res = CliRunner().invoke(app, ["repro", "f5", "--runtime", "--patched"])
+    assert res.exit_code == 2
+    assert "javac not found" in res.output and "Traceback" not in res.output

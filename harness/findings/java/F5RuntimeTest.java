@@ -37,6 +37,7 @@
 package org.apache.kafka.coordinator.common.runtime;
 
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.coordinator.common.runtime.CoordinatorRuntime.Builder;
 import org.apache.kafka.common.errors.NotLeaderOrFollowerException;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.server.util.timer.Timer;
@@ -50,6 +51,7 @@ import java.util.OptionalInt;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executors;
+import java.util.function.Supplier;
 
 public class F5RuntimeTest {
     static final TopicPartition TP = new TopicPartition("__consumer_offsets", 25);
@@ -78,8 +80,8 @@ public class F5RuntimeTest {
         /** What CoordinatorLoaderImpl.doLoad does for n records, then its normal completion. */
         void replayAndComplete(int n) {
             for (int i = 0; i < n; i++) playback.replay(i, -1L, (short) -1, "record-" + i);
-            playback.updateLastWrittenOffset(n);
-            playback.updateLastCommittedOffset(n);
+            playback.updateLastWrittenOffset((long) n);  // (long): a Long parameter before 4.3
+            playback.updateLastCommittedOffset((long) n);
             future.complete(new CoordinatorLoader.LoadSummary(0L, 1L, 0L, n, 100L * n));
         }
 
@@ -159,7 +161,7 @@ public class F5RuntimeTest {
     F5RuntimeTest() {
         CoordinatorShardBuilderSupplier<CountingShard, String> shards =
             () -> noop(CoordinatorShardBuilder.class, new CountingShard());
-        runtime = new CoordinatorRuntime.Builder<CountingShard, String>()
+        CoordinatorRuntime.Builder<CountingShard, String> b = new CoordinatorRuntime.Builder<CountingShard, String>()
             .withLogPrefix("[runtime] ")
             .withEventProcessor(new InlineProcessor())
             .withPartitionWriter(noop(PartitionWriter.class, null))
@@ -182,11 +184,24 @@ public class F5RuntimeTest {
 
                 @Override
                 public void onUpdateLastCommittedOffset(TopicPartition tp, long offset) { }
+
+                // abstract up to 4.2, gone in 4.3: no @Override, so that both compile
+                public com.yammer.metrics.core.MetricsRegistry registry() {
+                    return null;
+                }
             })
             .withSerializer(noop(Serializer.class, null))
-            .withExecutorService(Executors.newSingleThreadExecutor())
-            .withCachedBufferMaxBytesSupplier(() -> 1024 * 1024)
-            .build();
+            .withExecutorService(Executors.newSingleThreadExecutor());
+        // required from 4.3 on (absent before): called by reflection so that 4.0-4.2 compile too
+        try {
+            Supplier<Integer> cachedBufferMaxBytes = () -> 1024 * 1024;
+            Builder.class.getMethod("withCachedBufferMaxBytesSupplier", Supplier.class).invoke(b, cachedBufferMaxBytes);
+        } catch (NoSuchMethodException absent) {
+            // Kafka < 4.3
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
+        runtime = b.build();
     }
 
     Object context() {
