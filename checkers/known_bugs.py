@@ -173,13 +173,13 @@ CATALOGUE: tuple[KnownBug, ...] = (
         signature=s.sig_f4, in_range=s.range_f4),
     KnownBug(
         id="F5", title="stale load completion in the group coordinator answers unloaded offsets",
-        component="kafka", affected="Kafka 4.x group coordinator (4.3.1 measured)", fixed=None, clients="any",
+        component="kafka", affected="Kafka 4.x group coordinator (4.0.0-4.4.0 by a test of its runtime)", fixed=None, clients="any",
         signature_text="eos-duplicate failing, every reprocessed range with a restart behind the committed offset, "
         "some behind-committed (an older non-zero offset), or offset-reset with no transaction open across the assign",
         link=FINDINGS + "F5.md", doc=FINDINGS + "F5.md",
-        notes="Not reported upstream (searched 2026-11-26). F5.md reads CoordinatorRuntime of 4.3.1 and trunk "
-        "888ab6da; the runtime's group coordinator is the default from 4.0, so earlier runs say 'resembles'. "
-        "The lower bound is not measured.",
+        notes="Not reported upstream (searched 2026-11-27). A deterministic test of CoordinatorRuntime fails on "
+        "every 4.x release tried, 4.0.0 to 4.4.0 (eos-chaos repro f5 --runtime); the runtime's group coordinator is "
+        "the default from 4.0, so earlier runs say 'resembles' (3.x, where it was opt-in, is not tested).",
         signature=s.sig_f5, in_range=s.range_f5),
     KnownBug(
         id="KAFKA-15653", title="compressed transactional produce fails under verification", component="kafka",
