@@ -31,15 +31,16 @@
  * "RESULT controls=<ok|broken> stale-completion=<rejected|accepted>". Exit 0 when every scenario
  * ran (whatever it showed), 1 when the test itself broke (an unexpected exception).
  *
+ * Compiles against Kafka 4.0.0 to 4.4.0 (the few API differences are noted where they are met).
  * Usage: java -cp <jars>:<classes> org.apache.kafka.coordinator.common.runtime.F5RuntimeTest
  * (harness/findings/f5_runtime.py compiles and runs it for a given release).
  */
 package org.apache.kafka.coordinator.common.runtime;
 
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.coordinator.common.runtime.CoordinatorRuntime.Builder;
 import org.apache.kafka.common.errors.NotLeaderOrFollowerException;
 import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.coordinator.common.runtime.CoordinatorRuntime.Builder;
 import org.apache.kafka.server.util.timer.Timer;
 import org.apache.kafka.timeline.SnapshotRegistry;
 
@@ -161,7 +162,7 @@ public class F5RuntimeTest {
     F5RuntimeTest() {
         CoordinatorShardBuilderSupplier<CountingShard, String> shards =
             () -> noop(CoordinatorShardBuilder.class, new CountingShard());
-        CoordinatorRuntime.Builder<CountingShard, String> b = new CoordinatorRuntime.Builder<CountingShard, String>()
+        Builder<CountingShard, String> b = new Builder<CountingShard, String>()
             .withLogPrefix("[runtime] ")
             .withEventProcessor(new InlineProcessor())
             .withPartitionWriter(noop(PartitionWriter.class, null))
