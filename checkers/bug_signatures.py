@@ -88,7 +88,8 @@ def run_facts(meta: RunMeta | dict | None, workload: dict | None = None) -> RunF
                     broker_events=m.get("broker_events") if isinstance(m.get("broker_events"), dict) else {},
                     producer=prod, inflight_abort=w.get("inflight_abort"),
                     workload=m.get("workload") or w.get("name"),
-                    isolation_level=w.get("isolation_level") if isinstance(w.get("isolation_level"), str) else None)
+                    isolation_level=next((x for x in (w.get("isolation_level"), m.get("isolation_level"))
+                                          if isinstance(x, str)), None))
 
 
 @dataclass(frozen=True)
