@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable
 import polars as pl
 
 from .app_end_to_end import app_cases, app_stats
+from .catalogue import LIVENESS_REPORTS
 from .cycles import cycle_cases
 from .duplicate import duplicate_cases
 from .epoch_exhausted import epoch_exhausted_cases
@@ -52,8 +53,8 @@ from .unavailable import unavailable_cases
 from .unseen import unseen_cases
 from .zombie_write import zombie_write_cases
 
-LIVENESS = frozenset({"stalled-lso", "realtime-lag", "unavailable", "app-stalled", "pipeline-stalled",
-                      "server-error", "epoch-exhausted"})
+#: the liveness reports: fail a run only through fail_on (one list: checkers.catalogue)
+LIVENESS = frozenset(LIVENESS_REPORTS)
 WORKERS = max(1, min(4, os.cpu_count() or 1))  # finders run side by side on threads
 # the costliest finders start first (the rest fill in around them)
 HEAVY = {"cycle_cases": 0, "impossible_cycle_cases": 1, "poll_skip_cases": 2,

@@ -10,6 +10,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from checkers.run import Verdict
+from checkers.catalogue import LIVENESS_REPORTS as LIVENESS  # the liveness reports: one list
 
 from .definitions import anomaly_definition
 
@@ -17,7 +18,6 @@ MAX_EXAMPLES = 50  # examples rendered per anomaly
 OP_REF_KEYS = {"ops", "op", "op_index", "op_indices", "index", "indices", "invoke", "completion",
                "invoke_index", "completion_index", "complete_index", "prev_op", "fence"}
 _OP_IN_TEXT = re.compile(r"\b(ops?) (\d+)\b")
-LIVENESS = {"stalled-lso", "realtime-lag", "unavailable", "server-error"}
 
 
 def anchor(name: str) -> str:
