@@ -197,8 +197,9 @@ CATALOGUE: tuple[KnownBug, ...] = (
         signature_text="the epoch-exhausted report on a run whose producers used transaction version 2",
         link=JIRA + "KAFKA-19367", doc=None,
         notes="apache/kafka#19910 (merged 2025-06-06): InitProducerId aborting an open transaction bumped the "
-        "epoch twice; at 32766 the second bump overflowed. 4.0.1 is the issue's claim; the 4.0 backport was "
-        "not checked against the release jars. The epoch-exhausted report is another change's.",
+        "epoch twice; at 32766 the second bump overflowed. Checked in the release jars' bytecode: 4.0.0 writes "
+        "the fenced epoch before prepareAbortOrCommit, 4.0.1, 4.1.2 and 4.2.2 do not "
+        "(docs/detection-runs/2026-11-26-kafka-19367.md); measured 10/10 on 4.0.0, 0/10 on 4.0.1.",
         signature=s.sig_epoch_exhausted, in_range=s.range_kafka_19367),
     KnownBug(
         id="KAFKA-20090", title="epoch exhaustion with a timed-out transaction and a late EndTxn", component="kafka",
@@ -207,7 +208,8 @@ CATALOGUE: tuple[KnownBug, ...] = (
         link=JIRA + "KAFKA-20090", doc=None,
         notes="apache/kafka#21469 and #21506 (merged 2026-02/03): a timeout abort at epoch 32766 bumps to 32767 "
         "and a delayed EndTxn(ABORT) is taken for a retry without rotating the producer id, leaving the "
-        "transaction ONGOING. 4.3.0 as the first fixed release is the issue's range, not checked against jars.",
+        "transaction ONGOING. Checked in the release jars' bytecode: the !isEpochFence guard is in 4.0.1, 4.1.2 and "
+        "4.2.2 and gone in 4.3.0 (docs/detection-runs/2026-11-26-kafka-19367.md); measured 2/2 on 4.2.2, 0/2 on 4.3.0.",
         signature=s.sig_epoch_exhausted, in_range=s.range_kafka_20090),
 )
 
