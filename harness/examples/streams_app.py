@@ -4,7 +4,9 @@
 ``org.apache.kafka:kafka-streams`` (resolved with Maven, cached under
 ``cache_dir()/examples/streams/<version>``; ``eos-chaos setup`` builds it ahead of any run), then
 replaces itself with ``java -cp <classes>:<libs>/* CopyStreams ARGS...``: the process the harness
-kills, pauses and signals is the JVM itself. A user's own Streams application needs none of
+kills, pauses and signals is the JVM itself. ``--kafka-streams-version V`` (taken by this
+wrapper, not passed on) builds it against kafka-streams V instead of the harness's default
+release (static membership under the streams rebalance protocol needs a 4.4+ client). A user's own Streams application needs none of
 this: its scenario's command is ``["java", "-cp", "app.jar:{kafka_libs}", "com.me.Main", ...]``.
 """
 from __future__ import annotations
@@ -51,8 +53,17 @@ def classpath(version: str = DEFAULT_KAFKA_VERSION, *, fetch: bool = True) -> st
 
 
 def main(argv: list[str]) -> None:
+    argv = list(argv)
+    version = DEFAULT_KAFKA_VERSION
+    if "--kafka-streams-version" in argv:
+        i = argv.index("--kafka-streams-version")
+        if i + 1 >= len(argv) or not argv[i + 1][:1].isdigit():
+            print("streams_app: --kafka-streams-version needs a release, e.g. 4.4.0", file=sys.stderr)
+            sys.exit(2)
+        version = argv[i + 1]
+        del argv[i:i + 2]
     try:
-        cp = classpath()
+        cp = classpath(version)
     except ArtifactError as exc:
         print(f"streams_app: {exc}", file=sys.stderr)
         sys.exit(2)

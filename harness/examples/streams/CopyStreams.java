@@ -2,12 +2,16 @@
 // It knows nothing of the harness. Arguments:
 //   --bootstrap HOST:PORT --input TOPIC --output TOPIC --application-id ID --state-dir DIR
 //   [--guarantee exactly_once_v2|at_least_once] [--instance-id ID] [--client-properties FILE]
+//   [--group-protocol classic|streams]
 // processing.guarantee=exactly_once_v2 (KIP-447) makes each task's consume-produce-commit one
 // transaction; at_least_once commits offsets after the outputs, so an instance killed in between
 // writes its last records again, and it reads read_uncommitted, so aborted input reaches the
 // output (the negative control). Exit codes: 143 after SIGTERM (the JVM's code for a shutdown on
 // a signal; the shutdown hook closes the client cleanly first), 1 when the Streams client went
-// to ERROR, 2 bad arguments.
+// to ERROR, 2 bad arguments. --group-protocol streams joins a streams group (KIP-1071's rebalance
+// protocol, production-ready from Kafka 4.2; its session timeout is the brokers'
+// group.streams.session.timeout.ms, so none is set here). Static membership with it needs
+// client and brokers 4.4+: older brokers answer INVALID_REQUEST, which is fatal to the client.
 import java.io.FileReader;
 import java.time.Duration;
 import java.util.HashMap;
@@ -46,9 +50,16 @@ public class CopyStreams {
         p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.ByteArraySerde.class);
         // static membership (KIP-345): a restarted instance takes its tasks back at once instead of
         // the group waiting out the killed member's session
+        String protocol = a.getOrDefault("--group-protocol", "classic");
+        if (!protocol.equals("classic") && !protocol.equals("streams")) {
+            System.err.println("CopyStreams: --group-protocol is classic or streams, not " + protocol);
+            System.exit(2);
+        }
+        // StreamsConfig.GROUP_PROTOCOL_CONFIG (4.1+); the literal keeps the source compiling on older releases
+        if (protocol.equals("streams")) p.put("group.protocol", "streams");
         if (a.containsKey("--instance-id")) {
             p.put(StreamsConfig.consumerPrefix(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG), a.get("--instance-id"));
-            p.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 10000);
+            if (protocol.equals("classic")) p.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 10000);
         }
 
         StreamsBuilder b = new StreamsBuilder();
