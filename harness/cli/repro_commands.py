@@ -71,6 +71,10 @@ def f4(
     tries: int = typer.Option(3, min=1, help="tries per variant"),
     variant: list[str] = typer.Option(None, "--variant", help="rebalance (default), no-rebalance, no-pending, "
                                       "committed-then-assign; repeatable"),
+    assignor: str = typer.Option("eager", help="classic protocol's assignor: eager (range,roundrobin, "
+                                 "librdkafka's default) or cooperative-sticky"),
+    group_protocol: str = typer.Option("classic", help="classic or consumer (KIP-848)"),
+    reset: str = typer.Option("earliest", help="auto.offset.reset: earliest or latest"),
     kafka_version: Optional[str] = typer.Option(None, help="Apache Kafka version (default 4.3.1)"),
     results: Path = typer.Option(Path("results"), help="results root folder"),
     as_json: bool = typer.Option(False, "--json", help="print the tries and the summary as JSON"),
@@ -80,9 +84,22 @@ def f4(
     runs harness/findings/f4_repro.py in the client namespace and prints the debug lines of
     the offset fetches and partition starts. Exit 0 when every try ran, 2 on errors."""
     from harness.findings.f4 import run_f4
-    from harness.findings.f4_repro import VARIANTS, verdict
+    from harness.findings.f4_repro import ASSIGNORS, PROTOCOLS, RESETS, VARIANTS, verdict
 
-    res = _run_tries(run_f4, VARIANTS, variant, tries, results, kafka_version)
+    for name, value, known in (("--assignor", assignor, tuple(ASSIGNORS)), ("--group-protocol", group_protocol,
+                               PROTOCOLS), ("--reset", reset, RESETS)):
+        if value not in known:
+            console.print(f"[red]error:[/] {name} {value!r}: use one of {', '.join(known)}")
+            raise typer.Exit(2)
+    if group_protocol == "consumer" and assignor != "eager":
+        console.print("[red]error:[/] --assignor applies to --group-protocol classic only")
+        raise typer.Exit(2)
+
+    def run(results, *, tries, variants, kafka_version):
+        return run_f4(results, tries=tries, variants=variants, kafka_version=kafka_version,
+                      assignor=assignor, group_protocol=group_protocol, reset=reset)
+
+    res = _run_tries(run, VARIANTS, variant, tries, results, kafka_version)
     _print_tries(res, as_json, "tries.jsonl, evidence.txt, logs/librdkafka-debug.log", verdict)
 
 

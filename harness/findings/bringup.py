@@ -112,16 +112,17 @@ def write_evidence(run_dir: Path, lines: list[str]) -> None:
 
 def run_tries_reproducer(name: str, script: Path, results: Path, *, tries: int, variants: list[str],
                          evidence: Callable[[TriesResult], list[str]], kafka_version: str,
-                         proxies: bool, debug_log: bool, timeout_s: float) -> TriesResult:
+                         proxies: bool, debug_log: bool, timeout_s: float,
+                         extra: list[str] | None = None) -> TriesResult:
     """Bring up a cluster (``findings_cluster``), run the standalone reproducer ``script`` with
     ``--bootstrap``, ``--json``, ``--tries`` and a ``--variant`` per ``variants``
     (``--toxiproxy`` with ``proxies``; ``--debug-log`` into logs/librdkafka-debug.log with
     ``debug_log``) in the client namespace (stderr into logs/<name>-repro.err), tear down, and
     return its tries and summary with ``evidence(result)`` as its evidence, also written to
-    evidence.txt. Raises what ``findings_cluster`` raises; RuntimeError as ``reproducer_tries``."""
+    evidence.txt; ``extra`` is passed on to the script as it is (its own options). Raises what ``findings_cluster`` raises; RuntimeError as ``reproducer_tries``."""
     run_dir = repro_run_dir(results, name)
     logs, err = run_dir / "logs", run_dir / "logs" / f"{name}-repro.err"
-    options = ["--tries", str(tries)] + [a for v in variants for a in ("--variant", v)]
+    options = ["--tries", str(tries)] + [a for v in variants for a in ("--variant", v)] + list(extra or [])
     with findings_cluster(run_dir, kafka_version=kafka_version, proxies=proxies) as fc:
         argv = [str(script), "--bootstrap", fc.bootstrap, "--json", *options]
         if proxies:

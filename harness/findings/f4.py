@@ -18,17 +18,18 @@ from harness.findings.bringup import TriesResult, run_tries_reproducer
 REPRO = Path(__file__).with_name("f4_repro.py")
 
 
-
-
 def run_f4(results: Path, *, tries: int = 3, variants: list[str] | None = None,
            kafka_version: str = DEFAULT_KAFKA_VERSION, debug_log: bool = True,
-           timeout_s: float = 600) -> TriesResult:
-    """Bring up a 3-node cluster, run the reproducer (``tries`` per variant), tear down, and
-    return the tries with the debug log's evidence. Raises what harness.findings.bringup
+           timeout_s: float = 900, assignor: str = "eager", group_protocol: str = "classic",
+           reset: str = "earliest") -> TriesResult:
+    """Bring up a 3-node cluster, run the reproducer (``tries`` per variant; ``assignor``,
+    ``group_protocol`` and ``reset`` as its --assignor/--group-protocol/--reset), tear down,
+    and return the tries with the debug log's evidence. Raises what harness.findings.bringup
     raises; RuntimeError when the reproducer failed to start (its stderr quoted)."""
     return run_tries_reproducer(
         "f4", REPRO, results, tries=tries, variants=variants or ["rebalance"], kafka_version=kafka_version,
         proxies=False, debug_log=debug_log, timeout_s=timeout_s,
+        extra=["--assignor", assignor, "--group-protocol", group_protocol, "--reset", reset],
         evidence=lambda r: debug_lines(r.run_dir / "logs" / "librdkafka-debug.log"))
 
 

@@ -35,8 +35,14 @@ txn 2; both start at COMMITTED), ``committed-then-assign`` (the workaround: C1 a
 committed offsets up with ``Consumer.committed()``, which retries UNSTABLE_OFFSET_COMMIT until
 its timeout, and assign them explicitly in on_assign).
 
+Options of the group (one setting per run): ``--assignor eager|cooperative-sticky`` (classic
+protocol; eager is librdkafka's default range,roundrobin), ``--group-protocol classic|consumer``
+(consumer = KIP-848), ``--reset earliest|latest`` (auto.offset.reset). After the abort TAIL more
+records go to every partition, so a member started at ``latest`` reads them and its first offset
+(RECORDS) shows what it skipped; a first offset above COMMITTED counts as reproduced too.
+
 Usage: ``python f4_repro.py --bootstrap HOST:PORT[,...] [--tries N] [--variant V ...]
-[--json] [--debug-log FILE]``. Prints one line per try and a summary; ``--json`` prints one
+[--assignor A] [--group-protocol P] [--reset R] [--json] [--debug-log FILE]``. Prints one line per try and a summary; ``--json`` prints one
 JSON object per try and a summary object. Exit code 0 when every try ran (whatever it
 showed), 2 on a setup error (the message says what to fix). Versions seen:
 docs/findings/F4.md.
@@ -55,9 +61,20 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 VARIANTS = ("rebalance", "no-rebalance", "no-pending", "committed-then-assign")
+#: --assignor: the classic protocol's partition.assignment.strategy (librdkafka's default
+#: range,roundrobin is eager; cooperative-sticky is incremental, KIP-429)
+ASSIGNORS = {"eager": "range,roundrobin", "cooperative-sticky": "cooperative-sticky"}
+#: --group-protocol: classic (JoinGroup/SyncGroup) or consumer (KIP-848, ConsumerGroupHeartbeat;
+#: the broker's assignor, incremental; librdkafka refuses session.timeout.ms,
+#: heartbeat.interval.ms and partition.assignment.strategy with it)
+PROTOCOLS = ("classic", "consumer")
+RESETS = ("earliest", "latest")
 PARTITIONS = 2
 RECORDS = 100
 COMMITTED = 50
+#: records written to every partition after txn 2's abort, so that a consumer started at
+#: ``latest`` (the end of the log, RECORDS) reads something and its first offset shows the skip
+TAIL = 10
 
 
 class SetupError(Exception):
@@ -73,14 +90,28 @@ def make_topic(admin: AdminClient, topic: str, brokers: int) -> None:
         raise SetupError(f"cannot create topic {topic} (rf {rf}): {exc}") from None
 
 
-def fill(bootstrap: str, topic: str) -> None:
-    """RECORDS committed records in every partition (offsets 0..RECORDS-1, value p:i)."""
+def fill(bootstrap: str, topic: str, start: int = 0, count: int = RECORDS) -> None:
+    """``count`` records in every partition (offsets start..start+count-1, value p:i)."""
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
     for part in range(PARTITIONS):
-        for i in range(RECORDS):
+        for i in range(start, start + count):
             p.produce(topic, value=f"{part}:{i}".encode(), partition=part)
     if p.flush(30):
-        raise SetupError(f"could not write the {RECORDS} records per partition of {topic} in 30 s")
+        raise SetupError(f"could not write the {count} records per partition of {topic} in 30 s")
+
+
+def consumer_conf(bootstrap: str, group: str, *, assignor: str = "eager", protocol: str = "classic",
+                  reset: str = "earliest") -> dict:
+    """The members' settings: read_committed, no auto commit, ``reset`` as auto.offset.reset;
+    the classic protocol with ``assignor`` (ASSIGNORS) or the consumer protocol (KIP-848)."""
+    conf = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": reset,
+            "isolation.level": "read_committed", "enable.auto.commit": False}
+    if protocol == "consumer":
+        conf["group.protocol"] = "consumer"
+    else:
+        conf.update({"session.timeout.ms": 10000, "heartbeat.interval.ms": 1000,
+                     "partition.assignment.strategy": ASSIGNORS[assignor]})
+    return conf
 
 
 def txn_producer(bootstrap: str, tid: str) -> Producer:
@@ -104,6 +135,9 @@ class Member(threading.Thread):
         super().__init__(daemon=True, name=name)
         self.c = Consumer(conf)
         self.topic, self.t0, self.lookup = topic, t0, lookup
+        # cooperative-sticky and the consumer protocol hand over only the added partitions
+        self.incremental = (conf.get("group.protocol") == "consumer"
+                            or conf.get("partition.assignment.strategy") == "cooperative-sticky")
         self.first: dict[int, list] = {}
         self.last: dict[int, int] = {}
         self.assigned: list = []
@@ -113,7 +147,7 @@ class Member(threading.Thread):
     def _on_assign(self, consumer, parts) -> None:
         if self.lookup:  # the workaround: committed offsets looked up, then assigned explicitly
             parts = consumer.committed(parts, timeout=120)
-            consumer.assign(parts)
+            (consumer.incremental_assign if self.incremental else consumer.assign)(parts)
         self.assigned.append([round(time.monotonic() - self.t0, 3),
                               [[tp.partition, tp.offset] for tp in parts]])
 
@@ -156,9 +190,8 @@ def run_try(args, admin: AdminClient, brokers: int, i: int, variant: str, nonce:
         send_offsets(t2, meta, topic, COMMITTED + 10)
     meta_src.close()
 
-    conf = {"bootstrap.servers": args.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-            "isolation.level": "read_committed", "enable.auto.commit": False,
-            "session.timeout.ms": 10000, "heartbeat.interval.ms": 1000}
+    conf = consumer_conf(args.bootstrap, group, assignor=args.assignor, protocol=args.group_protocol,
+                         reset=args.reset)
     if debug_log is not None:
         conf.update({"debug": "cgrp,consumer,topic", "logger": debug_log})
     t0 = time.monotonic()
@@ -175,12 +208,14 @@ def run_try(args, admin: AdminClient, brokers: int, i: int, variant: str, nonce:
     if t2 is not None:
         t2.abort_transaction(30)
         aborted_at = round(time.monotonic() - t0, 3)
+    fill(args.bootstrap, topic, RECORDS, TAIL)
     time.sleep(5)
     for m in members:
         m.stop.set()
     for m in members:
         m.join(30)
-    res = {"try": i, "variant": variant, "topic": topic, "group": group, "committed": COMMITTED,
+    res = {"try": i, "variant": variant, "assignor": args.assignor, "group_protocol": args.group_protocol,
+           "reset": args.reset, "topic": topic, "group": group, "committed": COMMITTED,
            "pending": COMMITTED + 10 if t2 is not None else None, "aborted_at": aborted_at,
            "members": {m.name: m.report() for m in members},
            "first_before_abort": seen_before_abort}
@@ -188,15 +223,19 @@ def run_try(args, admin: AdminClient, brokers: int, i: int, variant: str, nonce:
     # below the committed offset: the member started at auto.offset.reset (earliest)
     res["below_committed"] = sorted({(m.name, p, f[0]) for m in members for p, f in m.first.items()
                                      if f[0] < COMMITTED})
-    res["reproduced"] = bool(res["below_committed"])
+    # above it: started at auto.offset.reset=latest (the end of the log), COMMITTED..RECORDS-1 skipped
+    res["above_committed"] = sorted({(m.name, p, f[0]) for m in members for p, f in m.first.items()
+                                     if f[0] > COMMITTED})
+    res["reproduced"] = bool(res["below_committed"] or res["above_committed"])
     res["read_anything"] = bool(starts)
     return res
 
 
 def verdict(res: dict) -> str:
     if res["reproduced"]:
-        return ("REPRODUCED: started below the committed offset " + str(res["committed"]) + ": "
-                + ", ".join(f"{n} partition {p} at {o}" for n, p, o in res["below_committed"]))
+        wrong = res["below_committed"] + res.get("above_committed", [])
+        return ("REPRODUCED: started at auto.offset.reset, not at the committed offset " + str(res["committed"])
+                + ": " + ", ".join(f"{n} partition {p} at {o}" for n, p, o in wrong))
     firsts = {n: m["first"] for n, m in res["members"].items()}
     return f"not reproduced: first offsets read {firsts}"
 
@@ -209,11 +248,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variant", action="append", choices=VARIANTS, help="repeatable; default rebalance")
     ap.add_argument("--hold-s", type=float, default=4.0, help="seconds C1 waits alone (default 4)")
     ap.add_argument("--observe-s", type=float, default=8.0, help="seconds both run before the abort (default 8)")
+    ap.add_argument("--assignor", choices=sorted(ASSIGNORS), default="eager",
+                    help="classic protocol's assignor (default eager: range,roundrobin)")
+    ap.add_argument("--group-protocol", choices=PROTOCOLS, default="classic",
+                    help="classic (default) or consumer (KIP-848; --assignor does not apply)")
+    ap.add_argument("--reset", choices=RESETS, default="earliest", help="auto.offset.reset (default earliest)")
     ap.add_argument("--json", action="store_true", help="one JSON object per try, then a summary")
     ap.add_argument("--debug-log", help="write librdkafka's cgrp,consumer,topic debug log to this file")
     args = ap.parse_args(argv)
     if args.tries < 1:
         ap.error("--tries must be >= 1")
+    if args.group_protocol == "consumer" and args.assignor != "eager":
+        ap.error("--assignor applies to --group-protocol classic only (the consumer protocol's assignor is the broker's)")
     variants = args.variant or ["rebalance"]
     debug_log = None
     if args.debug_log:
