@@ -21,7 +21,8 @@ Run metadata (``meta["app"]``)::
      "drain_complete": true,                            # the final drain reached every end
      "caught_up": true | false | null,                  # every committed input in the output
                                                         # before the app was stopped
-     "match_error": null | "..."}                      # the match mapped no output record
+     "match_error": null | "...",                      # the match mapped no output record
+     "input_cycles": "report" | "fail"}                # INPUT_SIDE below (absent: "report")
 
 Anomalies (docs/anomalies.md):
 
@@ -38,6 +39,14 @@ Anomalies (docs/anomalies.md):
 * ``app-stalled`` (liveness): an input committed during the load whose output the harness's
   readers first saw more than ``lag_bound_s`` after the input's commit, or never during the
   load while the final drain found it.
+
+The input side: the harness's own input producers and readers are checked as in every
+scenario, but what is under test is the user's application. ``INPUT_SIDE`` names the cycles
+among the input producers' transactions that Kafka allows (its transactions are atomic, not
+isolated: docs/checkers.md "Realtime cycles in Kafka"); with ``input_cycles: "report"`` (the
+default) the verdict lists them in ``Verdict.input_side`` and they do not fail the run, unless
+a case is one Kafka cannot produce (``impossible``). Everything else, and every anomaly of the
+application's output, fails as usual. ``input_cycles: "fail"`` judges them as any scenario.
 """
 
 from __future__ import annotations
@@ -50,6 +59,18 @@ import polars as pl
 from .history import History
 from .log import log, writes
 from .reprocessing import explain_app
+
+#: the input producers' cycles Kafka allows: reported apart for the app workload (module docstring)
+INPUT_SIDE = ("G0", "G0-process", "G0-realtime", "G1c-realtime")
+
+
+def input_side(app: dict | None) -> frozenset[str]:
+    """The names reported on the input side, not failing the run (module docstring): ``INPUT_SIDE``
+    for an app run whose ``input_cycles`` is not "fail", else none."""
+    if not app or app.get("input_cycles", "report") == "fail":
+        return frozenset()
+    return frozenset(INPUT_SIDE)
+
 
 ANOMALIES = ("eos-loss", "eos-duplicate", "eos-aborted-read", "eos-phantom", "eos-reorder", "app-stalled")
 

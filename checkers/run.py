@@ -185,7 +185,9 @@ class Verdict(BaseModel):
       ``anomaly_counts``: name -> every case found, not only the examples.
     * ``allowed`` (expected by the scenario), ``failing`` (the found names that make it
       invalid), ``impossible`` (names with a case Kafka cannot produce: failing even if
-      expected), ``liveness_reports`` (found names that fail only through ``fail_on``).
+      expected), ``liveness_reports`` (found names that fail only through ``fail_on``),
+      ``input_side`` (found names that are the app workload's input producers' cycles Kafka
+      allows, reported apart and not failing: checkers/app_end_to_end.py ``INPUT_SIDE``).
     * ``fail_on``, ``liveness_bounds``: echoes of the run's meta.json (``RunMeta``).
     * ``suspect``: cases found in a history that is not well-formed, listed but not judged.
     * ``stats``: counts of the history (events, ops, ops_by_f, log_lengths, realtime_lag_ms
@@ -209,6 +211,7 @@ class Verdict(BaseModel):
     allowed: list[str] = Field(default_factory=list)
     failing: list[str] = Field(default_factory=list)
     impossible: list[str] = Field(default_factory=list)
+    input_side: list[str] = Field(default_factory=list)
     fail_on: list[str] = Field(default_factory=list)
     liveness_bounds: dict[str, Any] = Field(default_factory=dict)
     liveness_reports: list[str] = Field(default_factory=list)
@@ -240,7 +243,7 @@ class Verdict(BaseModel):
         hand, or an old file) every found name not allowed."""
         if self.failing or self.valid is not False:
             return set(self.failing)
-        return set(self.counts) - set(self.allowed)
+        return set(self.counts) - set(self.allowed) - set(self.input_side)
 
     def mark_unknown(self, *reasons: str) -> None:
         """Add reasons the history cannot be fully judged; a valid verdict becomes unknown

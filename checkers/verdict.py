@@ -5,7 +5,9 @@ The verdict is ``checkers.run.Verdict`` (verdict.json; its fields are documented
 ``allowed``, ``failing``, ``impossible``, ``fail_on``, ``liveness_bounds``,
 ``liveness_reports``, ``unknown_reasons``, ``suspect``, ``stats``, ``versions``.
 
-``valid`` is False iff some found anomaly is neither allowed nor a liveness report (liveness
+``valid`` is False iff some found anomaly is neither allowed, nor on an app run's input side
+(``input_side``: the harness's input producers' cycles Kafka allows, checkers.app_end_to_end),
+nor a liveness report (liveness
 names fail only when listed in ``meta["fail_on"]``), or some case is one Kafka cannot produce
 (``"impossible": True``, event_order.py: an expected G0-realtime does not excuse it); otherwise "unknown" when the history
 is too incomplete to judge (no completed read or write), not well-formed (a loader problem:
@@ -23,7 +25,7 @@ from typing import Any, Callable, Iterable
 
 import polars as pl
 
-from .app_end_to_end import app_cases, app_stats
+from .app_end_to_end import app_cases, app_stats, input_side
 from .catalogue import LIVENESS_REPORTS
 from .cycles import cycle_cases
 from .duplicate import duplicate_cases
@@ -199,12 +201,14 @@ def fold(results: list, unknown: list[str], *, meta: RunMeta, allowed: list[str]
     counts = {name: len(cs) for name, cs in sorted(found.items())}
     # cases Kafka cannot produce (event_order.py) first: expected never excuses them
     impossible = sorted(n for n, cs in found.items() if any(c.get("impossible") for c in cs))
+    # an app run: the harness's own input producers' cycles Kafka allows (checkers.app_end_to_end)
+    inputs_only = input_side(meta.app) - set(impossible) - set(allowed_l)
     anomalies = {name: sorted(cs, key=lambda c: not c.get("impossible"))[:max_examples]
                  for name, cs in sorted(found.items())}
     failing = [n for n in counts
                if n in impossible
-               or (n not in allowed_l and ((n not in LIVENESS and n not in liveness_only)
-                                           or n in fail_on))]
+               or (n not in allowed_l and n not in inputs_only
+                   and ((n not in LIVENESS and n not in liveness_only) or n in fail_on))]
     if failing:
         valid: Any = False
     elif unknown:
@@ -222,6 +226,7 @@ def fold(results: list, unknown: list[str], *, meta: RunMeta, allowed: list[str]
         liveness_reports=sorted(n for n in counts if n in LIVENESS or n in liveness_only),
         failing=sorted(failing),
         impossible=impossible,
+        input_side=sorted(n for n in counts if n in inputs_only),
         unknown_reasons=unknown,
         suspect=suspect,
         stats=stats,

@@ -28,7 +28,8 @@ def anomalies(verdict: "Verdict | dict", known: set[int] | None = None,
               key_links: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """The found anomalies, those that fail the run first (the verdict's order within each
     group). status: "fails" (``Verdict.failing_names``), "allowed" (allowed by the scenario)
-    or "reported" (a liveness report that does not fail this run)."""
+    or "reported" (a liveness report that does not fail this run), "input side" (the app
+    workload's input producers' cycles Kafka allows: ``Verdict.input_side``)."""
     verdict = Verdict.coerce(verdict)
     examples = verdict.anomalies
     counts = verdict.anomaly_counts
@@ -44,7 +45,8 @@ def anomalies(verdict: "Verdict | dict", known: set[int] | None = None,
         if not exs and not count:
             continue
         name = str(name)
-        status = "fails" if name in failing else ("allowed" if name in allowed else "reported")
+        status = ("fails" if name in failing else "allowed" if name in allowed
+                  else "input side" if name in verdict.input_side else "reported")
         out.append({
             "name": name,
             "anchor": anchor(name),

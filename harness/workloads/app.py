@@ -269,7 +269,8 @@ class App:
         return {"transactional": self.spec.input.transactional, "isolation_level": "read_committed",
                 "app": {"input_keys": self.input_keys(), "output_keys": self.output_keys(),
                         "semantics": o.semantics, "order": o.order, "lag_bound_s": o.lag_bound_s,
-                        "match": o.match, "instances": self.spec.app.instances}}
+                        "match": o.match, "instances": self.spec.app.instances,
+                        "input_cycles": self.spec.input.cycles}}
 
     def finish(self, run_dir: Path, history) -> dict:
         app = self.meta()["app"]

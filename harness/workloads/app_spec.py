@@ -62,6 +62,10 @@ class AppInput(Strict):
     #: records committed before the application starts (a batch app); 0: written during the load
     preload: int = Field(0, ge=0, le=0, description="not supported yet: 0 only")
     producer: dict[str, Setting] = Field(default_factory=dict, description="extra librdkafka settings")
+    #: the input producers' own cycles that Kafka allows (G0, G0-process, G0-realtime,
+    #: G1c-realtime: checkers.app_end_to_end.INPUT_SIDE): "report" lists them in the verdict's
+    #: input side without failing the run; "fail" judges them as any scenario does
+    cycles: Literal["report", "fail"] = "report"
 
 
 class AppPySpark(Strict):

@@ -118,3 +118,62 @@ def test_missing_output_when_the_app_did_not_catch_up_is_a_stall_and_unknown():
     v = check(h, meta={"app": meta})
     assert v.valid == "unknown" and "eos-loss" not in v.anomaly_counts
     assert any("cannot be told from a stall" in r for r in v.unknown_reasons)
+
+
+# -- the input side (issue 36): the harness's own input producers' cycles Kafka allows --------
+def _input_g0(outputs: dict) -> HistoryBuilder:
+    """Two input transactions write in/0 and in/1 in opposite orders (a G0 of the harness's own
+    input producers, which Kafka allows), both committed and read; the final drain then reads
+    ``outputs``."""
+    b = HistoryBuilder()
+    b.invoke(0, "txn", [["send", "in/0", 1], ["send", "in/1", 1]])
+    b.invoke(2, "txn", [["send", "in/0", 2], ["send", "in/1", 2]])
+    b.complete(0, "ok", [["send", "in/0", [0, 1]], ["send", "in/1", [1, 1]]])
+    b.complete(2, "ok", [["send", "in/0", [1, 2]], ["send", "in/1", [0, 2]]])
+    b.assign(1, ["in/0", "in/1", "out/0"])
+    b.poll(1, {"in/0": [(0, 1), (1, 2)], "in/1": [(0, 2), (1, 1)]}, final=True)
+    app_poll(b, 1, outputs, final=True)
+    return b
+
+
+def test_input_side_cycle_does_not_fail_the_users_verdict():
+    """Failed before issue 36 (G0 failed the run: the user had to copy an expected line)."""
+    h = load_history(_input_g0({"out/0": [(0, 1), (1, 2)]}).events)
+    v = check(h, meta={"app": APP})
+    assert v.anomaly_counts.get("G0") and v.input_side == ["G0"]
+    assert v.valid is True and v.failing == [], (v.failing, v.unknown_reasons)
+    assert v.failing_names == set()
+
+
+def test_input_side_cycle_cannot_hide_a_pipeline_anomaly():
+    h = load_history(_input_g0({"out/0": [(0, 1)]}).events)  # input 2 never reached the output
+    v = check(h, meta={"app": APP})
+    assert v.valid is False and v.failing == ["eos-loss"] and v.input_side == ["G0"]
+
+
+def test_input_side_cycles_fail_when_the_scenario_asks():
+    h = load_history(_input_g0({"out/0": [(0, 1), (1, 2)]}).events)
+    v = check(h, meta={"app": dict(APP, input_cycles="fail")})
+    assert v.valid is False and v.failing == ["G0"] and v.input_side == []
+
+
+def test_input_side_is_only_the_app_workload():
+    h = load_history(_input_g0({"out/0": [(0, 1), (1, 2)]}).events)
+    v = check(h)
+    assert v.valid is False and "G0" in v.failing and v.input_side == []
+
+
+def test_real_streams_run_is_valid_without_an_expected_line():
+    """tests/data/real-app-streams-s1 (scenarios/app-streams.yaml seed 1, Kafka 4.3.1, valid with
+    its expected line): 3 G0 cycles of the harness's own input producers. Judged without the
+    expected line it was invalid before issue 36; now valid, the G0 cases on the input side."""
+    import json
+    from pathlib import Path
+
+    d = Path(__file__).resolve().parents[1] / "data" / "real-app-streams-s1"
+    meta = json.loads((d / "meta.json").read_text())
+    v = check(d / "history.jsonl", meta=meta, allowed=())
+    assert v.anomaly_counts == {"G0": 3} and v.input_side == ["G0"]
+    assert v.valid is True, (v.failing, v.unknown_reasons)
+    strict = dict(meta, app=dict(meta["app"], input_cycles="fail"))
+    assert check(d / "history.jsonl", meta=strict, allowed=()).failing == ["G0"]

@@ -269,3 +269,23 @@ def test_a_failed_start_is_a_mark_and_malformed_values_do_not_break_the_lanes():
     assert [(s.pid, s.end) for s in lanes["app-1"].segments] == [(None, "running")]
     (s,) = lanes["app-2"].segments
     assert (s.start_ns, s.end_ns, s.code, s.outcome) == (3 * S, 3 * S, -9, "failed")
+
+
+def test_input_side_cycles_have_their_own_section(tmp_path):
+    """Issue 36: the recorded Streams run re-checked without its expected line is valid, and
+    the report lists its G0 cases under the input side, not as allowed by the scenario."""
+    import yaml
+
+    from harness.report.render import check_and_render
+
+    run = tmp_path / "run"
+    shutil.copytree(DATA / "real-app-streams-s1", run)
+    sc = yaml.safe_load((run / "scenario.yaml").read_text())
+    sc.pop("expected", None)
+    (run / "scenario.yaml").write_text(yaml.safe_dump(sc))
+    v, report = check_and_render(run)
+    assert v.valid is True and v.input_side == ["G0"] and v.allowed == []
+    html = report.read_text()
+    assert 'id="input-side"' in html and "input side (the harness&#39;s input producers)" in html
+    side = html[html.index('id="input-side"'):]
+    assert 'id="g0"' in side.lower() or "G0" in side
