@@ -133,6 +133,7 @@ class App:
             "output_topic": (self.out_topics() or [""])[0], "output_topics": ",".join(self.out_topics()),
             "group": group, "transactional_id": f"{group}-{instance}",
             "python": sys.executable, "examples": str(EXAMPLES), "scenario_dir": self.base_dir(),
+            "group_protocol": self.spec.group_protocol, "assignor": self.spec.assignor or "",
         }
         used = {p for text in [*(self.spec.app.command or []), *self.spec.app.env.values()] for p in placeholders_in(text)}
         if "kafka_libs" in used:  # resolved (fetched once, cached) only when a command uses it

@@ -17,6 +17,7 @@ from checkers.run import DEFAULT_ISOLATION_LEVEL, IsolationLevel
 
 from harness.workers.app_match import check_spec
 from harness.workloads.base import Setting, Strict
+from harness.workloads.group import GroupSpec
 
 #: placeholder -> what it becomes
 PLACEHOLDERS = {
@@ -33,6 +34,8 @@ PLACEHOLDERS = {
     "python": "the harness's own Python interpreter (it has confluent-kafka and pyspark)",
     "examples": "the folder of the example applications shipped with the harness",
     "scenario_dir": "the folder of the scenario file",
+    "group_protocol": "workload.group_protocol: classic or consumer (KIP-848), for the app's group.protocol",
+    "assignor": "workload.assignor or empty: the app's partition.assignment.strategy / group.remote.assignor",
 }
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 #: ``output.topics`` and ``output.partitions`` when a scenario does not set them (a topic sink)
@@ -136,7 +139,7 @@ class AppOutput(Strict):
         return v
 
 
-class AppSpec(Strict):
+class AppSpec(GroupSpec):
     name: Literal["app"] = "app"
     input: AppInput = Field(default_factory=AppInput)
     app: AppProcess

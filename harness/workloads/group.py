@@ -1,0 +1,185 @@
+"""The consumer group protocol of the workloads whose workers join a consumer group (issue 33).
+
+``group_protocol`` (a workload field of eos-pipeline and app) picks the rebalance protocol of
+the group members: ``classic`` (JoinGroup/SyncGroup, the client-side assignor) or ``consumer``
+(KIP-848: ConsumerGroupHeartbeat, the broker computes the assignment; generally available from
+Kafka 4.0.0). ``assignor`` (optional) picks the assignor of that protocol:
+
+* classic: ``range`` (eager: every member gives up all its partitions at every rebalance) or
+  ``cooperative-sticky`` (incremental, KIP-429); unset: the client's default (librdkafka
+  ``range,roundrobin``, kafka-clients ``[RangeAssignor, CooperativeStickyAssignor]``);
+* consumer: the broker's ``uniform`` or ``range`` (``group.remote.assignor``); unset: the
+  broker's first of ``group.consumer.assignors`` (``uniform``).
+
+Under ``consumer`` both clients refuse the classic group settings (librdkafka 2.16:
+``session.timeout.ms``, ``heartbeat.interval.ms``, ``partition.assignment.strategy``,
+``group.protocol.type``: "not supported for group.protocol=consumer"; kafka-clients 4.x
+ConsumerConfig: the first three, a ConfigException): ``consumer_settings`` leaves them out and
+the brokers hold the session timeout and heartbeat interval instead
+(``group.consumer.session.timeout.ms`` etc., harness.cluster.releases ``consumer_group_broker``).
+
+Only members that ``subscribe`` take part: the processors of eos-pipeline (Python and Java) and
+the application of the app workload (it gets the ``{group_protocol}`` and ``{assignor}``
+placeholders and must pass them on). The harness's readers and drains ``assign`` their keys and
+never join a group, so the protocol does not apply to them.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import model_validator
+
+from harness.workloads.base import Strict
+
+GroupProtocol = Literal["classic", "consumer"]
+PROTOCOLS: tuple[str, ...] = ("classic", "consumer")
+#: protocol -> its assignors (names as the scenario writes them)
+ASSIGNORS: dict[str, tuple[str, ...]] = {"classic": ("range", "cooperative-sticky"), "consumer": ("uniform", "range")}
+#: the first release where group.protocol=consumer is generally available (KIP-848; 3.7-3.9 had
+#: it as early access / preview behind group.coordinator.rebalance.protocols)
+CONSUMER_PROTOCOL_SINCE = "4.0.0"
+#: client settings each client refuses under group.protocol=consumer
+REFUSED_UNDER_CONSUMER: dict[str, tuple[str, ...]] = {
+    "librdkafka": ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy",
+                   "group.protocol.type"),
+    "java": ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"),
+}
+#: classic assignor -> kafka-clients' class
+JAVA_ASSIGNORS = {"range": "org.apache.kafka.clients.consumer.RangeAssignor",
+                  "cooperative-sticky": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"}
+
+
+def check_assignor(protocol: str, assignor: str | None) -> None:
+    """ValueError (one line) when ``protocol`` is not one or ``assignor`` is not one of its."""
+    if protocol not in ASSIGNORS:
+        raise ValueError(f"group_protocol {protocol!r}: use one of {', '.join(PROTOCOLS)}")
+    if assignor is not None and assignor not in ASSIGNORS[protocol]:
+        other = [p for p, names in ASSIGNORS.items() if assignor in names]
+        hint = f" ({assignor} is a {other[0]} assignor)" if other else ""
+        raise ValueError(f"assignor {assignor!r} does not exist under group_protocol {protocol}{hint}: "
+                         f"use one of {', '.join(ASSIGNORS[protocol])}, or leave it out")
+
+
+def refused_settings(settings: dict[str, Any], protocol: str, client: str = "librdkafka") -> list[str]:
+    """The keys of ``settings`` (a workload's extra consumer settings) that ``client`` refuses
+    under ``protocol``, sorted; [] under classic."""
+    if protocol != "consumer":
+        return []
+    return sorted(k for k in settings if k in REFUSED_UNDER_CONSUMER.get(client, ()))
+
+
+def consumer_settings(conf: dict[str, Any], protocol: str, assignor: str | None,
+                      client: str = "librdkafka") -> dict[str, Any]:
+    """``conf`` (a group member's consumer settings, librdkafka's or with ``client="java"``
+    kafka-clients') for ``protocol`` and ``assignor``: under ``consumer`` the refused settings
+    (REFUSED_UNDER_CONSUMER) are dropped, ``group.protocol=consumer`` and, when given,
+    ``group.remote.assignor`` set; under ``classic`` the assignor, when given, becomes
+    ``partition.assignment.strategy``. A new dict; ValueError for an unknown protocol or
+    assignor (check_assignor)."""
+    check_assignor(protocol, assignor)
+    out = dict(conf)
+    if protocol == "consumer":
+        for k in REFUSED_UNDER_CONSUMER[client]:
+            out.pop(k, None)
+        out["group.protocol"] = "consumer"
+        if assignor:
+            out["group.remote.assignor"] = assignor
+    elif assignor:
+        out["partition.assignment.strategy"] = JAVA_ASSIGNORS[assignor] if client == "java" else assignor
+    return out
+
+
+def describe(protocol: str | None, assignor: str | None) -> str | None:
+    """``consumer (uniform)``, ``classic (client default)``; None without a protocol: what the
+    run's ``versions["group-protocol"]`` says (harness.run.versions)."""
+    if protocol is None:
+        return None
+    if assignor:
+        return f"{protocol} ({assignor})"
+    return f"{protocol} ({'client default' if protocol == 'classic' else 'broker default, uniform'})"
+
+
+class GroupSpec(Strict):
+    """The fields a workload with a consumer group gains (module docstring)."""
+
+    #: classic (JoinGroup/SyncGroup) or consumer (KIP-848, Kafka 4.0.0 on)
+    group_protocol: GroupProtocol = "classic"
+    #: classic: range | cooperative-sticky; consumer: uniform | range; None: the default
+    assignor: str | None = None
+
+    @model_validator(mode="after")
+    def _group_fits(self) -> "GroupSpec":
+        check_assignor(self.group_protocol, self.assignor)
+        consumer = getattr(self, "consumer", None) or {}
+        client = getattr(self, "client", "librdkafka")
+        if getattr(self, "name", None) != "app":  # the app's readers assign, they are no members
+            bad = refused_settings(consumer, self.group_protocol, client)
+            if bad:
+                raise ValueError(f"consumer setting {bad[0]} is refused by {client} under group_protocol: consumer "
+                                 "(the brokers' group.consumer.* settings hold it): remove it")
+        return self
+
+    def group_cfg(self) -> dict[str, Any]:
+        """What a group member's worker config gains: ``group_protocol`` and ``assignor``."""
+        return {"group_protocol": self.group_protocol, "assignor": self.assignor}
+
+
+def check_release(workload: Any, kafka_version: str | None, backend: str | None = None) -> None:
+    """ValueError (one line) when ``workload`` asks for group_protocol: consumer on a release
+    that lacks it (older than CONSUMER_PROTOCOL_SINCE), when an app's command does not pass
+    ``{group_protocol}`` on, or when a Java worker's kafka-clients is older than 4.0.0. An
+    external cluster's version is what its scenario says (not checked against the brokers)."""
+    from harness.cluster.releases import UnsupportedRelease, parse
+
+    if getattr(workload, "group_protocol", "classic") != "consumer":
+        return
+    try:
+        old = kafka_version is not None and parse(kafka_version) < parse(CONSUMER_PROTOCOL_SINCE)
+    except UnsupportedRelease:
+        old = False  # the version's own check says so
+    if old:
+        raise ValueError(f"group_protocol: consumer needs Kafka {CONSUMER_PROTOCOL_SINCE} or newer (KIP-848 "
+                         f"generally available); Kafka {kafka_version} has the classic protocol only: "
+                         "use group_protocol: classic or a newer kafka_version")
+    jv = getattr(workload, "java_client_version", None)
+    if getattr(workload, "client", None) == "java" and jv:
+        try:
+            old_client = parse(jv) < parse(CONSUMER_PROTOCOL_SINCE)
+        except UnsupportedRelease:
+            old_client = False
+        if old_client:
+            raise ValueError(f"group_protocol: consumer needs kafka-clients {CONSUMER_PROTOCOL_SINCE} or newer, "
+                             f"not java_client_version {jv}")
+    if getattr(workload, "name", None) == "app":
+        app = workload.app
+        if app.pyspark is not None:
+            raise ValueError("group_protocol: consumer does not apply to a pyspark job (Spark's Kafka source "
+                             "assigns partitions, it joins no group): leave group_protocol out")
+        from harness.workloads.app_spec import placeholders_in
+
+        texts = [*(app.command or []), *app.env.values()]
+        if not any("group_protocol" in placeholders_in(t) for t in texts):
+            raise ValueError("group_protocol: consumer, but app.command and app.env never pass {group_protocol} "
+                             "on: the application would join with its own protocol; add it to the command")
+
+
+def with_group_protocol(data: dict, axis_value: str) -> dict:
+    """A scenario's data (``Scenario.model_dump``) with the suite axis value ``axis_value``
+    (``classic``, ``consumer``, or ``protocol/assignor``, e.g. ``consumer/range``) set on its
+    workload; unchanged when the workload has no consumer group. ValueError for a bad value."""
+    protocol, _, assignor = axis_value.partition("/")
+    check_assignor(protocol, assignor or None)
+    w = data.get("workload") or {}
+    if w.get("name") not in ("eos-pipeline", "app"):
+        return data
+    return {**data, "workload": {**w, "group_protocol": protocol, "assignor": assignor or None}}
+
+
+def id_suffix(workload: Any) -> str:
+    """A suite cell id's suffix for the workload's group protocol: "" for the default (classic,
+    client default assignor), else ``/group-<protocol>[-<assignor>]``."""
+    protocol = getattr(workload, "group_protocol", None)
+    assignor = getattr(workload, "assignor", None)
+    if protocol is None or (protocol == "classic" and assignor is None):
+        return ""
+    return f"/group-{protocol}" + (f"-{assignor}" if assignor else "")
