@@ -63,9 +63,10 @@ venv-test: $(VENV)/.extras-test
 artifacts: venv
 	$(BIN)/eos-chaos setup --minimal
 
-# toxiproxy (go install), Kafka 3.9.1 (the version matrix), Spark's Kafka connector jars
+# toxiproxy (go install), Kafka 3.9.1 (the version matrix), Spark's Kafka connector jars, the
+# PyFlink example's venv (apache-flink, ~800 MB, once: cached) and Flink's Kafka connector jar
 artifacts-test: venv-test
-	$(BIN)/eos-chaos setup --kafka-version 4.3.1 --kafka-version 3.9.1 --spark
+	$(BIN)/eos-chaos setup --kafka-version 4.3.1 --kafka-version 3.9.1 --spark --flink
 
 # the docker backend's tests: Debian's docker.io when dockerd is missing, dockerd started when none
 # runs (host firewall left alone, networks on 198.19.0.0/16: docs/docker.md), the Kafka image

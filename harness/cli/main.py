@@ -486,6 +486,8 @@ def setup(kafka_version: list[str] = typer.Option(None, "--kafka-version", metav
                                        "without link faults needs (make demo); no toxiproxy, no kafka-tools"),
           docker: bool = typer.Option(False, "--docker", help="docker backend: install Debian's docker.io when "
                                       "missing, start dockerd (docs/docker.md), build kafka-eos-chaos/kafka:VERSION"),
+          flink: bool = typer.Option(False, "--flink", help="the app workload's PyFlink example: apache-flink in a "
+                                     "venv of its own and Flink's Kafka connector jar (harness/examples/flink_app.py)"),
           ) -> None:
     """Fetch and cache Kafka jars and the toxiproxy server (and Spark's Kafka connector); check system tools."""
     from harness.cluster.artifacts import (DEFAULT_KAFKA_VERSION, ArtifactError, dump_log_command, ensure_system_tools,
@@ -502,6 +504,10 @@ def setup(kafka_version: list[str] = typer.Option(None, "--kafka-version", metav
 
             install_extra("spark", "pyspark")
             out.print(f"spark kafka connector: {', '.join(p.name for p in spark_connector_jars())}")
+        if flink:
+            from harness.examples.flink_app import setup as flink_setup
+
+            out.print("flink example: " + ", ".join(f"{k} {v}" for k, v in flink_setup().items()))
         if java_client or not minimal:
             _setup_java_client(java_client)
         if not minimal and shutil.which("javac"):  # the app workload's Kafka Streams example (scenarios/app-streams.yaml)
