@@ -14,6 +14,9 @@ when the part took part in the run:
     jdk              the JVM of the brokers (netns) and of the Java workers (``java -version``)
     java-client      kafka-clients of the Java workers (workload client: java)
     spark            pyspark of the spark workload
+    flink            PyFlink (apache-flink) of the app workload's Flink example (a command that
+                     runs harness.examples.flink_app), with ``flink-connector-kafka`` (the
+                     connector's jar) and ``flink-kafka-clients`` (the kafka-clients it shades)
     python           this interpreter
     linux            the kernel (uname -r): network namespaces, iptables and the page cache are its
 """
@@ -120,6 +123,11 @@ def collect_versions(scenario: Any = None, meta: dict | None = None) -> dict[str
                                 or getattr(workload, "java_client_version", None) or DEFAULT_JAVA_CLIENT_VERSION)
     if getattr(workload, "name", None) == "spark" or meta.get("workload") == "spark":
         found["spark"] = _package("pyspark")
+    command = getattr(getattr(workload, "app", None), "command", None) or []
+    if any("flink_app" in str(arg) for arg in command):  # the Flink example (harness.examples.flink_app)
+        from harness.examples.flink_app import versions as flink_versions
+
+        found.update(flink_versions())
     found["python"] = platform.python_version()
     found["linux"] = platform.release()
     return ordered(found)
