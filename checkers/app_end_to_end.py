@@ -21,6 +21,8 @@ Run metadata (``meta["app"]``)::
      "drain_complete": true,                            # the final drain reached every end
      "caught_up": true | false | null,                  # every committed input in the output
                                                         # before the app was stopped
+     "catch_up": {"committed_offsets": {"in/0": 1234}}, # optional: the app's consumer group's
+                                                        # committed input offsets after the wait
      "match_error": null | "...",                      # the match mapped no output record
      "input_cycles": "report" | "fail"}                # INPUT_SIDE below (absent: "report")
 
@@ -28,7 +30,9 @@ Anomalies (docs/anomalies.md):
 
 * ``eos-loss``: a committed input with no output record naming it. When the application had
   not caught up when it was stopped (``caught_up: false``), a missing input may be a stall:
-  each is then an ``app-stalled`` case and the verdict is unknown, never valid.
+  each is then an ``app-stalled`` case and the verdict is unknown, never valid; unless the
+  application's consumer group had committed an offset past it (``catch_up.committed_offsets``):
+  by its own account it consumed that input and will not read it again, so it is a loss.
 * ``eos-duplicate``: a committed input named by more than one output record (distinct output
   offsets); allowed when ``semantics`` is at-least-once (listed, not failing).
 * ``eos-aborted-read``: an output record names an input that was aborted (its transaction
@@ -139,12 +143,18 @@ def app_cases(h: History, app: dict | None = None) -> list[dict]:
     out: list[dict] = []
     at_least_once = app.get("semantics") == "at-least-once"
     stalled = app.get("caught_up") is False  # the app never named every input: loss or stall?
+    consumed = (app.get("catch_up") or {}).get("committed_offsets") or {}  # the app's group's offsets
     missing = 0
     dups: list[dict] = []
     for v, (k, o, _t) in sorted(committed.items()):
         where = sorted(occ.get(v, ()))
         if not where:
-            if stalled:
+            if stalled and o is not None and consumed.get(k, -1) > o:
+                out.append({"anomaly": "eos-loss", "value": v, "key": k, "offset": o, "outputs": [],
+                            "explanation": f"committed input {v} ({k}@{o}) has no output record, and the "
+                                           f"application's consumer group committed offset {consumed[k]} past it: "
+                                           "it consumed the input and will not read it again"})
+            elif stalled:
                 missing += 1
                 out.append({"anomaly": "app-stalled", "value": v, "key": k, "offset": o, "lag_s": None,
                             "explanation": f"committed input {v} ({k}@{o}) has no output record, and the "

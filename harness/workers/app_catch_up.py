@@ -7,11 +7,16 @@ with the scenario's match (the output keys' records, or the committed rows of th
 or no new output arrived for ``quiet_s`` seconds, or ``bound_s`` seconds passed. It records
 nothing in the history (the final drain does, after the application stopped); it reports
 ``{"ctl": {"caught_up": bool, "inputs": n, "covered": n, "waited_s": s, "ended": "covered" |
-"quiet" | "bound" | "stopped", "matched": n, "unmatched": n, "samples": [...]}}``.
+"quiet" | "bound" | "stopped", "matched": n, "unmatched": n, "samples": [...],
+"committed_offsets": {"in/0": offset, ...}}}``: with ``app_group``, the offsets that consumer
+group (the application's, ``{group}``) had committed on the input partitions when the wait ended
+(a partition without one left out): an input below its partition's committed offset was
+consumed by the application's own account, so a missing output for it is a loss, not a stall
+(checkers.app_end_to_end).
 
 Config: ``bootstrap``, ``input_keys``, ``output_keys``, ``output_dirs``, ``files_poll_s``, ``match``,
 ``base_dir``, ``bound_s`` (default 120), ``quiet_s`` (default 20), ``consumer`` (extra settings),
-``security``.
+``security``, ``app_group`` (the application's consumer group, or None).
 """
 from __future__ import annotations
 
@@ -103,4 +108,19 @@ class AppCatchUpWorker(Worker):
             samples = (samples + files.samples)[:3]
         self.control(caught_up=ended == "covered", inputs=len(inputs), covered=len(inputs & covered),
                      waited_s=round(time.monotonic() - t0, 2), ended=ended, matched=matched,
-                     unmatched=unmatched, samples=samples)
+                     unmatched=unmatched, samples=samples,
+                     **({"committed_offsets": self.app_offsets()} if self.cfg.app_group else {}))
+
+    def app_offsets(self) -> dict[str, int]:
+        """The application's group's committed offsets on the input keys (an OffsetFetch: this
+        consumer never joins the group); {} when the lookup fails (logged)."""
+        c = Consumer(self.kafka_conf({"bootstrap.servers": self.cfg.bootstrap, "group.id": self.cfg.app_group,
+                                      "enable.auto.commit": False}))
+        try:
+            return {f"{tp.topic}/{tp.partition}": tp.offset
+                    for tp in c.committed([_tp(k) for k in self.cfg.input_keys], timeout=10) if tp.offset >= 0}
+        except Exception as exc:  # noqa: BLE001 - no offsets: every missing input stays loss-or-stall
+            self.log(f"committed offsets of {self.cfg.app_group}: {exc}")
+            return {}
+        finally:
+            c.close()

@@ -251,7 +251,8 @@ class App:
         w = pool.spawn(self.secure(WorkerSpec("app-catch-up", "app-catch-up", {
             "bootstrap": self.bootstrap, "input_keys": self.input_keys(), "output_keys": self.kafka_output_keys(),
             **({"output_dirs": self.output_dirs()} if self.file_sink else {}), "match": o.match, "base_dir": self.base_dir(), "bound_s": o.catch_up_s, "quiet_s": o.quiet_s,
-            "group_id": self.names.client_id("eosc-catch-up"), "consumer": self.spec.consumer})))
+            "group_id": self.names.client_id("eosc-catch-up"), "consumer": self.spec.consumer,
+            "app_group": self.names.client_id("eosc-app")})))  # its committed offsets: loss or stall
         if not w.wait(timeout=o.catch_up_s + 60):
             w.kill()
             problems.append(f"the catch-up wait did not end within {o.catch_up_s + 60:.0f} s; killed")
