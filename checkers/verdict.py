@@ -44,6 +44,7 @@ from .pipeline import pipeline_cases
 from .poll_skip import poll_skip_cases
 from .precommitted_read import precommitted_read_cases
 from .realtime_lag import lag_quantiles_ms, realtime_lag_cases
+from .rebalances import rebalance_stats
 from .reprocessing import summary
 from .run import RunDir, RunMeta, Verdict
 from .server_error import server_error_cases
@@ -138,6 +139,9 @@ def check(
             out = _stats(h)
             if meta.app:  # input/output counts per partition, input-to-output lag (checkers.app_end_to_end)
                 out["app"] = app_stats(h, meta.app)
+            rebalances = rebalance_stats(h)  # group members' rebalances (checkers.rebalances)
+            if rebalances is not None:
+                out["rebalances"] = rebalances
             return out
         except Exception as e:  # noqa: BLE001
             return {"error": f"{type(e).__name__}: {e}"}

@@ -148,6 +148,7 @@ class KafkaNode:
             **self.listener_config(),
             "log.dirs": str(self.data_dir),
             **BROKER_DEFAULTS,
+            **self.dist.release.broker_defaults,  # per release (harness.cluster.releases): KIP-848's group.consumer.*
             **self.overrides,
         }
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))

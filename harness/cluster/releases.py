@@ -114,6 +114,16 @@ DIFFERENCES: tuple[Difference, ...] = (
                "(the fix for hanging transactions, KAFKA-14402). The key does not exist on 3.5.x: "
                "a scenario that sets it there is refused rather than silently ignored.",
                "KIP-890 part 1"),
+    Difference("consumer_group_protocol", "4.0.0", False, True,
+               "KIP-848's consumer group protocol (group.protocol=consumer) is generally available "
+               "from 4.0.0 (early access in 3.7, preview in 3.8/3.9): a scenario asking for it on "
+               "an older release is refused (harness.workloads.group). Its members' session timeout "
+               "and heartbeat interval are broker settings (group.consumer.*; defaults 45 s and "
+               "5 s, minimums 45 s and 5 s): the brokers get CONSUMER_GROUP_BROKER so that a killed "
+               "member leaves after 10 s, as a classic member with session.timeout.ms 10000 does.",
+               "KIP-848; Kafka's broker configs group.consumer.session.timeout.ms, "
+               "group.consumer.min.session.timeout.ms, group.consumer.heartbeat.interval.ms, "
+               "group.consumer.min.heartbeat.interval.ms"),
     Difference("dynamic_quorum", "3.9.0", False, True,
                "controller.quorum.bootstrap.servers and dynamic voters exist from 3.9.0; the "
                "harness uses a static quorum everywhere (module docstring).",
@@ -121,6 +131,17 @@ DIFFERENCES: tuple[Difference, ...] = (
 )
 
 _BY_NAME = {d.name: d for d in DIFFERENCES}
+
+#: broker settings of KIP-848 consumer groups on releases with the protocol (Difference
+#: consumer_group_protocol): a member's session 10 s (as the harness's classic members'
+#: session.timeout.ms), heartbeats every 1 s (as their heartbeat.interval.ms); the minimums
+#: lowered so the brokers accept those values (the classic group.min.session.timeout.ms is 6 s)
+CONSUMER_GROUP_BROKER: dict[str, str] = {
+    "group.consumer.session.timeout.ms": "10000",
+    "group.consumer.min.session.timeout.ms": "6000",
+    "group.consumer.heartbeat.interval.ms": "1000",
+    "group.consumer.min.heartbeat.interval.ms": "1000",
+}
 
 #: broker keys (server.properties) a release lacks: key -> (first release with it, first
 #: release without it or None, source). A scenario's cluster.broker naming one outside its
@@ -216,6 +237,18 @@ class Release:
             for name, level in features.items():
                 args += ["--feature", f"{name}={int(level)}"]
         return args
+
+    @property
+    def consumer_group_protocol(self) -> bool:
+        """True when group.protocol=consumer (KIP-848) is generally available (4.0.0 on)."""
+        return bool(self.value("consumer_group_protocol"))
+
+    @property
+    def broker_defaults(self) -> dict[str, str]:
+        """server.properties settings of this release on top of harness.cluster.kafka's
+        BROKER_DEFAULTS (a scenario's cluster.broker overrides both): CONSUMER_GROUP_BROKER
+        where the consumer group protocol exists, else none."""
+        return dict(CONSUMER_GROUP_BROKER) if self.consumer_group_protocol else {}
 
     @property
     def default_features(self) -> dict[str, int]:

@@ -12,6 +12,10 @@ file in the same folder (``is_suite_file``)::
     kafka_versions: [4.3.1, 3.9.1]
     backends: [netns, docker]           # optional: one cell per backend (docs/backends.md);
                                         # omitted: each scenario's own cluster.backend
+    group_protocols: [classic, consumer] # optional: one cell per consumer group protocol
+                                        # (or protocol/assignor, e.g. consumer/range) of each
+                                        # scenario whose workload has a group (eos-pipeline,
+                                        # app; harness.workloads.group); others run once
     duration: 180                       # seconds of load per run; omitted: each scenario's own
 
 A *cell* of the matrix is one run: a scenario with its seed, Kafka version and duration
@@ -48,7 +52,7 @@ from pathlib import Path
 from typing import Annotated, Any, Iterable, Literal
 
 import yaml
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from checkers.known_bugs import describe as known_bug_phrase
 from checkers.run import Verdict
@@ -57,6 +61,7 @@ from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSIO
 from harness.run.scenario import (Scenario, ScenarioError, kafka_version, load_scenario, read_yaml_mapping,
                               validate_model, with_backend, with_overrides)
 from harness.workloads.base import MAX_INT64, MAX_LOAD_S, Strict
+from harness.workloads.group import describe as describe_group, id_suffix as group_id_suffix, with_group_protocol
 
 #: statuses of a cell. The first three are verdicts (``valid`` True / False / "unknown").
 VALID, INVALID, UNKNOWN, ERROR, INTERRUPTED, NOT_RUN = (
@@ -114,6 +119,20 @@ class Suite(Strict):
     #: cluster backends (netns, docker, external): one cell per backend; omitted, each
     #: scenario's own cluster.backend
     backends: list[Literal["netns", "docker", "external"]] | None = Field(None, min_length=1)
+
+    #: consumer group protocols (harness.workloads.group): one cell per value for a workload with
+    #: a group; omitted, each scenario's own
+    group_protocols: list[str] | None = Field(None, min_length=1)
+
+    @field_validator("group_protocols")
+    @classmethod
+    def _protocols(cls, v: list[str] | None) -> list[str] | None:
+        from harness.workloads.group import check_assignor
+
+        for x in v or []:
+            protocol, _, assignor = x.partition("/")
+            check_assignor(protocol, assignor or None)
+        return v
 
     @field_validator("seeds")
     @classmethod
@@ -186,15 +205,24 @@ class Cell:
         return self.scenario.cluster.backend
 
     @property
+    def group_protocol(self) -> str | None:
+        """``consumer (uniform)``, ... for a workload with a consumer group, else None."""
+        w = self.scenario.workload
+        return describe_group(getattr(w, "group_protocol", None), getattr(w, "assignor", None))
+
+    @property
     def id(self) -> str:
         """``<scenario>/s<seed>/kafka-<version>``, then ``/<backend>`` unless netns: unique
         within a suite (netns cells keep the ids they had before backends existed)."""
         base = f"{self.name}/s{self.seed}/kafka-{self.kafka_version}"
-        return base if self.backend == "netns" else f"{base}/{self.backend}"
+        base = base if self.backend == "netns" else f"{base}/{self.backend}"
+        return base + group_id_suffix(self.scenario.workload)  # "" for the classic default
 
     @property
     def title(self) -> str:
         on = "" if self.backend == "netns" else f", {self.backend}"
+        if group_id_suffix(self.scenario.workload):
+            on += f", group protocol {describe_group(self.scenario.workload.group_protocol, self.scenario.workload.assignor)}"
         return f"{self.name} (seed {self.seed}, Kafka {self.kafka_version}{on}, {self.duration:g} s)"
 
     @property
@@ -250,7 +278,7 @@ def expand(suite: Suite, base_dir: str | Path, *, seeds: Iterable[int] | None = 
         for f in files:
             per_file.pop(f.resolve(), None)  # re-insert: the last entry wins and sets the order
             per_file[f.resolve()] = entry
-    keyed: list[tuple[tuple[int, int, int, int], Cell]] = []
+    keyed: list[tuple[tuple[int, int, int, int, int], Cell]] = []
     backend_list = list(backends) if backends else suite.backends
     names: dict[str, Path] = {}
     for e_i, (path, entry) in enumerate(per_file.items()):
@@ -276,7 +304,10 @@ def expand(suite: Suite, base_dir: str | Path, *, seeds: Iterable[int] | None = 
                         merged = with_overrides(on, seed=seed, duration=float(dur), kafka_version=version)
                     except ScenarioError as exc:
                         raise SuiteError(str(exc)) from None
-                    keyed.append(((s_i, e_i, v_i, b_i), Cell(merged, _display_path(path))))
+                    for g_i, protocol in enumerate(dict.fromkeys(suite.group_protocols or [None])):
+                        cell = merged if protocol is None else _with_protocol(merged, protocol, first=g_i == 0)
+                        if cell is not None:
+                            keyed.append(((s_i, e_i, v_i, b_i, g_i), Cell(cell, _display_path(path))))
     cells = [c for _, c in sorted(keyed, key=lambda kc: kc[0])]
     seen: set[str] = set()
     unique = []
@@ -285,6 +316,22 @@ def expand(suite: Suite, base_dir: str | Path, *, seeds: Iterable[int] | None = 
             seen.add(c.id)
             unique.append(c)
     return unique
+
+
+def _with_protocol(scn: Scenario, protocol: str, first: bool) -> Scenario | None:
+    """``scn`` with the suite's group protocol value (harness.workloads.group
+    ``with_group_protocol``); for a workload without a group ``scn`` itself at the ``first``
+    value and None at the others (such a scenario runs once). SuiteError (one line) when the scenario
+    cannot take it (e.g. consumer on a release older than 4.0.0)."""
+    if getattr(scn.workload, "group_protocol", None) is None:
+        return scn if first else None
+    data = with_group_protocol(scn.model_dump(mode="json", exclude_unset=True), protocol)
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        msg = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+        raise SuiteError(f"scenario {scn.name} (Kafka {scn.cluster.kafka_version}) with group protocol "
+                         f"{protocol}: {msg}") from None
 
 
 # ---------------------------------------------------------------- records and resume
@@ -366,6 +413,7 @@ def make_record(cell: Cell, suite_dir: str | Path, *, status: str, started: floa
     return {
         "id": cell.id, "fingerprint": cell.fingerprint, "scenario": cell.name, "source": cell.source,
         "seed": cell.seed, "kafka_version": cell.kafka_version, "duration_s": cell.duration,
+        "group_protocol": cell.group_protocol,
         "status": status, "valid": v.valid if verdict is not None else None,
         "anomaly_counts": v.anomaly_counts,
         "failing": v.failing,
@@ -421,7 +469,7 @@ def rows(cells: list[Cell], records: dict[str, dict]) -> list[dict]:
         if rec is None:
             rec = {"id": c.id, "fingerprint": c.fingerprint, "scenario": c.name, "source": c.source,
                    "seed": c.seed, "kafka_version": c.kafka_version, "duration_s": c.duration,
-                   "status": NOT_RUN, "valid": None, "anomaly_counts": {}, "failing": [], "allowed": [],
+                   "group_protocol": c.group_protocol, "status": NOT_RUN, "valid": None, "anomaly_counts": {}, "failing": [], "allowed": [],
                    "first_examples": {}, "unknown_reasons": [], "problems": [], "error": None,
                    "run_dir": None, "report": None, "started_at": None, "wall_s": None, "waited_s": None}
         out.append(rec)

@@ -7,10 +7,14 @@ transaction (``send_offsets_to_transaction``, KIP-98 / KIP-447), so that an inpu
 exactly once whatever instance dies when.
 
     python copy_service.py --bootstrap HOST:PORT --input in --output out --group copy \
-        --transactional-id copy-0 [--client-properties FILE] [--commit-offsets-outside-txn]
+        --transactional-id copy-0 [--client-properties FILE] [--commit-offsets-outside-txn] \
+        [--group-protocol classic|consumer] [--assignor NAME]
 
 ``--client-properties`` reads ``key=value`` lines (bootstrap.servers, security.protocol, sasl.*,
-ssl.*) for both clients. ``--commit-offsets-outside-txn`` is the classic mistake, kept as the
+ssl.*) for both clients. ``--group-protocol consumer`` joins with KIP-848's protocol (Kafka 4.0+:
+the session timeout is then the brokers', librdkafka refuses ``session.timeout.ms``);
+``--assignor`` names the assignor (classic: range, cooperative-sticky; consumer: uniform, range;
+empty: the default). ``--commit-offsets-outside-txn`` is the classic mistake, kept as the
 negative control: the transaction commits only the outputs, and the consumer commits its offsets
 itself, outside it (``enable.auto.commit``, every 5 s); an instance killed restarts from offsets
 up to 5 s old, re-reads records whose outputs are already committed and writes them again.
@@ -46,6 +50,8 @@ def main():
     ap.add_argument("--client-properties")
     ap.add_argument("--commit-offsets-outside-txn", action="store_true")
     ap.add_argument("--batch", type=int, default=100)
+    ap.add_argument("--group-protocol", choices=["classic", "consumer"], default="classic")
+    ap.add_argument("--assignor", default="")
     a = ap.parse_args()
 
     common = read_properties(a.client_properties) if a.client_properties else {}
@@ -59,7 +65,11 @@ def main():
         "auto.offset.reset": "earliest",
         # static membership: a restarted instance takes its partitions back at once instead of
         # the whole group waiting out the dead member's session
-        "group.instance.id": a.transactional_id, "session.timeout.ms": 10000,
+        "group.instance.id": a.transactional_id,
+        # classic: the member's own session timeout; consumer (KIP-848): the brokers' (refused here)
+        **({"session.timeout.ms": 10000} if a.group_protocol == "classic" else {"group.protocol": "consumer"}),
+        **({"partition.assignment.strategy" if a.group_protocol == "classic" else "group.remote.assignor": a.assignor}
+           if a.assignor else {}),
     })
     producer = Producer({**common, "transactional.id": a.transactional_id})
     producer.init_transactions()               # fences any older instance with this id

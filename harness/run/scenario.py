@@ -367,6 +367,9 @@ class Scenario(Strict):
             external_faults(self.cluster.external, [f.fault for f in self.nemesis.all_faults()])
             external_workload(self.cluster.external, self.workload)
         broker_layers(self)
+        from harness.workloads.group import check_release as check_group_protocol
+
+        check_group_protocol(self.workload, self.cluster.kafka_version)  # KIP-848 needs Kafka 4.0.0
         return self
 
 

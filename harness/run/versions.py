@@ -13,6 +13,8 @@ when the part took part in the run:
                      (the Python workers' and the admin agent's)
     jdk              the JVM of the brokers (netns) and of the Java workers (``java -version``)
     java-client      kafka-clients of the Java workers (workload client: java)
+    group-protocol   the consumer group protocol and assignor of a workload with a group
+                     (eos-pipeline, app; harness.workloads.group): ``consumer (uniform)``, ...
     spark            pyspark of the spark workload
     flink            PyFlink (apache-flink) of the app workload's Flink example (a command that
                      runs harness.examples.flink_app), with ``flink-connector-kafka`` (the
@@ -32,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 PACKAGE = "kafka-eos-chaos"
-ORDER = ("harness", "kafka", "backend", "confluent-kafka", "librdkafka", "jdk", "java-client", "spark",
+ORDER = ("harness", "kafka", "backend", "confluent-kafka", "librdkafka", "jdk", "java-client", "group-protocol", "spark",
          "python", "linux")
 
 
@@ -121,6 +123,10 @@ def collect_versions(scenario: Any = None, meta: dict | None = None) -> dict[str
 
         found["java-client"] = (client_version or meta.get("java_client_version")
                                 or getattr(workload, "java_client_version", None) or DEFAULT_JAVA_CLIENT_VERSION)
+    if getattr(workload, "group_protocol", None) is not None:
+        from harness.workloads.group import describe
+
+        found["group-protocol"] = describe(workload.group_protocol, getattr(workload, "assignor", None))
     if getattr(workload, "name", None) == "spark" or meta.get("workload") == "spark":
         found["spark"] = _package("pyspark")
     command = getattr(getattr(workload, "app", None), "command", None) or []

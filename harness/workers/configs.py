@@ -143,6 +143,10 @@ class ProcessorConfig(TxnProducerConfig):
     abort_probability: float = Field(0.0, ge=0, le=1)
     consumer: dict[str, Any] = Field(default_factory=dict)
     producer: dict[str, Any] = Field(default_factory=dict)
+    #: the group protocol and its assignor (harness.workloads.group: classic range |
+    #: cooperative-sticky, consumer uniform | range; None: the default)
+    group_protocol: Literal["classic", "consumer"] = "classic"
+    assignor: Literal["range", "cooperative-sticky", "uniform"] | None = None
 
 
 class PipelineDrainConfig(ConsumerConfig):
@@ -224,8 +228,6 @@ class AppCatchUpConfig(WorkerConfig):
     bound_s: float = Field(120.0, gt=0)
     quiet_s: float = Field(20.0, gt=0)
     group_id: str = "eosc-catch-up"
-    #: the application's consumer group: its committed input offsets are reported at the end
-    app_group: str | None = None
     consumer: dict[str, Any] = Field(default_factory=dict)
 
 

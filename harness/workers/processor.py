@@ -25,8 +25,13 @@ One processor instance is a transactional producer plus a consumer in group ``gr
    unknown (the instance is replaced: a new logical process, a new ``init`` on the same
    transactional.id, a new group member).
 
-Rebalances are recorded as ``assign`` ops (value: the keys now assigned; meta ``group_id``,
-``via: rebalance``), so that checkers do not compare reads across a reassignment. A fatal
+Rebalances are recorded as ``assign`` ops (value: the keys now assigned, the whole assignment
+also under an incremental protocol, where a callback names only the partitions added; meta
+``group_id``, ``via: rebalance``, ``added`` and, when some were revoked or lost since the
+member's previous assign, ``revoked`` with ``revoke_ns``: the history time of the first of those
+callbacks), so that checkers do not compare reads across a reassignment.
+``group_protocol`` / ``assignor`` pick the rebalance protocol (harness.workloads.group: under
+``consumer``, KIP-848, the session timeout and heartbeat interval are the brokers'). A fatal
 consumer error between transactions is recorded as a ``crash`` op (``info``, with the error).
 
 Negative-control switches (misconfigured pipelines the checkers must catch):
@@ -62,6 +67,7 @@ from harness.workers.outcomes import Action, classify, error_pair
 from harness.workers.retire import RetirableTxnProducer
 from harness.workers.txn_producer import TxnOutcome
 from harness.workers.configs import ProcessorConfig
+from harness.workers.group_protocol import consumer_settings
 
 
 #: output value = input value * OUTPUT_FACTOR + attempt tag (< OUTPUT_FACTOR)
@@ -97,10 +103,13 @@ class ProcessorWorker(RetirableTxnProducer):
         self._pending: list[TopicPartition] | None = None
         self.spawn = int(self.cfg.spawn)
         self.attempts: dict[int, int] = {}  # input value -> attempts of this worker so far
+        self.owned: set[str] = set()  # the keys assigned now (incremental callbacks add/remove)
+        self.revoked: list[str] = []  # revoked/lost since the last assign op
+        self.revoke_ns: int | None = None
 
     # -- instances -----------------------------------------------------------------------
     def consumer_conf(self) -> dict:
-        return {
+        return consumer_settings({
             "bootstrap.servers": self.cfg.bootstrap,
             "group.id": self.group,
             # offsets: consumer (negative control) lets the consumer commit its position every
@@ -118,7 +127,7 @@ class ProcessorWorker(RetirableTxnProducer):
             # once instead of waiting for that member's session to expire
             **({"group.instance.id": self.cfg.group_instance_id} if self.cfg.group_instance_id else {}),
             **self.cfg.consumer,
-        }
+        }, self.cfg.group_protocol, self.cfg.assignor)
 
     def start_instance(self) -> bool:
         """``init`` (fences every older instance of the transactional.id and aborts its open
@@ -126,13 +135,19 @@ class ProcessorWorker(RetirableTxnProducer):
         if not self.init():
             return False
         self.consumer = Consumer(self.kafka_conf(self.consumer_conf()))
+        self.owned, self.revoked, self.revoke_ns = set(), [], None
         self.consumer.subscribe([self.cfg.input_topic], on_assign=self._on_assign,
-                                on_revoke=self._on_revoke)
+                                on_revoke=self._on_revoke, on_lost=self._on_lost)
         return True
 
     def _on_assign(self, consumer, partitions) -> None:
-        keys = sorted(f"{tp.topic}/{tp.partition}" for tp in partitions)
-        meta = {"group_id": self.group, "via": "rebalance", "transactional_id": self.tid}
+        added = sorted(f"{tp.topic}/{tp.partition}" for tp in partitions)
+        self.owned |= set(added)
+        keys = sorted(self.owned)
+        meta = {"group_id": self.group, "via": "rebalance", "transactional_id": self.tid, "added": added}
+        if self.revoked:
+            meta.update(revoked=sorted(set(self.revoked)), revoke_ns=self.revoke_ns)
+        self.revoked, self.revoke_ns = [], None
         self.emit("invoke", "assign", keys, meta=meta)
         if self.cfg.assignment_offsets == "committed-then-assign" and partitions:
             self._assign_committed(consumer, partitions)
@@ -145,12 +160,24 @@ class ProcessorWorker(RetirableTxnProducer):
         fetch them, which after a rebalance may start at auto.offset.reset. When the lookup
         fails (the timeout, a coordinator gone), librdkafka's own fetch is left to run."""
         try:
-            consumer.assign(consumer.committed(partitions, timeout=COMMITTED_TIMEOUT_S))
+            found = consumer.committed(partitions, timeout=COMMITTED_TIMEOUT_S)
+            if self.cfg.group_protocol == "consumer" or self.cfg.assignor == "cooperative-sticky":
+                consumer.incremental_assign(found)  # incremental protocols: add to the assignment
+            else:
+                consumer.assign(found)
         except KafkaException as exc:
             self.log(f"committed() on assign failed, librdkafka fetches instead: {exc}")
 
-    def _on_revoke(self, consumer, partitions) -> None:
-        self.log(f"revoked {[f'{tp.topic}/{tp.partition}' for tp in partitions]}")
+    def _on_revoke(self, consumer, partitions, how: str = "revoked") -> None:
+        keys = [f"{tp.topic}/{tp.partition}" for tp in partitions]
+        if keys and self.revoke_ns is None:
+            self.revoke_ns = self.now()
+        self.revoked += keys
+        self.owned -= set(keys)
+        self.log(f"{how} {keys}")
+
+    def _on_lost(self, consumer, partitions) -> None:
+        self._on_revoke(consumer, partitions, "lost")
 
     def close_consumer(self) -> None:
         for c in (self.consumer, self.standalone):

@@ -30,13 +30,17 @@ from pydantic import Field, model_validator
 from checkers.run import DEFAULT_ISOLATION_LEVEL
 
 from harness.workloads.base import ClientSpec, Setting, Strict, TopicSpec, WorkerSpec
+from harness.workloads.group import GroupSpec
 from harness.workers.processor import OUTPUT_FACTOR
 from harness.workloads.txn_queue import VALUE_STRIDE, TxnQueue
 
 IN, OUT, GROUP = "in", "out", "eosc-proc"
 
 
-class EosPipelineSpec(ClientSpec):
+class EosPipelineSpec(ClientSpec, GroupSpec):
+    """``group_protocol`` / ``assignor``: the processors' consumer group protocol
+    (harness.workloads.group)."""
+
     name: Literal["eos-pipeline"] = "eos-pipeline"
     processors: int = Field(3, ge=1, le=32)
     input_producers: int = Field(1, ge=1, le=32)
@@ -115,7 +119,7 @@ class EosPipeline(TxnQueue):
                 "offsets": s.offsets, "group_metadata": s.group_metadata,
                 "assignment_offsets": s.assignment_offsets,
                 "group_instance_id": f"processor-{i}" if s.static_membership else None,
-                "producer": s.producer, "consumer": s.consumer,
+                "producer": s.producer, "consumer": s.consumer, **s.group_cfg(),
             })
             for i in range(s.processors)
         ]
@@ -137,5 +141,7 @@ class EosPipeline(TxnQueue):
         return {"transactional": True, "isolation_level": self.spec.isolation_level,
                 "pipeline": {"keys": self.key_map(), "group_id": self.names.client_id(GROUP), "value_divisor": OUTPUT_FACTOR,
                              # how the group's offsets are committed (checkers.reprocessing reads it)
-                             "offsets": self.spec.offsets},
+                             "offsets": self.spec.offsets,
+                             # the processors' group protocol and assignor (harness.workloads.group)
+                             "group_protocol": self.spec.group_protocol, "assignor": self.spec.assignor},
                 "pipeline_offsets": self.spec.offsets, "pipeline_group_metadata": self.spec.group_metadata}

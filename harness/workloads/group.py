@@ -25,68 +25,14 @@ never join a group, so the protocol does not apply to them.
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import model_validator
 
+from harness.workers.group_protocol import (  # noqa: F401 - re-exported
+    ASSIGNORS, CONSUMER_PROTOCOL_SINCE, JAVA_ASSIGNORS, PROTOCOLS, REFUSED_UNDER_CONSUMER, GroupProtocol,
+    check_assignor, consumer_settings, refused_settings)
 from harness.workloads.base import Strict
-
-GroupProtocol = Literal["classic", "consumer"]
-PROTOCOLS: tuple[str, ...] = ("classic", "consumer")
-#: protocol -> its assignors (names as the scenario writes them)
-ASSIGNORS: dict[str, tuple[str, ...]] = {"classic": ("range", "cooperative-sticky"), "consumer": ("uniform", "range")}
-#: the first release where group.protocol=consumer is generally available (KIP-848; 3.7-3.9 had
-#: it as early access / preview behind group.coordinator.rebalance.protocols)
-CONSUMER_PROTOCOL_SINCE = "4.0.0"
-#: client settings each client refuses under group.protocol=consumer
-REFUSED_UNDER_CONSUMER: dict[str, tuple[str, ...]] = {
-    "librdkafka": ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy",
-                   "group.protocol.type"),
-    "java": ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"),
-}
-#: classic assignor -> kafka-clients' class
-JAVA_ASSIGNORS = {"range": "org.apache.kafka.clients.consumer.RangeAssignor",
-                  "cooperative-sticky": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"}
-
-
-def check_assignor(protocol: str, assignor: str | None) -> None:
-    """ValueError (one line) when ``protocol`` is not one or ``assignor`` is not one of its."""
-    if protocol not in ASSIGNORS:
-        raise ValueError(f"group_protocol {protocol!r}: use one of {', '.join(PROTOCOLS)}")
-    if assignor is not None and assignor not in ASSIGNORS[protocol]:
-        other = [p for p, names in ASSIGNORS.items() if assignor in names]
-        hint = f" ({assignor} is a {other[0]} assignor)" if other else ""
-        raise ValueError(f"assignor {assignor!r} does not exist under group_protocol {protocol}{hint}: "
-                         f"use one of {', '.join(ASSIGNORS[protocol])}, or leave it out")
-
-
-def refused_settings(settings: dict[str, Any], protocol: str, client: str = "librdkafka") -> list[str]:
-    """The keys of ``settings`` (a workload's extra consumer settings) that ``client`` refuses
-    under ``protocol``, sorted; [] under classic."""
-    if protocol != "consumer":
-        return []
-    return sorted(k for k in settings if k in REFUSED_UNDER_CONSUMER.get(client, ()))
-
-
-def consumer_settings(conf: dict[str, Any], protocol: str, assignor: str | None,
-                      client: str = "librdkafka") -> dict[str, Any]:
-    """``conf`` (a group member's consumer settings, librdkafka's or with ``client="java"``
-    kafka-clients') for ``protocol`` and ``assignor``: under ``consumer`` the refused settings
-    (REFUSED_UNDER_CONSUMER) are dropped, ``group.protocol=consumer`` and, when given,
-    ``group.remote.assignor`` set; under ``classic`` the assignor, when given, becomes
-    ``partition.assignment.strategy``. A new dict; ValueError for an unknown protocol or
-    assignor (check_assignor)."""
-    check_assignor(protocol, assignor)
-    out = dict(conf)
-    if protocol == "consumer":
-        for k in REFUSED_UNDER_CONSUMER[client]:
-            out.pop(k, None)
-        out["group.protocol"] = "consumer"
-        if assignor:
-            out["group.remote.assignor"] = assignor
-    elif assignor:
-        out["partition.assignment.strategy"] = JAVA_ASSIGNORS[assignor] if client == "java" else assignor
-    return out
 
 
 def describe(protocol: str | None, assignor: str | None) -> str | None:
@@ -155,10 +101,8 @@ def check_release(workload: Any, kafka_version: str | None, backend: str | None 
         if app.pyspark is not None:
             raise ValueError("group_protocol: consumer does not apply to a pyspark job (Spark's Kafka source "
                              "assigns partitions, it joins no group): leave group_protocol out")
-        from harness.workloads.app_spec import placeholders_in
-
         texts = [*(app.command or []), *app.env.values()]
-        if not any("group_protocol" in placeholders_in(t) for t in texts):
+        if not any("{group_protocol}" in t.replace("{{", "") for t in texts):
             raise ValueError("group_protocol: consumer, but app.command and app.env never pass {group_protocol} "
                              "on: the application would join with its own protocol; add it to the command")
 

@@ -23,6 +23,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
+import java.util.TreeSet;
 
 /**
  * The processor role on kafka-clients: harness/workers/processor.py op for op (KIP-98
@@ -41,6 +42,10 @@ class Processor extends TxnProducer {
     final Map<Long, Integer> attempts = new HashMap<>();
     KafkaConsumer<byte[], byte[]> consumer;
     Map<TopicPartition, OffsetAndMetadata> pending;
+    /** the keys assigned now (incremental callbacks add and remove); revoked/lost since the last assign op */
+    final Set<String> owned = new TreeSet<>();
+    final List<String> revoked = new ArrayList<>();
+    Long revokeNs;
 
     Processor(JsonNode cfg) {
         super(cfg);
@@ -78,26 +83,71 @@ class Processor extends TxnProducer {
         p.put("key.deserializer", ByteArrayDeserializer.class.getName());
         p.put("value.deserializer", ByteArrayDeserializer.class.getName());
         extra(p, "consumer");
+        groupProtocol(p);
         return p;
+    }
+
+    /** group_protocol / assignor (harness.workloads.group): under consumer (KIP-848) drop the
+     * settings ConsumerConfig refuses there (its CONSUMER_PROTOCOL_UNSUPPORTED_CONFIGS) and set
+     * group.protocol and group.remote.assignor; under classic the assignor's class. */
+    void groupProtocol(Properties p) {
+        String protocol = Json.str(cfg, "group_protocol", "classic");
+        String assignor = Json.str(cfg, "assignor", null);
+        if (protocol.equals("consumer")) {
+            for (String k : List.of("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy")) p.remove(k);
+            p.put("group.protocol", "consumer");
+            if (assignor != null) p.put("group.remote.assignor", assignor);
+        } else if (assignor != null) {
+            p.put("partition.assignment.strategy", assignor.equals("cooperative-sticky")
+                    ? "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
+                    : "org.apache.kafka.clients.consumer.RangeAssignor");
+        }
+    }
+
+    void revoked(Collection<TopicPartition> parts, String how) {
+        List<String> keys = new ArrayList<>();
+        for (TopicPartition tp : parts) keys.add(tp.topic() + "/" + tp.partition());
+        if (!keys.isEmpty() && revokeNs == null) revokeNs = now();
+        revoked.addAll(keys);
+        owned.removeAll(keys);
+        log(how + " " + keys);
     }
 
     boolean startInstance() {
         if (!init()) return false;
         consumer = new KafkaConsumer<>(consumerConf());
+        owned.clear();
+        revoked.clear();
+        revokeNs = null;
         consumer.subscribe(List.of(cfg.get("input_topic").asText()), new ConsumerRebalanceListener() {
             @Override
             public void onPartitionsAssigned(Collection<TopicPartition> parts) {
-                List<String> keys = new ArrayList<>();
-                for (TopicPartition tp : parts) keys.add(tp.topic() + "/" + tp.partition());
-                Collections.sort(keys);
-                Map<String, Object> m = Json.map("group_id", group, "via", "rebalance", "transactional_id", tid);
+                List<String> added = new ArrayList<>();
+                for (TopicPartition tp : parts) added.add(tp.topic() + "/" + tp.partition());
+                Collections.sort(added);
+                owned.addAll(added);
+                // the whole assignment: an incremental protocol's callback names only what it adds
+                List<String> keys = new ArrayList<>(owned);
+                Map<String, Object> m = Json.map("group_id", group, "via", "rebalance", "transactional_id", tid,
+                        "added", added);
+                if (!revoked.isEmpty()) {
+                    m.put("revoked", new ArrayList<>(new TreeSet<>(revoked)));
+                    m.put("revoke_ns", revokeNs);
+                }
+                revoked.clear();
+                revokeNs = null;
                 emit("invoke", "assign", keys, m);
                 emit("ok", "assign", keys, m);
             }
 
             @Override
             public void onPartitionsRevoked(Collection<TopicPartition> parts) {
-                log("revoked " + parts);
+                revoked(parts, "revoked");
+            }
+
+            @Override
+            public void onPartitionsLost(Collection<TopicPartition> parts) {
+                revoked(parts, "lost");
             }
         });
         return true;
