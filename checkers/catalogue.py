@@ -22,7 +22,11 @@ BEYOND = ("torn-transaction", "zombie-write", "eos-duplicate", "eos-loss", "offs
 LIVENESS_REPORTS = ("stalled-lso", "realtime-lag", "unavailable", "app-stalled", "pipeline-stalled",
                     "server-error", "epoch-exhausted")
 
-ANOMALIES: frozenset[str] = frozenset((*JEPSEN, *BEYOND, *LIVENESS_REPORTS))
+#: docs/anomalies.md "Share groups" (KIP-932; checkers.share): share-duplicate is counted and
+#: always allowed (share groups deliver at least once)
+SHARE = ("share-lost", "share-aborted-read", "share-double-acquire", "share-delivery-count", "share-duplicate")
+
+ANOMALIES: frozenset[str] = frozenset((*JEPSEN, *BEYOND, *LIVENESS_REPORTS, *SHARE))
 
 
 def unknown_names(names: Iterable[str]) -> list[str]:

@@ -104,6 +104,9 @@ class RunMeta(BaseModel):
     sink: dict | None = None
     #: the app workload's input and output keys, semantics, order, lag bound (checkers/app_end_to_end.py)
     app: dict | None = None
+    #: the share workload's group: group_id, isolation_level, lock_duration_ms,
+    #: delivery_count_limit, ack_order, keys (checkers/share.py)
+    share: dict | None = None
     drain: dict | None = None
     final_reads_complete: bool | None = None
     timings: dict[str, float] = Field(default_factory=dict)

@@ -48,6 +48,7 @@ from .rebalances import rebalance_stats
 from .reprocessing import summary
 from .run import RunDir, RunMeta, Verdict
 from .server_error import server_error_cases
+from .share_group import share_cases, share_stats
 from .sink import sink_cases
 from .stalled_lso import stalled_lso_cases
 from .timing import laps
@@ -90,6 +91,7 @@ FINDERS: tuple[tuple[str, Callable[..., list[dict]], Callable[[RunMeta], dict] |
      lambda m: {"bound_s": m.liveness.unavailable_bound_s, "fs": m.liveness.unavailable_fs}),
     ("epoch_exhausted_cases", epoch_exhausted_cases, None),
     ("server_error_cases", server_error_cases, None),
+    ("share_cases", share_cases, lambda m: {"share": m.share}),
 )
 
 
@@ -109,6 +111,8 @@ def check(
     allowed = set(allowed)
     if meta.app and meta.app.get("semantics") == "at-least-once":  # the app declares its duplicates
         allowed.add("eos-duplicate")
+    if meta.share:  # a share group delivers at least once: its duplicates are counted, allowed (checkers.share_group)
+        allowed.add("share-duplicate")
     if meta.app and meta.app.get("match_error"):
         unknown.append(f"app: {meta.app['match_error']}")
     allowed_l = sorted(allowed)
@@ -142,6 +146,8 @@ def check(
             rebalances = rebalance_stats(h)  # group members' rebalances (checkers.rebalances)
             if rebalances is not None:
                 out["rebalances"] = rebalances
+            if meta.share:  # deliveries, acknowledgements, the duplicate rate (checkers.share_group)
+                out["share"] = share_stats(h, meta.share)
             return out
         except Exception as e:  # noqa: BLE001
             return {"error": f"{type(e).__name__}: {e}"}

@@ -109,6 +109,22 @@ DIFFERENCES: tuple[Difference, ...] = (
                "elected from the last known ELR after every replica was down (broker event "
                "unclean-leader-election, harness.cluster.broker_events).",
                "KIP-966; `kafka-storage version-mapping` on 4.0.0 (0) / 4.1.2 (1)"),
+    Difference("share.version", "4.2.0", 0, 1,
+               "Share groups (KIP-932, queues for Kafka) are finalised by default from 4.2.0, where "
+               "they are GA: 4.0 and 4.1 offer them as early access/preview, off until an operator "
+               "sets share.version=1 (format --feature, or kafka-features upgrade). 4.4.0 formats "
+               "share.version=2, which adds the share groups' dead-letter queue (group config "
+               "errors.deadletterqueue.topic.name): read it from share_dlq, not from here "
+               "(checked with `kafka-storage version-mapping` on 4.1.2 (0), 4.2.2 / 4.3.1 (1), "
+               "4.4.0 (2)).",
+               "KIP-932; `kafka-storage version-mapping`"),
+    Difference("share_dlq", "4.4.0", False, True,
+               "share.version=2 is the default from 4.4.0: a share group may name a dead-letter "
+               "queue topic (group config errors.deadletterqueue.topic.name) where records it "
+               "archives (rejected, or past share.delivery.count.limit) are written (checked: "
+               "4.4.0's GroupConfig has the key, 4.3.1's not; `kafka-storage feature-dependencies "
+               "--feature share.version=2` refused on 4.3.1).",
+               "KIP-1191; `kafka-storage version-mapping`"),
     Difference("transaction.partition.verification.enable", "3.6.0", None, "true",
                "Leaders verify a transactional produce against the coordinator before appending "
                "(the fix for hanging transactions, KAFKA-14402). The key does not exist on 3.5.x: "

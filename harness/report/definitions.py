@@ -86,6 +86,15 @@ ANOMALY_DEFINITIONS: dict[str, str] = {
         "A client op failed with an error a correct broker never returns to a valid request "
         "(UNKNOWN_SERVER_ERROR, CORRUPT_MESSAGE, INVALID_RECORD): the broker failed."
     ),
+    # Share groups (KIP-932)
+    "share-lost": ("A committed record that by the end no share consumer processed and the group "
+                   "did not archive (rejected, or delivered up to the delivery-count limit)."),
+    "share-aborted-read": "A read_committed share group delivered a record whose transaction aborted.",
+    "share-double-acquire": ("Two consumers acquired one record while the first one's acquisition "
+                             "lock was held (no acknowledgement, no fault in between)."),
+    "share-delivery-count": ("A record delivered with a delivery count above the group's limit, or "
+                             "delivered again after an accept or reject of it succeeded."),
+    "share-duplicate": "A record processed more than once: share groups deliver at least once (allowed).",
 }
 
 _VARIANTS = {

@@ -27,6 +27,9 @@ ROLES.update({"spark-consumer": SparkConsumerWorker, "spark-drain": SparkDrainWo
 from harness.workers.app_catch_up import AppCatchUpWorker  # noqa: E402
 from harness.workers.app_instance import AppInstanceWorker  # noqa: E402
 ROLES.update({"app": AppInstanceWorker, "app-catch-up": AppCatchUpWorker})
+# the share workload (harness.workloads.share): a share group member (KIP-932)
+from harness.workers.share_consumer import ShareConsumerWorker  # noqa: E402
+ROLES.update({"share-consumer": ShareConsumerWorker})
 
 if __name__ == "__main__":
     # a worker that does not answer `stop` is asked where it is stuck before it is killed

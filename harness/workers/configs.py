@@ -231,6 +231,28 @@ class AppCatchUpConfig(WorkerConfig):
     consumer: dict[str, Any] = Field(default_factory=dict)
 
 
+class ShareConsumerConfig(WorkerConfig):
+    """``share-consumer`` (harness.workers.share_consumer; Java: ShareConsumers.java): a member
+    of share group ``group_id`` (KIP-932) subscribed to ``topics``, acknowledging explicitly.
+    First sets the group's ``group_configs`` (GROUP resource, IncrementalAlterConfigs: e.g.
+    share.isolation.level, share.record.lock.duration.ms, share.delivery.count.limit,
+    share.auto.offset.reset) for up to ``config_timeout_s`` s. Per record: release with
+    ``release_probability``, reject with ``reject_probability``, else process (``process_ms``
+    ms per batch) and accept; ``ack_order``: ``after-processing`` (correct) or
+    ``before-processing`` (accept, commit, then process: the zoo mutant). ``seed``: the draw."""
+
+    topics: list[str] = Field(min_length=1)
+    group_id: str
+    seed: int = 0
+    group_configs: dict[str, str] = Field(default_factory=dict)
+    config_timeout_s: float = Field(60.0, gt=0)
+    release_probability: float = Field(0.0, ge=0, le=1)
+    reject_probability: float = Field(0.0, ge=0, le=1)
+    process_ms: float = Field(0.0, ge=0)
+    ack_order: Literal["after-processing", "before-processing"] = "after-processing"
+    consumer: dict[str, Any] = Field(default_factory=dict)
+
+
 #: role (harness.workers.__main__.ROLES) -> its config model
 ROLE_CONFIGS: dict[str, type[WorkerConfig]] = {
     "txn-producer": TxnProducerConfig, "txn-producers": TxnProducersConfig, "epoch-burn": EpochBurnConfig,
@@ -238,6 +260,7 @@ ROLE_CONFIGS: dict[str, type[WorkerConfig]] = {
     "drain": ConsumerConfig, "processor": ProcessorConfig, "pipeline-drain": PipelineDrainConfig,
     "spark-consumer": SparkConsumerConfig, "spark-drain": SparkDrainConfig,
     "app": AppInstanceConfig, "app-catch-up": AppCatchUpConfig,
+    "share-consumer": ShareConsumerConfig,
 }
 
 
