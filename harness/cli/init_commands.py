@@ -7,6 +7,8 @@ Writes, without overwriting what exists (``--force`` does):
 * with ``--example copy-service`` (the default when no ``--command`` is given) the example
   consume-transform-produce service beside it, ``copy_service.py``, so that the scenario runs
   as written;
+* with ``--flink`` a PyFlink job instead, ``flink_job.py`` (harness/examples/flink_job.py), and
+  its scenario (one instance, started by harness.examples.flink_app);
 * ``EOS-CHAOS.md``: how to run it, read its report, and put it in pytest and in nightly CI.
 """
 from __future__ import annotations
@@ -87,17 +89,43 @@ def scenario_text(command: list[str], name: str) -> str:
     return yaml.safe_dump(doc, sort_keys=False, width=100)
 
 
+FLINK_COMMAND = ["{python}", "-m", "harness.examples.flink_app", "--job", "flink_job.py", "--work-dir", "{work_dir}",
+                 "--", "--input", "{input_topics}", "--output", "{output_topic}", "--group", "{group}",
+                 "--transactional-id-prefix", "{transactional_id}", "--client-properties", "{client_properties}"]
+
+
+def flink_scenario_text(name: str) -> str:
+    """The starter for a PyFlink job (``init --flink``): one instance (a Flink job is one
+    deployment: a second one would read every partition again), SIGKILLed and restarted from its
+    newest retained checkpoint, paused; brokers killed and paused (scenarios/app-flink.yaml)."""
+    doc = yaml.safe_load(scenario_text(FLINK_COMMAND, name))
+    doc["description"] = "my PyFlink job under broker faults, instance kills (restarted from its checkpoint) and pauses"
+    doc["workload"]["app"].update(instances=1, startup_s=20)
+    doc["nemesis"]["faults"] = [{"fault": "kill-client", "clients": ["app-*"], "weight": 2},
+                                {"fault": "pause-client", "clients": ["app-*"]}, {"fault": "kill"}, {"fault": "pause"}]
+    doc["nemesis"]["first_fault_s"] = 20
+    return yaml.safe_dump(doc, sort_keys=False, width=100)
+
+
 def init(folder: Path = typer.Argument(Path("."), help="where to write the files"),
          command: Optional[str] = typer.Option(None, help="your application's command line, with placeholders such as the "
                                                "bootstrap servers' (docs/your-pipeline.md)"),
          name: str = typer.Option("my-pipeline", help="the scenario's name (its results folder)"),
-         force: bool = typer.Option(False, help="overwrite files that exist")) -> None:
+         force: bool = typer.Option(False, help="overwrite files that exist"),
+         flink: bool = typer.Option(False, "--flink", help="a PyFlink job instead: flink_job.py (the example, "
+                                    "to edit) and its scenario; needs `eos-chaos setup --flink`")) -> None:
     """Write a starter scenario for your own application (and the example service when no
     --command is given) and a short guide for pytest and CI."""
     folder.mkdir(parents=True, exist_ok=True)
     argv = shlex.split(command) if command else EXAMPLE_COMMAND
     files = {folder / "eos-chaos.yaml": scenario_text(argv, name), folder / "EOS-CHAOS.md": GUIDE}
-    if not command:
+    if flink and command:
+        console.print("[red]error:[/] give --flink or --command, not both")
+        raise typer.Exit(2)
+    if flink:
+        files[folder / "eos-chaos.yaml"] = flink_scenario_text(name)
+        files[folder / "flink_job.py"] = (EXAMPLES / "flink_job.py").read_text()
+    elif not command:
         files[folder / "copy_service.py"] = (EXAMPLES / "copy_service.py").read_text()
     clash = [p for p in files if p.exists() and not force]
     if clash:
