@@ -7,6 +7,8 @@ import polars as pl
 from .history import History
 
 DEFAULT_FS = ("txn", "send")
+#: the nemesis-process info events around the app workload's input.preload (its start and end)
+PRELOAD = "preload"
 DEFAULT_BOUND_S = 10.0
 
 
@@ -19,9 +21,17 @@ def load_end(h: History) -> int | None:
     return None
 
 
+def load_start(h: History) -> int | None:
+    """When the load started (ns), if something ran before it: the last ``preload`` event
+    (the app workload's input.preload ends there, before any instance starts); None without."""
+    t = [e["time"] for e in h.nemesis if e.get("f") == PRELOAD and isinstance(e.get("time"), int)]
+    return max(t) if t else None
+
+
 def gaps(h: History, fs=DEFAULT_FS) -> pl.DataFrame:
     """Per f: the windows between consecutive ok completions (plus from the f's first
-    invoke and up to the load's end: the first ``heal`` event, else the history's end).
+    invoke and up to the load's end: the first ``heal`` event, else the history's end); ops
+    invoked before ``load_start`` (an app's input.preload) are left out.
     After the load ends the producers stop and the harness heals, drains and (app workload)
     waits for the application to catch up: no outage. Columns: f, start, end (ns), gap_ns."""
     def build(h: History):
@@ -35,6 +45,11 @@ def gaps(h: History, fs=DEFAULT_FS) -> pl.DataFrame:
         if stop is not None:
             end = min(end, stop)
             ops = ops.filter(pl.col("invoke_time") < end)
+        begin = load_start(h)
+        if begin is not None:  # the preload's ops came before the load: not counted
+            ops = ops.filter(pl.col("invoke_time") >= begin)
+        if ops.is_empty():  # no live op of these fs (a pure batch run): nothing to be unavailable
+            return pl.DataFrame(schema={"f": pl.Utf8, "start": pl.Int64, "end": pl.Int64, "gap_ns": pl.Int64})
         first = ops.group_by("f").agg(t=pl.col("invoke_time").min())
         oks = ops.filter(pl.col("type") == "ok").select("f", t="complete_time")
         tail = first.select("f", t=pl.lit(end, dtype=pl.Int64))

@@ -281,7 +281,7 @@ def event_times(history: str | Path, indexes: set[int]) -> tuple[dict[int, int],
             except ValueError:
                 continue
             # heal and nemesis.start_after_ok's wait are not faults (harness.run.runner)
-            if nem and ev.get("process") == "nemesis" and ev.get("f") not in ("heal", START_AFTER_OK):
+            if nem and ev.get("process") == "nemesis" and ev.get("f") not in ("heal", START_AFTER_OK, "preload"):
                 first_fault = ev.get("time")
             idx = ev.get("index", i)
             if idx in want:

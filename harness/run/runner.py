@@ -274,6 +274,8 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         progress.history = history
         pool = Pool(service.client_host, history, logs, respawn=workload.respawn)
         readers = [pool.spawn(w).name for w in workload.readers()]
+        if hasattr(workload, "preload"):  # the app workload's input.preload: committed before any instance starts
+            problems += workload.preload(pool, history)
         writers = [pool.spawn(w).name for w in workload.writers()]
         if hasattr(workload, "check_started"):  # the app workload: an app that cannot start ends the run
             workload.check_started(pool)

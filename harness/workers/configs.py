@@ -53,6 +53,9 @@ class TxnProducerConfig(WorkerConfig):
     flush_timeout_s: float | None = Field(None, gt=0)
     inflight_abort: Literal["replace", "reuse"] = "replace"
     producer: dict[str, Any] = Field(default_factory=dict)
+    #: stop (and exit) once this many values were committed (ok txn ops); None: until stopped.
+    #: A transaction never sends more than is left (the app workload's input.preload)
+    stop_after: int | None = Field(None, ge=1)
 
 
 class EpochBurnConfig(TxnProducerConfig):
@@ -96,6 +99,9 @@ class IdempotentProducerConfig(WorkerConfig):
     max_sends: int = Field(4, ge=1)
     flush_timeout_s: float = Field(90.0, gt=0)
     producer: dict[str, Any] = Field(default_factory=dict)
+    #: stop (and exit) once this many values were acknowledged (ok send ops); None: until
+    #: stopped. An op never sends more than is left (the app workload's input.preload)
+    stop_after: int | None = Field(None, ge=1)
 
 
 class ConsumerConfig(WorkerConfig):

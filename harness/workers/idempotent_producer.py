@@ -40,6 +40,7 @@ class IdempotentProducerWorker(Worker):
         self.next_value = self.cfg.value_base
         self.producer: Producer | None = None
         self.fatal: list | None = None
+        self.acked = 0  # values of ok send ops (stop_after)
 
     def conf(self) -> dict:
         return {
@@ -62,6 +63,8 @@ class IdempotentProducerWorker(Worker):
     def choose_sends(self) -> list[tuple[str, int]]:
         keys = self.cfg.keys
         n = self.rng.randint(1, self.cfg.max_sends)
+        if self.cfg.stop_after is not None:
+            n = max(1, min(n, self.cfg.stop_after - self.acked))
         sends = []
         for key in self.rng.choices(keys, k=n):
             sends.append((key, self.next_value))
@@ -105,6 +108,7 @@ class IdempotentProducerWorker(Worker):
         first = next(iter(errors.values()), None)
         if first is None and error is None:
             self.emit("ok", "send", completed)
+            self.acked += len(sends)
             return
         replace = bool(self.fatal)
         if first is not None:
@@ -126,6 +130,8 @@ class IdempotentProducerWorker(Worker):
 
     def run(self) -> None:
         while not self.stopping.is_set():
+            if self.cfg.stop_after is not None and self.acked >= self.cfg.stop_after:
+                break
             self.send()
         if self.producer is not None:
             self.producer.flush(10)

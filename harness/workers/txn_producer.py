@@ -43,6 +43,7 @@ class TxnProducerWorker(Worker):
         super().__init__(cfg)
         self.rng = random.Random(self.cfg.seed)
         self.next_value = self.cfg.value_base
+        self.committed = 0  # values of ok txn ops (stop_after)
         self.tid = self.cfg.transactional_id
         self.timeout = float(self.cfg.timeout_s)
         message_timeout_s = float(self.conf()["message.timeout.ms"]) / 1000
@@ -92,6 +93,8 @@ class TxnProducerWorker(Worker):
     def choose_sends(self) -> list[tuple[str, int]]:
         keys = self.cfg.keys
         n = self.rng.randint(1, min(self.cfg.max_sends, len(keys)))
+        if self.cfg.stop_after is not None:
+            n = max(1, min(n, self.cfg.stop_after - self.committed))
         sends = []
         for key in self.rng.sample(keys, n):
             sends.append((key, self.next_value))
@@ -111,6 +114,7 @@ class TxnProducerWorker(Worker):
         try:
             self._run_txn(sends, offsets, abort_on_purpose)
             self.emit("ok", "txn", completed(), meta=meta)
+            self.committed += len(sends)
         except TxnOutcome as out:
             m = dict(meta, abort="chosen") if out.error is None and out.type == "fail" else meta
             self.emit(out.type, "txn", completed(), error=out.error, meta=m)
@@ -200,6 +204,8 @@ class TxnProducerWorker(Worker):
 
     def run(self) -> None:
         while not self.stopping.is_set():
+            if self.cfg.stop_after is not None and self.committed >= self.cfg.stop_after:
+                break
             if self.producer is None and not self.init():
                 time.sleep(0.5)  # an init that failed: the cluster needs a moment, not a spin
                 continue

@@ -37,6 +37,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from checkers.unavailable import PRELOAD
+
 from harness.cluster.docker.nodes import labels as docker_labels
 from harness.workers.app_files import SINK_DIR, sink_key
 from harness.workloads.app_spec import (  # noqa: F401 - the models, re-exported for the workload's users
@@ -59,6 +61,8 @@ class App:
         self.catch_up: dict | None = None
         self.docker_network: str | None = None
         self.drain_result: dict | None = None
+        self.preloaded: dict | None = None  # input.preload, how it went
+        self.batch: dict | None = None  # done: exit, how the wait for every instance went
         #: a worker spec with the cluster's security settings (set by SecureWorkload on a secured cluster)
         self.secure = lambda spec: spec
 
@@ -140,6 +144,10 @@ class App:
             from harness.cluster.artifacts import java_client_libs
 
             values["kafka_libs"] = f"{java_client_libs(DEFAULT_JAVA_CLIENT_VERSION)}/*"
+        if "kafka_tools" in used:  # Kafka's own jars and kafka-tools (4.x), fetched once, cached
+            from harness.cluster.artifacts import kafka_tools_command
+
+            values["kafka_tools"] = kafka_tools_command(DEFAULT_JAVA_CLIENT_VERSION, "-")[2]
         return values
 
     def _argv(self, instance: int, values: dict[str, Any]) -> list[str]:
@@ -175,17 +183,46 @@ class App:
                if a.image else {}),
         })
 
-    def _producer(self, i: int) -> WorkerSpec:
+    def _producer(self, i: int, name: str = "producer", stop_after: int | None = None) -> WorkerSpec:
         s = self.spec.input
         cfg = {"bootstrap": self.bootstrap, "keys": self.input_keys(), "seed": self.seed * 1000 + i,
                "value_base": next(self._spawns) * VALUE_STRIDE, "max_sends": s.max_sends_per_txn,
-               "producer": s.producer}
+               "producer": s.producer, **({"stop_after": stop_after} if stop_after else {})}
         if s.transactional:
-            return WorkerSpec(f"producer-{i}", "txn-producer", dict(
-                cfg, transactional_id=self.names.client_id(f"eosc-in-{i}"), abort_probability=s.abort_probability,
-                flush_timeout_s=None, inflight_abort="replace"))
-        return WorkerSpec(f"producer-{i}", "idempotent-producer",
+            return WorkerSpec(f"{name}-{i}", "txn-producer", dict(
+                cfg, transactional_id=self.names.client_id(f"eosc-{'in' if name == 'producer' else name}-{i}"),
+                abort_probability=s.abort_probability, flush_timeout_s=None, inflight_abort="replace"))
+        return WorkerSpec(f"{name}-{i}", "idempotent-producer",
                           dict(cfg, producer={"enable.idempotence": True, **s.producer}))
+
+    def preload(self, pool, history, timeout_s: float = 600.0) -> list[str]:
+        """``input.preload``: commit that many records to the input before any instance starts,
+        by up to 4 producers (``preload-<i>``, each stopping once its share is committed: its
+        ops are in the history like the live producers'), between two nemesis-process
+        ``preload`` info events (checkers.unavailable counts outages from the second). The
+        producers leave the pool when done, so no fault picks them. Returns problems (a
+        producer that did not finish within ``timeout_s``)."""
+        import time
+
+        n = self.spec.input.preload
+        if not n:
+            return []
+        k = min(4, max(1, self.spec.input.producers))
+        specs = [self._producer(i, "preload", n // k + (i < n % k)) for i in range(k)]
+        history.append({"process": "nemesis", "type": "info", "f": PRELOAD, "value": {"records": n, "producers": k}})
+        t0 = time.monotonic()
+        handles = [pool.spawn(self.secure(spec)) for spec in specs]
+        problems = []
+        for w in handles:
+            if not w.wait(timeout=max(1.0, t0 + timeout_s - time.monotonic())):
+                w.kill()
+                problems.append(f"input.preload: {w.name} did not commit its share within {timeout_s:.0f} s; killed")
+            pool.workers.pop(w.name, None)
+            pool.specs.pop(w.name, None)
+        self.preloaded = {"records": n, "producers": k, "s": round(time.monotonic() - t0, 2),
+                          "complete": not problems}
+        history.append({"process": "nemesis", "type": "info", "f": PRELOAD, "value": self.preloaded})
+        return problems
 
     def _reader_cfg(self, group: str) -> dict:
         files = {"output_dirs": self.output_dirs()} if self.file_sink else {}
@@ -248,6 +285,8 @@ class App:
         record how it went (``finish`` puts it in meta.json). Returns problems."""
         problems = pool.stop([w.name for w in self.producers()], timeout=stop_timeout)
         o = self.spec.output
+        if self.spec.app.done == "exit":  # a batch app: every instance runs to completion first
+            problems += self.await_done(pool, o.catch_up_s)
         w = pool.spawn(self.secure(WorkerSpec("app-catch-up", "app-catch-up", {
             "bootstrap": self.bootstrap, "input_keys": self.input_keys(), "output_keys": self.kafka_output_keys(),
             **({"output_dirs": self.output_dirs()} if self.file_sink else {}), "match": o.match, "base_dir": self.base_dir(), "bound_s": o.catch_up_s, "quiet_s": o.quiet_s,
@@ -262,6 +301,29 @@ class App:
                             f"{self.catch_up['inputs']} committed inputs in its output after "
                             f"{self.catch_up['waited_s']} s ({self.catch_up['ended']})")
         return problems
+
+    def await_done(self, pool, bound_s: float) -> list[str]:
+        """``done: exit``: wait (at most ``bound_s``) until every instance's current worker says
+        its application exited 0 (``app_done``); a killed instance was restarted by the pool,
+        a failed one by its worker (``restart``). Records how it went (``self.batch``)."""
+        import time
+
+        t0 = time.monotonic()
+        names = [f"app-{i}" for i in range(self.spec.app.instances)]
+
+        def current(n: str) -> str:  # a zombie's replacement stands for the instance
+            while n in pool.replacements:
+                n = pool.replacements[n]
+            return n
+
+        def pending() -> list[str]:
+            return [n for n in names if not any(isinstance(c, dict) and "app_done" in c
+                                                for c in getattr(pool.workers.get(current(n)), "control", []))]
+        while pending() and time.monotonic() - t0 < bound_s:
+            time.sleep(0.5)
+        left = pending()
+        self.batch = {"done": not left, "waited_s": round(time.monotonic() - t0, 1), "not_done": left}
+        return [f"done: exit: {', '.join(left)} had not exited 0 after {bound_s:g} s"] if left else []
 
     def drained(self, ctl: dict | None) -> None:
         self.drain_result = ctl
@@ -289,6 +351,10 @@ class App:
             samples = "; ".join(f"{s['at']} key={s['key']} value={s['value']}" for s in stats.get("samples", []))
             app["match_error"] = (f"the match {o_repr(self.spec.output.match)} named no input in any of the "
                                   f"{stats['unmatched']} output records; samples: {samples}")
+        if self.preloaded:
+            app["preload"] = self.preloaded
+        if self.batch:
+            app["batch"] = self.batch
         app["catch_up"] = self.catch_up
         app["caught_up"] = self.catch_up["caught_up"] if self.catch_up else None
         return {"app": app}

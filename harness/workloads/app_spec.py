@@ -26,6 +26,8 @@ PLACEHOLDERS = {
     "instances": "how many instances run",
     "work_dir": "the instance's own folder, kept across its restarts (<run>/app/<instance>)",
     "kafka_libs": "a Java classpath of the Kafka client jars (kafka-clients with its dependencies)",
+    "kafka_tools": "a Java classpath of Kafka's own jars with kafka-tools (as kafka-run-class.sh builds it), "
+                   "for Kafka's tools such as org.apache.kafka.tools.TransactionalMessageCopier",
     "client_properties": "a .properties file with bootstrap.servers and the cluster's security settings",
     "input_topic": "the first input topic", "input_topics": "the input topics, comma-separated",
     "output_topic": "the first output topic", "output_topics": "the output topics, comma-separated",
@@ -57,18 +59,28 @@ def fill(text: str, values: dict[str, Any]) -> str:
 class AppInput(Strict):
     topics: list[str] = Field(default_factory=lambda: ["in"], min_length=1, max_length=8)
     partitions: int = Field(6, ge=1, le=64)
-    producers: int = Field(2, ge=1, le=32)
+    #: live input producers during the load; 0 with ``preload``: a pure batch run (no live input)
+    producers: int = Field(2, ge=0, le=32)
     #: false: idempotent producers (no transactions, nothing aborted)
     transactional: bool = True
     abort_probability: float = Field(0.1, ge=0.0, le=1.0)
     max_sends_per_txn: int = Field(4, ge=1, le=1000)
-    #: records committed before the application starts (a batch app); 0: written during the load
-    preload: int = Field(0, ge=0, le=0, description="not supported yet: 0 only")
+    #: records committed to the input before any instance starts (a batch app: with
+    #: ``app.done: exit``), by ``min(4, max(1, producers))`` producers of the same kind as the
+    #: live ones, their transactions' outcomes in the history; 0: none
+    preload: int = Field(0, ge=0, le=1_000_000)
     producer: dict[str, Setting] = Field(default_factory=dict, description="extra librdkafka settings")
     #: the input producers' own cycles that Kafka allows (G0, G0-process, G0-realtime,
     #: G1c-realtime: checkers.app_end_to_end.INPUT_SIDE): "report" lists them in the verdict's
     #: input side without failing the run; "fail" judges them as any scenario does
     cycles: Literal["report", "fail"] = "report"
+
+    @model_validator(mode="after")
+    def _some_input(self) -> "AppInput":
+        if self.producers == 0 and self.preload == 0:
+            raise ValueError("input: producers: 0 writes nothing during the load; give preload: N (records "
+                             "committed before the application starts) or producers >= 1")
+        return self
 
 
 class AppPySpark(Strict):

@@ -209,3 +209,42 @@ def test_app_spec_survives_a_dump_and_reload():
         again = AppSpec.model_validate(spec.model_dump())
         assert again == spec
         assert (again.output.topics, again.output.partitions) == ((None, None) if sink == "parquet" else (["out"], 6))
+
+
+# -- input.preload and done: exit (issue 36) ---------------------------------------------------
+def test_transactional_copier_scenario_preloads_and_runs_one_copier_per_partition():
+    scn = load_scenario(ROOT / "scenarios" / "app-transactional-copier.yaml")
+    w = scn.workload
+    assert w.input.preload == 30000 and w.input.producers == 0 and not w.input.transactional
+    assert w.app.done == "exit" and w.app.instances == w.input.partitions
+    assert "{kafka_tools}" in w.app.command and "{instance}" in w.app.command
+    app = App(w, "b:9092", seed=1)
+    assert app.producers() == []  # a pure batch run: no live input
+    specs = [app._producer(i, "preload", n) for i, n in enumerate((10000, 10000, 10000))]
+    assert [s.name for s in specs] == ["preload-0", "preload-1", "preload-2"]
+    assert {s.role for s in specs} == {"idempotent-producer"} and specs[0].cfg["stop_after"] == 10000
+    from harness.detect.zoo import load_entry
+
+    for zoo in ("app-copier-fresh-txn-id", "control-app-transactional-copier"):
+        assert load_entry(ROOT / "scenarios" / "zoo" / f"{zoo}.yaml").scenario.workload.input.preload == 30000
+
+
+def test_no_live_input_needs_a_preload(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text('name: mine\nworkload: {name: app, input: {producers: 0}, app: {command: ["x"]}}\n')
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(p)
+    assert "producers: 0" in str(e.value) and "preload" in str(e.value)
+    p.write_text(p.read_text().replace("{producers: 0}", "{producers: 0, preload: 100}"))
+    assert load_scenario(p).workload.input.preload == 100
+
+
+def test_live_input_after_a_preload_and_transactional_preload():
+    spec = AppSpec.model_validate({"app": {"command": ["x"]}, "input": {"preload": 50, "producers": 2}})
+    app = App(spec, "b:9092", seed=1)
+    assert [p.name for p in app.producers()] == ["producer-0", "producer-1"]
+    pre = app._producer(0, "preload", 25)
+    assert pre.role == "txn-producer" and pre.cfg["stop_after"] == 25
+    assert pre.cfg["transactional_id"].endswith("eosc-preload-0")
+    assert app.producers()[0].cfg["transactional_id"].endswith("eosc-in-0")
+    assert "stop_after" not in app.producers()[0].cfg

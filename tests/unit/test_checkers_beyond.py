@@ -474,3 +474,33 @@ def test_stalled_lso_ends_when_another_group_member_is_assigned_the_key():
         b.nemesis("noop")
     b.poll(3, {"x/0": [(0, 1), (2, 2)]})
     assert [c["process"] for c in stalled_lso_cases(H(b), bound_s=5.0)] == [1]
+
+
+def test_unavailable_leaves_out_the_preload():
+    """Issue 36: an app run's input.preload commits its records before any instance starts
+    (between two ``preload`` events); a pure batch run has no live input after it. Before,
+    the time from the preload's last op to the load's end was reported as an outage."""
+    b = HistoryBuilder(step_ns=1_000_000_000)
+    b.nemesis("preload")                             # 1 s
+    b.txn(0, [("x/0", 1, 0)], tid="preload-0")       # ok at 3 s
+    b.txn(0, [("x/0", 2, 1)], tid="preload-0")       # ok at 5 s
+    b.nemesis("preload")                             # 6 s: the load starts
+    for _ in range(20):
+        b.nemesis("noop")                            # the batch app copies; no live input
+    b.nemesis("heal")                                # 27 s: the load's end
+    b.assign(1, ["x/0"])
+    b.poll(1, {"x/0": [(0, 1), (1, 2)]}, final=True)
+    assert unavailable_cases(H(b), bound_s=10.0) == []   # was 5 s to 27 s, 22 s
+    # live input after the preload is still judged, from the preload's end
+    b2 = HistoryBuilder(step_ns=1_000_000_000)
+    b2.nemesis("preload")
+    b2.txn(0, [("x/0", 1, 0)], tid="preload-0")
+    b2.nemesis("preload")                            # 4 s
+    b2.txn(2, [("x/0", 2, 1)], tid="in-0")           # ok at 6 s
+    for _ in range(12):
+        b2.nemesis("noop")
+    b2.nemesis("heal")                               # 19 s
+    b2.assign(1, ["x/0"])
+    b2.poll(1, {"x/0": [(0, 1), (1, 2)]}, final=True)
+    cs = unavailable_cases(H(b2), bound_s=10.0)
+    assert [round(c["seconds"]) for c in cs] == [13] and cs[0]["start_ns"] == 6_000_000_000
