@@ -22,7 +22,7 @@ BEYOND = ("torn-transaction", "zombie-write", "eos-duplicate", "eos-loss", "offs
 LIVENESS_REPORTS = ("stalled-lso", "realtime-lag", "unavailable", "app-stalled", "pipeline-stalled",
                     "server-error", "epoch-exhausted")
 
-#: docs/anomalies.md "Share groups" (KIP-932; checkers.share): share-duplicate is counted and
+#: docs/anomalies.md "Share groups" (KIP-932; checkers.share_group): share-duplicate is counted and
 #: always allowed (share groups deliver at least once)
 SHARE = ("share-lost", "share-aborted-read", "share-double-acquire", "share-delivery-count", "share-duplicate")
 

@@ -105,7 +105,7 @@ class RunMeta(BaseModel):
     #: the app workload's input and output keys, semantics, order, lag bound (checkers/app_end_to_end.py)
     app: dict | None = None
     #: the share workload's group: group_id, isolation_level, lock_duration_ms,
-    #: delivery_count_limit, ack_order, keys (checkers/share.py)
+    #: delivery_count_limit, ack_order, keys (checkers/share_group.py)
     share: dict | None = None
     drain: dict | None = None
     final_reads_complete: bool | None = None
