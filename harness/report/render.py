@@ -22,6 +22,7 @@ from . import ops
 from .cycle_graph import cycle_svg
 from .history_table import history_table
 from .lanes import lanes_svg
+from .share_view import share_section
 from .loading import gc_paused, read_json, read_yaml
 from .soak_windows import windows_section
 from .orders import (MAX_KEY_PLOTS, STYLE_NAMES, key_plots, marks_from_verdict, stall_windows,
@@ -225,6 +226,7 @@ def _context(h: "History", verdict: "Verdict | dict | None", scenario: dict, met
         "table": table,
         "lanes": lanes,
         "app": app_section(h, verdict.stats.get("app"), meta.get("app"), windows, run_end),
+        "share": share_section(h, verdict, meta.get("share"), windows, run_end),
         "files": run_files(run_dir) if run_dir else [],
         "check_windows": windows_section(run_dir, meta),
         "n_events": h.n_events,

@@ -33,6 +33,7 @@ public final class Main {
             case "pipeline-drain": w = new Consumers.PipelineDrain(cfg); break;
             case "processor": w = new Processor(cfg); break;
             case "idempotent-producer": w = new IdempotentProducer(cfg); break;
+            case "share-consumer": w = new ShareConsumers(cfg); break;
             default:
                 System.err.println("unknown role " + args[0]);
                 System.exit(2);
