@@ -22,11 +22,15 @@ def f1(
     kafka_version: Optional[str] = typer.Option(None, help="Apache Kafka version (default 4.3.1)"),
     results: Path = typer.Option(Path("results"), help="results root folder"),
     as_json: bool = typer.Option(False, "--json", help="print the tries and the summary as JSON"),
+    mock: bool = typer.Option(False, "--mock", help="on librdkafka's mock cluster instead (no Kafka, no root, "
+                              "~5 s a try; variants reuse, new-producer): harness/findings/mock_repro.py"),
 ) -> None:
     """Finding F1: an abort with a record in flight loses the next transaction's write
     (librdkafka). Brings up 3 nodes with toxiproxy in front, runs harness/findings/f1_repro.py
     in the client namespace, keeps the segments and prints Kafka's DumpLogSegments lines of
     each try's partition. Exit 0 when every try ran (whatever it showed), 2 on errors."""
+    if mock:
+        _mock("f1", tries, variant, as_json)
     from harness.findings.f1 import run_f1
     from harness.findings.f1_repro import VARIANTS
 
@@ -78,11 +82,17 @@ def f4(
     kafka_version: Optional[str] = typer.Option(None, help="Apache Kafka version (default 4.3.1)"),
     results: Path = typer.Option(Path("results"), help="results root folder"),
     as_json: bool = typer.Option(False, "--json", help="print the tries and the summary as JSON"),
+    mock: bool = typer.Option(False, "--mock", help="on librdkafka's mock cluster instead (no Kafka, no root, "
+                              "~21 s a try; variants rebalance, no-rebalance, no-pending): "
+                              "harness/findings/mock_repro.py"),
 ) -> None:
     """Finding F4: a rebalance while another transaction holds a partition's offsets makes a
     read_committed consumer start it at auto.offset.reset (librdkafka). Brings up 3 nodes,
     runs harness/findings/f4_repro.py in the client namespace and prints the debug lines of
     the offset fetches and partition starts. Exit 0 when every try ran, 2 on errors."""
+    if mock:
+        _mock("f4", tries, variant, as_json, ["--assignor", assignor, "--group-protocol", group_protocol,
+                                               "--reset", reset])
     from harness.findings.f4 import run_f4
     from harness.findings.f4_repro import ASSIGNORS, PROTOCOLS, RESETS, VARIANTS, verdict
 
@@ -141,6 +151,19 @@ def f5(
         t.setdefault("variant", "restart" if restart else "pause")
     res.summary = {"restart" if restart else "pause": res.summary}
     _print_tries(res, as_json, "tries.jsonl, evidence.txt, logs/n*.log, logs/f5-repro.err", verdict)
+
+
+def _mock(finding: str, tries: int, variant: list[str] | None, as_json: bool, extra: list[str] = ()) -> None:
+    """``repro f1|f4 --mock``: harness/findings/mock_repro.py in this Python, its output as it
+    prints it; exits with its code (0 when every try ran, 2 on a setup or argument error)."""
+    import subprocess
+    import sys
+
+    from harness.findings import mock_repro
+
+    argv = [sys.executable, mock_repro.__file__, finding, "--tries", str(tries), *extra]
+    argv += [a for v in variant or [] for a in ("--variant", v)] + (["--json"] if as_json else [])
+    raise typer.Exit(subprocess.run(argv).returncode)
 
 
 def _f5_runtime(kafka_version: str | None, patched: bool, as_json: bool) -> None:
