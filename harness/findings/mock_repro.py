@@ -25,7 +25,8 @@ transactional.id after the abort (its init_transactions() bumps the epoch).
 ``f4`` (one try): 1 mock broker, topic T with 2 partitions of 100 records, the group's
 committed offsets 50. The pending transactional offset commit is played by errors: every
 OffsetFetch is answered UNSTABLE_OFFSET_COMMIT (KIP-447) until the "abort", when the errors
-are cleared. C1 joins, C2 joins 4 s later (the rebalance), the errors are cleared at 16 s.
+are cleared. C1 joins, C2 joins 4 s later (the rebalance), the errors are cleared at 16 s,
+the members stop 10 s later.
 The members use session.timeout.ms 3000 and retry.backoff.ms 8000 (why: in f4_try). The mock
 also sets the response's group-level error, so librdkafka hands the application one "Failed to
 fetch committed offsets ... unstable offsets" error a Kafka broker does not cause. Reproduced when a member's first record of a partition is below 50 (earliest) or above it
@@ -318,7 +319,7 @@ def f4_try(lib: str, i: int, variant: str, nonce: str, log: logging.Logger | Non
         p.produce(topic, b"tail", partition=0)
         p.produce(topic, b"tail", partition=1)
         p.flush(10)
-        time.sleep(5)
+        time.sleep(10)                        # > one retry backoff: the waiting members start too
         for m in members:
             m.stop.set()
         for m in members:

@@ -61,3 +61,37 @@ def test_f4_rebalance_while_a_transaction_holds_offsets_starts_at_auto_offset_re
     text = "\n".join(res.evidence)
     assert "back to pending list because on-going transaction is blocking offset retrieval" in text
     assert "at offset INVALID" in text
+
+
+def _mock_tries(finding: str, variants: list[str]) -> dict[str, dict]:
+    """harness/findings/mock_repro.py FINDING, one try per variant, as {variant: try}."""
+    import json
+    import subprocess
+    import sys
+
+    from harness.findings import mock_repro
+
+    argv = [sys.executable, mock_repro.__file__, finding, "--tries", "1", "--json"]
+    proc = subprocess.run(argv + [a for v in variants for a in ("--variant", v)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    tries = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+    return {t["variant"]: t for t in tries if "variant" in t}
+
+
+def test_f1_on_librdkafkas_mock_cluster():
+    # no Kafka: the mock holds A's Produce response and refuses reconnects; about 10 s
+    t = _mock_tries("f1", ["reuse", "new-producer"])
+    assert "error" not in t["reuse"] and "error" not in t["new-producer"], t
+    assert t["reuse"]["reproduced"] and t["reuse"]["reports"]["A"][0] == "_PURGE_QUEUE"
+    assert "B" not in t["reuse"]["read_uncommitted"].values()
+    assert not t["new-producer"]["reproduced"] and "B" in t["new-producer"]["read_uncommitted"].values()
+
+
+def test_f4_on_librdkafkas_mock_cluster():
+    # no Kafka: OffsetFetch answered UNSTABLE_OFFSET_COMMIT until cleared; about 55 s
+    t = _mock_tries("f4", ["rebalance", "no-rebalance"])
+    assert "error" not in t["rebalance"] and "error" not in t["no-rebalance"], t
+    assert t["rebalance"]["reproduced"] and any(o < 50 for _, _, o in t["rebalance"]["wrong_start"]), t
+    assert not t["no-rebalance"]["reproduced"]
+    assert {p: f[0] for p, f in t["no-rebalance"]["members"]["C1"]["first"].items()} == {"0": 50, "1": 50}, t
