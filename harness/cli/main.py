@@ -150,13 +150,16 @@ def run(
                                    "when the run is valid (they are always kept when it is not)"),
     backend: Optional[str] = typer.Option(None, help="cluster backend: netns, docker or external "
                                           "(default: the scenario's cluster.backend, else netns)"),
+    group_protocol: Optional[str] = typer.Option(None, "--group-protocol", metavar="PROTOCOL[/ASSIGNOR]",
+                                                 help="consumer group protocol of an eos-pipeline or app workload: "
+                                                 "classic or consumer (KIP-848), optionally /assignor"),
     dry_run: bool = typer.Option(False, "--dry-run", help="check what a run checks before it starts a cluster "
                                  "(the scenario, versions, tools, the fault schedule drawn for the seed, shown as "
                                  "a table) and start nothing; no root. Exit 0 if the run would start, 2 if not"),
 ) -> None:
     """Run SCENARIO on a fresh cluster; print the verdict and the report's path."""
     from harness.run.runner import Progress, run_scenario
-    from harness.run.scenario import BACKENDS, ScenarioError, load_scenario, with_backend, with_overrides
+    from harness.run.scenario import BACKENDS, ScenarioError, load_scenario, with_backend, with_group_protocol, with_overrides
 
     try:
         if backend is not None and backend not in BACKENDS:
@@ -165,6 +168,8 @@ def run(
         # the command line's values are checked like the file's (--duration inf, --seed -1, a
         # --kafka-version that is not a version: one line, before anything starts)
         scn = with_overrides(scn, seed=seed, duration=duration, kafka_version=kafka_version)
+        if group_protocol is not None:
+            scn = with_group_protocol(scn, group_protocol)
     except ScenarioError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2)

@@ -52,16 +52,16 @@ from pathlib import Path
 from typing import Annotated, Any, Iterable, Literal
 
 import yaml
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 
 from checkers.known_bugs import describe as known_bug_phrase
 from checkers.run import Verdict
 from checkers.safe_load import file_problem, read_yaml
 from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION
 from harness.run.scenario import (Scenario, ScenarioError, kafka_version, load_scenario, read_yaml_mapping,
-                              validate_model, with_backend, with_overrides)
+                              validate_model, with_backend, with_group_protocol, with_overrides)
 from harness.workloads.base import MAX_INT64, MAX_LOAD_S, Strict
-from harness.workloads.group import describe as describe_group, id_suffix as group_id_suffix, with_group_protocol
+from harness.workloads.group import describe as describe_group, id_suffix as group_id_suffix
 
 #: statuses of a cell. The first three are verdicts (``valid`` True / False / "unknown").
 VALID, INVALID, UNKNOWN, ERROR, INTERRUPTED, NOT_RUN = (
@@ -211,6 +211,14 @@ class Cell:
         return describe_group(getattr(w, "group_protocol", None), getattr(w, "assignor", None))
 
     @property
+    def group_protocol_arg(self) -> str | None:
+        """``eos-chaos run --group-protocol``'s value that replays this cell (``consumer``,
+        ``classic/range``, ...), None for a workload without a group."""
+        w = self.scenario.workload
+        protocol, assignor = getattr(w, "group_protocol", None), getattr(w, "assignor", None)
+        return None if protocol is None else protocol + (f"/{assignor}" if assignor else "")
+
+    @property
     def id(self) -> str:
         """``<scenario>/s<seed>/kafka-<version>``, then ``/<backend>`` unless netns: unique
         within a suite (netns cells keep the ids they had before backends existed)."""
@@ -325,13 +333,10 @@ def _with_protocol(scn: Scenario, protocol: str, first: bool) -> Scenario | None
     cannot take it (e.g. consumer on a release older than 4.0.0)."""
     if getattr(scn.workload, "group_protocol", None) is None:
         return scn if first else None
-    data = with_group_protocol(scn.model_dump(mode="json", exclude_unset=True), protocol)
     try:
-        return Scenario.model_validate(data)
-    except ValidationError as exc:
-        msg = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
-        raise SuiteError(f"scenario {scn.name} (Kafka {scn.cluster.kafka_version}) with group protocol "
-                         f"{protocol}: {msg}") from None
+        return with_group_protocol(scn, protocol)
+    except ScenarioError as exc:
+        raise SuiteError(str(exc)) from None
 
 
 # ---------------------------------------------------------------- records and resume
@@ -413,7 +418,7 @@ def make_record(cell: Cell, suite_dir: str | Path, *, status: str, started: floa
     return {
         "id": cell.id, "fingerprint": cell.fingerprint, "scenario": cell.name, "source": cell.source,
         "seed": cell.seed, "kafka_version": cell.kafka_version, "duration_s": cell.duration,
-        "group_protocol": cell.group_protocol,
+        "group_protocol": cell.group_protocol, "group_protocol_arg": cell.group_protocol_arg,
         "status": status, "valid": v.valid if verdict is not None else None,
         "anomaly_counts": v.anomaly_counts,
         "failing": v.failing,
@@ -469,7 +474,8 @@ def rows(cells: list[Cell], records: dict[str, dict]) -> list[dict]:
         if rec is None:
             rec = {"id": c.id, "fingerprint": c.fingerprint, "scenario": c.name, "source": c.source,
                    "seed": c.seed, "kafka_version": c.kafka_version, "duration_s": c.duration,
-                   "group_protocol": c.group_protocol, "status": NOT_RUN, "valid": None, "anomaly_counts": {}, "failing": [], "allowed": [],
+                   "group_protocol": c.group_protocol, "group_protocol_arg": c.group_protocol_arg,
+                   "status": NOT_RUN, "valid": None, "anomaly_counts": {}, "failing": [], "allowed": [],
                    "first_examples": {}, "unknown_reasons": [], "problems": [], "error": None,
                    "run_dir": None, "report": None, "started_at": None, "wall_s": None, "waited_s": None}
         out.append(rec)

@@ -527,6 +527,27 @@ def with_overrides(scn: "Scenario", *, seed: int | None = None, duration: float 
         raise ScenarioError(f"scenario {scn.name}: {msg}") from None
 
 
+def with_group_protocol(scn: "Scenario", value: str) -> "Scenario":
+    """``scn`` with its workload's consumer group protocol set to ``value`` (``classic``,
+    ``consumer`` or ``protocol/assignor``; harness.workloads.group), validated again (consumer
+    on a release before 4.0.0 is refused). Raises ScenarioError in one line, also for a
+    workload without a consumer group."""
+    from harness.workloads.group import with_group_protocol as set_protocol
+
+    if getattr(scn.workload, "group_protocol", None) is None:
+        raise ScenarioError(f"scenario {scn.name}: its workload ({scn.workload.name}) has no consumer group: "
+                            "a group protocol applies to eos-pipeline and app")
+    try:
+        data = set_protocol(scn.model_dump(mode="json", exclude_unset=True), value)
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        msg = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+        raise ScenarioError(f"scenario {scn.name} (Kafka {scn.cluster.kafka_version}) with group protocol "
+                            f"{value}: {msg}") from None
+    except ValueError as exc:
+        raise ScenarioError(f"group protocol {value}: {exc}") from None
+
+
 def external_faults(ext: ExternalSpec, faults: list[str]) -> None:
     """Refuse the faults an external cluster cannot take: node faults without their command
     templates, and network faults (no iptables inside someone else's brokers, no CLIENT

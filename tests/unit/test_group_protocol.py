@@ -177,3 +177,20 @@ def test_rebalance_figures_from_a_tiny_history(tmp_path):
     b2 = HistoryBuilder()
     b2.assign(3, ["in/0"])
     assert rebalance_stats(load_history(b2.write(tmp_path / "h2.jsonl"))) is None
+
+
+def test_run_command_takes_the_protocol_and_refuses_it_in_one_line():
+    from typer.testing import CliRunner
+
+    from harness.cli.main import app
+
+    runner = CliRunner()
+    ok = runner.invoke(app, ["run", str(ROOT / "scenarios" / "eos-pipeline.yaml"), "--group-protocol", "consumer/range",
+                             "--dry-run"])
+    assert ok.exit_code == 0, ok.output
+    for args, words in [(["smoke.yaml", "consumer"], "has no consumer group"),
+                        (["eos-pipeline.yaml", "consumer", "--kafka-version", "3.9.1"], "needs Kafka 4.0.0"),
+                        (["eos-pipeline.yaml", "consumer/cooperative-sticky"], "is a classic assignor")]:
+        bad = runner.invoke(app, ["run", str(ROOT / "scenarios" / args[0]), "--group-protocol", *args[1:], "--dry-run"])
+        assert bad.exit_code == 2 and words in " ".join(bad.output.split()), bad.output
+        assert "Traceback" not in bad.output
