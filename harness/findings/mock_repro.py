@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Findings F1 and F4 on librdkafka's mock cluster: no Kafka, no network namespaces, no
-toxiproxy, no root. What a librdkafka maintainer runs with ``pip install confluent-kafka``
+"""Findings F1, F4 (and F3's client side) on librdkafka's mock cluster: no Kafka, no network
+namespaces, no toxiproxy, no root. What a librdkafka maintainer runs with ``pip install confluent-kafka``
 alone; docs/findings/F1.md and F4.md say what each shows and what the mock cannot.
 
 The mock cluster is librdkafka's own (src/rdkafka_mock.c, src/rdkafka_mock_handlers.c). Its
@@ -33,7 +33,12 @@ fetch committed offsets ... unstable offsets" error a Kafka broker does not caus
 (latest). Variants: ``rebalance``; controls ``no-rebalance`` (no C2) and ``no-pending`` (no
 errors). ``--assignor``, ``--group-protocol`` and ``--reset`` as in f4_repro.py.
 
-Usage: ``python mock_repro.py f1|f4 [--tries N] [--variant V ...] [--json] [--debug-log FILE]
+``f3`` (one try, variant ``fenced``): a static member (group.instance.id) whose next Heartbeat
+is answered FENCED_INSTANCE_ID, what Kafka answers the older of two members with one instance id
+(KIP-345). Reproduced when poll() returns an error with code ``_FATAL`` and ``fatal()`` False
+(confluent-kafka-python issue #869).
+
+Usage: ``python mock_repro.py f1|f3|f4 [--tries N] [--variant V ...] [--json] [--debug-log FILE]
 [--lib PATH]``. One line per try and a summary (``--json``: one object per try, then
 ``{"summary": ...}``). Exit 0 when every try ran, 2 on a setup error (the message says what
 to fix).
@@ -55,12 +60,13 @@ import confluent_kafka
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 # Kafka protocol numbers (https://kafka.apache.org/protocol): ApiKeys and error codes
-PRODUCE, OFFSET_FETCH = 0, 9
-UNSTABLE_OFFSET_COMMIT = 88
+PRODUCE, OFFSET_FETCH, HEARTBEAT = 0, 9, 12
+UNSTABLE_OFFSET_COMMIT, FENCED_INSTANCE_ID = 88, 82
 RD_KAFKA_PRODUCER = 0
 
 F1_VARIANTS = ("reuse", "new-producer")
 F4_VARIANTS = ("rebalance", "no-rebalance", "no-pending")
+F3_VARIANTS = ("fenced",)
 ASSIGNORS = {"eager": "range,roundrobin", "cooperative-sticky": "cooperative-sticky"}
 
 
@@ -341,13 +347,52 @@ def f4_verdict(res: dict) -> str:
     return f"not reproduced: first offsets {({n: m['first'] for n, m in res['members'].items()})}"
 
 
+# ---------------------------------------------------------------------------------------- F3
+
+def f3_try(lib: str, i: int, variant: str, nonce: str, log: logging.Logger | None) -> dict:
+    """A static member (group.instance.id) whose Heartbeat is answered FENCED_INSTANCE_ID, as
+    Kafka answers the older of two members with the same instance id (KIP-345): what the
+    application's poll() returns."""
+    name = f"f3m-{nonce}-{i}"
+    with MockCluster(lib, 1) as mc:
+        mc.topic(name, 1, 1)
+        conf = {"bootstrap.servers": mc.bootstrap, "group.id": f"{name}-g", "group.instance.id": f"{name}-i",
+                "session.timeout.ms": 6000, "heartbeat.interval.ms": 500, "enable.auto.commit": False}
+        if log is not None:
+            conf.update({"debug": "cgrp", "logger": log})
+        c = Consumer(conf)
+        c.subscribe([name])
+        errors, fenced_at, t0 = [], None, time.monotonic()
+        while time.monotonic() - t0 < 15:
+            if fenced_at is None and c.assignment():
+                mc.push_errors(HEARTBEAT, FENCED_INSTANCE_ID, 1)
+                fenced_at = round(time.monotonic() - t0, 3)
+            m = c.poll(0.2)
+            if m is not None and m.error() is not None:
+                e = m.error()
+                errors.append({"code": e.name(), "fatal": e.fatal(), "retriable": e.retriable(), "str": e.str()})
+                if e.code() == confluent_kafka.KafkaError._FATAL:
+                    break
+        c.close()
+    fatal = [e for e in errors if e["code"] == "_FATAL"]
+    return {"try": i, "variant": variant, "fenced_at": fenced_at, "errors": errors[:5],
+            "reproduced": bool(fatal) and not any(e["fatal"] for e in fatal)}
+
+
+def f3_verdict(res: dict) -> str:
+    fatal = [e for e in res["errors"] if e["code"] == "_FATAL"]
+    if res["reproduced"]:
+        return f"REPRODUCED: poll() returned code _FATAL with fatal() False: {fatal[0]['str']}"
+    return f"not reproduced: errors {res['errors']}"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("finding", choices=("f1", "f4"))
+    ap.add_argument("finding", choices=("f1", "f3", "f4"))
     ap.add_argument("--tries", type=int, default=3, help="tries per variant (default 3)")
     ap.add_argument("--variant", action="append",
-                    help=f"f1: {', '.join(F1_VARIANTS)}; f4: {', '.join(F4_VARIANTS)}; repeatable")
+                    help=f"f1: {', '.join(F1_VARIANTS)}; f4: {', '.join(F4_VARIANTS)}; f3: fenced; repeatable")
     ap.add_argument("--assignor", choices=sorted(ASSIGNORS), default="eager", help="f4, classic protocol")
     ap.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic", help="f4")
     ap.add_argument("--reset", choices=("earliest", "latest"), default="earliest", help="f4: auto.offset.reset")
@@ -355,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="one JSON object per try, then a summary")
     ap.add_argument("--debug-log", help="write librdkafka's debug log to this file")
     args = ap.parse_args(argv)
-    known = F1_VARIANTS if args.finding == "f1" else F4_VARIANTS
+    known = {"f1": F1_VARIANTS, "f3": F3_VARIANTS, "f4": F4_VARIANTS}[args.finding]
     variants = args.variant or [known[0]]
     bad = [v for v in variants if v not in known]
     if bad:
@@ -380,6 +425,8 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 if args.finding == "f1":
                     res = f1_try(lib, i, variant, nonce, log)
+                elif args.finding == "f3":
+                    res = f3_try(lib, i, variant, nonce, log)
                 else:
                     res = f4_try(lib, i, variant, nonce, log, args)
             except (SetupError, KafkaException) as exc:
@@ -390,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.json:
                 print(json.dumps(res), flush=True)
             else:
-                verdict = f1_verdict if args.finding == "f1" else f4_verdict
+                verdict = {"f1": f1_verdict, "f3": f3_verdict, "f4": f4_verdict}[args.finding]
                 print(f"{variant} try {i}: {res.get('error') or verdict(res)}", flush=True)
     if args.json:
         print(json.dumps({"summary": summary, "versions": versions}), flush=True)
