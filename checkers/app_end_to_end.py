@@ -24,7 +24,8 @@ Run metadata (``meta["app"]``)::
      "catch_up": {"committed_offsets": {"in/0": 1234}}, # optional: the app's consumer group's
                                                         # committed input offsets after the wait
      "match_error": null | "...",                      # the match mapped no output record
-     "input_cycles": "report" | "fail"}                # INPUT_SIDE below (absent: "report")
+     "input_cycles": "report" | "fail",                # INPUT_SIDE below (absent: "report")
+     "verify": null | {"findings": [...], "count": n, "error": null | "..."}}  # output.verify
 
 Anomalies (docs/anomalies.md):
 
@@ -43,6 +44,9 @@ Anomalies (docs/anomalies.md):
 * ``app-stalled`` (liveness): an input committed during the load whose output the harness's
   readers first saw more than ``lag_bound_s`` after the input's commit, or never during the
   load while the final drain found it.
+* ``app-verify``: a finding of the user's own verifier (``output.verify``, for outputs that are
+  not one record per input: harness.workloads.app_verify), with its ``kind``; with a verifier
+  the record-by-record checks above are not run (``match: none``).
 
 The input side: the harness's own input producers and readers are checked as in every
 scenario, but what is under test is the user's application. ``INPUT_SIDE`` names the cycles
@@ -76,7 +80,8 @@ def input_side(app: dict | None) -> frozenset[str]:
     return frozenset(INPUT_SIDE)
 
 
-ANOMALIES = ("eos-loss", "eos-duplicate", "eos-aborted-read", "eos-phantom", "eos-reorder", "app-stalled")
+ANOMALIES = ("eos-loss", "eos-duplicate", "eos-aborted-read", "eos-phantom", "eos-reorder", "app-stalled",
+             "app-verify")
 
 
 def _output_obs(h: History) -> list[tuple[str, int, Any, int | None, bool]]:
@@ -125,6 +130,41 @@ def _inputs(h: History, input_keys: Iterable[str]) -> tuple[dict[int, tuple[str,
     return committed, aborted, written
 
 
+def committed_inputs(h: History, input_keys: Iterable[str]) -> tuple[dict, set[int], dict]:
+    """(committed: value -> (key, offset | None, commit time ns | None), aborted values,
+    written: value -> (key, offset | None)) of the input keys, as the app checks read them
+    (committed: in the committed log as read, or a write that must have committed; aborted: a
+    write of a failed op that no reader saw). harness.workloads.app_verify writes them for a
+    user's verifier."""
+    committed, aborted, _ = _inputs(h, input_keys)
+    keys = set(input_keys)
+    kid = {i for i, k in enumerate(h.keys) if k in keys}
+    written = {v: (h.keys[k], off) for k, off, v in
+               writes(h).filter(pl.col("key").is_in(list(kid))).select("key", "offset", "value").iter_rows()}
+    return committed, aborted, written
+
+
+def verify_cases(app: dict) -> list[dict]:
+    """The user's verifier's findings (``app["verify"]``, harness.workloads.app_verify: the
+    first 1000 it printed) as ``app-verify`` cases: ``{"anomaly": "app-verify", "kind", "explanation", ...its fields}``."""
+    v = app.get("verify") or {}
+    if v.get("error"):
+        return []
+    return [dict(f, anomaly="app-verify") for f in v.get("findings") or [] if isinstance(f, dict)]
+
+
+def app_unknown(app: dict | None) -> list[str]:
+    """Why an app run cannot be judged from its metadata: a match that named no output record,
+    or a verifier that crashed, hung or printed what is not a finding."""
+    if not app:
+        return []
+    out = [f"app: {app['match_error']}"] if app.get("match_error") else []
+    err = (app.get("verify") or {}).get("error")
+    if err:
+        out.append(f"app: {err}")
+    return out
+
+
 def app_cases(h: History, app: dict | None = None) -> list[dict]:
     """The app workload's anomalies (module docstring). Without ``app`` there are none.
     Example: ``{"anomaly", "value", "key" (input key), "offset" (input offset), "outputs"
@@ -132,6 +172,8 @@ def app_cases(h: History, app: dict | None = None) -> list[dict]:
     record (``match_error``): the verdict then names that as an unknown reason instead."""
     if not app or app.get("match_error"):
         return []
+    if app.get("verify") is not None:  # the user's verifier judges the output, not a match
+        return verify_cases(app)
     committed, aborted, written = _inputs(h, app.get("input_keys") or [])
     obs = _output_obs(h)
     occ: dict[Any, set[tuple[str, int]]] = defaultdict(set)

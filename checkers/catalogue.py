@@ -17,7 +17,7 @@ JEPSEN = ("duplicate", "inconsistent-offsets", "lost-write", "unseen", "G1a", "p
 #: docs/anomalies.md "Beyond Jepsen" (eos-* of a pipeline: checkers.pipeline; of an app: checkers.app_end_to_end)
 BEYOND = ("torn-transaction", "zombie-write", "eos-duplicate", "eos-loss", "offsets-ahead",
           "offsets-behind", "sink-duplicate", "sink-loss", "eos-aborted-read", "eos-phantom",
-          "eos-reorder")
+          "eos-reorder", "app-verify")
 #: docs/anomalies.md "Liveness and performance" (reports: fail a run only through fail_on)
 LIVENESS_REPORTS = ("stalled-lso", "realtime-lag", "unavailable", "app-stalled", "pipeline-stalled",
                     "server-error", "epoch-exhausted")

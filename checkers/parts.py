@@ -52,6 +52,7 @@ from typing import Callable, Iterable
 import numpy as np
 import polars as pl
 
+from .app_end_to_end import app_unknown
 from .history import BULK_FS, History, load_history
 from .log import index
 from .run import RunMeta, Verdict
@@ -348,8 +349,7 @@ def check_parts(history: str | Path, meta: RunMeta | dict | None = None, allowed
     allowed = set(allowed)
     if meta.app and meta.app.get("semantics") == "at-least-once":
         allowed.add("eos-duplicate")
-    if meta.app and meta.app.get("match_error"):
-        unknown.append(f"app: {meta.app['match_error']}")
+    unknown += app_unknown(meta.app)  # a match that named nothing, a verifier that failed
     root = Path(tempfile.mkdtemp(prefix="eosc-parts-", dir=workdir))
     try:
         parts = write_parts(history, root / "parts", n_parts)

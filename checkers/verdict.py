@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable
 
 import polars as pl
 
-from .app_end_to_end import app_cases, app_stats, input_side
+from .app_end_to_end import app_cases, app_stats, app_unknown, input_side
 from .catalogue import LIVENESS_REPORTS
 from .cycles import cycle_cases
 from .duplicate import duplicate_cases
@@ -113,8 +113,7 @@ def check(
         allowed.add("eos-duplicate")
     if meta.share:  # a share group delivers at least once: its duplicates are counted, allowed (checkers.share_group)
         allowed.add("share-duplicate")
-    if meta.app and meta.app.get("match_error"):
-        unknown.append(f"app: {meta.app['match_error']}")
+    unknown += app_unknown(meta.app)  # a match that named nothing, a verifier that failed
     allowed_l = sorted(allowed)
     fail_on = set(meta.fail_on)
     try:

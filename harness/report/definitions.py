@@ -59,6 +59,10 @@ ANOMALY_DEFINITIONS: dict[str, str] = {
         "With order: per-partition, two inputs of one input partition appear in one output "
         "partition in the opposite order of their input offsets."
     ),
+    "app-verify": (
+        "A finding of the user's own verifier (output.verify) of an output that is not one record "
+        "per input, such as a word count: its kind and explanation are the verifier's."
+    ),
     "app-stalled": (
         "An input that reached the application's output more than lag_bound_s after its commit, "
         "or never during the load."

@@ -12,6 +12,8 @@ output record must carry one of them somewhere. ``compile_match(spec)`` returns
   value, decoded as UTF-8.
 * ``{"python": "module:function"}``: the user's own function of (key, value), importable from
   the scenario's folder; it returns the input value or None.
+* ``"none"``: no output record names an input (an aggregation checked by ``output.verify``,
+  the user's own verifier, instead of record by record).
 
 Raises ValueError for a spec it does not know (checked when the scenario loads, so a typo
 never reaches a run).
@@ -87,7 +89,7 @@ def _python(ref: str, base_dir: str | None) -> Match:
 
 def check_spec(spec: Any) -> None:
     """Raise ValueError unless ``spec`` is a match this module knows (module docstring)."""
-    if spec in ("value", "key"):
+    if spec in ("value", "key", "none"):
         return
     if isinstance(spec, dict) and len(spec) == 1:
         (kind, arg), = spec.items()
@@ -101,7 +103,7 @@ def check_spec(spec: Any) -> None:
             except re.error as e:
                 raise ValueError(f"match {{regex: {arg!r}}} is not a regular expression: {e}") from None
             return
-    raise ValueError(f"match {spec!r}: use value, key, {{json: PATH}}, {{regex: RE}} or {{python: 'module:function'}}")
+    raise ValueError(f"match {spec!r}: use value, key, none, {{json: PATH}}, {{regex: RE}} or {{python: 'module:function'}}")
 
 
 def compile_match(spec: Any, base_dir: str | None = None) -> Match:
@@ -113,6 +115,8 @@ def compile_match(spec: Any, base_dir: str | None = None) -> Match:
         return lambda key, value: _int(value)
     if spec == "key":
         return lambda key, value: _int(key)
+    if spec == "none":
+        return lambda key, value: None
     (kind, arg), = spec.items()
     if kind == "json":
         return _json_path(arg)

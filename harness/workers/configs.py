@@ -122,6 +122,9 @@ class ConsumerConfig(WorkerConfig):
     files_poll_s: float = Field(2.0, gt=0)
     match: Any = None
     base_dir: str | None = None
+    #: the drain of an app with output.verify: every output record read is appended to this
+    #: file as JSON ({"topic", "partition", "offset", "key", "value"}: harness.workloads.app_verify)
+    dump_output: str | None = None
 
 
 class ProcessorConfig(TxnProducerConfig):

@@ -76,6 +76,8 @@ class ConsumerWorker(Worker):
                 continue
             if self.output_keys and f"{m.topic()}/{m.partition()}" in self.output_keys:
                 app_by_key.setdefault(f"{m.topic()}/{m.partition()}", []).append([m.offset(), self.app_output(m)])
+                if self.cfg.dump_output:  # output.verify: the user's verifier reads the records themselves
+                    self._dump(m)
                 continue
             try:
                 value = int(m.value())
@@ -90,6 +92,17 @@ class ConsumerWorker(Worker):
             self.emit("invoke", "app-poll", [["poll"]], time_ns=t0, meta=self.meta())
             self.emit("ok", "app-poll", [["poll", app_by_key]], meta=self.meta())
         return by_key
+
+    def _dump(self, m) -> None:
+        import json
+
+        def text(b: bytes | None) -> str | None:
+            return None if b is None else b.decode("utf-8", "backslashreplace")
+        if not hasattr(self, "_dump_file"):
+            self._dump_file = open(self.cfg.dump_output, "a", encoding="utf-8")  # closed at exit
+        self._dump_file.write(json.dumps({"topic": m.topic(), "partition": m.partition(), "offset": m.offset(),
+                                          "key": text(m.key()), "value": text(m.value())}) + "\n")
+        self._dump_file.flush()
 
     @property
     def output_keys(self) -> frozenset[str]:

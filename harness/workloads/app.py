@@ -44,6 +44,7 @@ from harness.workers.app_files import SINK_DIR, sink_key
 from harness.workloads.app_spec import (  # noqa: F401 - the models, re-exported for the workload's users
     DEFAULT_OUTPUT_PARTITIONS, DEFAULT_OUTPUT_TOPICS, EXAMPLES, PLACEHOLDERS, AppInput, AppOutput, AppProcess,
     AppPySpark, AppSpec, fill, placeholders_in)
+from harness.workloads import app_verify
 from harness.workloads.base import TopicSpec, WorkerSpec
 from harness.workloads.txn_queue import VALUE_STRIDE
 
@@ -241,7 +242,31 @@ class App:
         return self.producers() + [self._instance(i) for i in range(self.spec.app.instances)]
 
     def drain(self) -> WorkerSpec:
-        return WorkerSpec("final-reader", "drain", self._reader_cfg(self.names.client_id("eosc-final")))
+        cfg = self._reader_cfg(self.names.client_id("eosc-final"))
+        if self.spec.output.verify is not None:  # the user's verifier reads the records the drain read
+            out = app_verify.files(self.run_dir or Path.cwd())["output"]
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.unlink(missing_ok=True)
+            cfg["dump_output"] = str(out)
+        return WorkerSpec("final-reader", "drain", cfg)
+
+    def verify(self, run_dir: Path) -> dict:
+        """output.verify: write the committed input (from the history) beside the output the
+        drain read, run the user's verifier, return its result (harness.workloads.app_verify)."""
+        v = self.spec.output.verify
+        f = app_verify.files(run_dir)
+        f["input"].parent.mkdir(parents=True, exist_ok=True)
+        try:
+            n_in, _ = app_verify.write_inputs(run_dir, self.input_keys())
+            n_out = app_verify.sort_output(f["output"])
+        except (OSError, ValueError) as e:
+            return {"command": v.command, "findings": [], "count": 0, "stats": None,
+                    "error": f"output.verify: the harness could not write its files: {e}"}
+        values = {**self.placeholder_values(0), "input_file": str(f["input"]), "output_file": str(f["output"]),
+                  "aborted_file": str(f["aborted"])}
+        argv = [fill(x, values) for x in v.command]
+        res = app_verify.run_verifier(argv, self.base_dir(), v.timeout_s, run_dir / "logs" / "verify.log")
+        return dict(res, files={k: str(p.relative_to(run_dir)) for k, p in f.items()}, inputs=n_in, outputs=n_out)
 
     def respawn(self, spec: WorkerSpec) -> WorkerSpec:
         """Input producers: the same transactional.id, fresh values. App instances: the same
@@ -296,7 +321,8 @@ class App:
             w.kill()
             problems.append(f"the catch-up wait did not end within {o.catch_up_s + 60:.0f} s; killed")
         self.catch_up = next((c for c in w.control if "caught_up" in c), None)
-        if self.catch_up and not self.catch_up["caught_up"]:
+        # with output.verify no record names an input: the wait ends when the output is quiet
+        if self.catch_up and not self.catch_up["caught_up"] and o.verify is None:
             problems.append(f"the application did not catch up: {self.catch_up['covered']} of "
                             f"{self.catch_up['inputs']} committed inputs in its output after "
                             f"{self.catch_up['waited_s']} s ({self.catch_up['ended']})")
@@ -334,7 +360,11 @@ class App:
                 "app": {"input_keys": self.input_keys(), "output_keys": self.output_keys(),
                         "semantics": o.semantics, "order": o.order, "lag_bound_s": o.lag_bound_s,
                         "match": o.match, "instances": self.spec.app.instances,
-                        "input_cycles": self.spec.input.cycles}}
+                        "input_cycles": self.spec.input.cycles,
+                        # replaced by the verifier's result at the end; a run cut short stays unknown
+                        **({"verify": {"command": o.verify.command, "findings": [], "count": 0,
+                                       "error": "output.verify did not run (the run ended before its final drain)"}}
+                           if o.verify is not None else {})}}
 
     def finish(self, run_dir: Path, history) -> dict:
         app = self.meta()["app"]
@@ -342,6 +372,13 @@ class App:
         app["drain_complete"] = bool(d.get("complete"))
         stats = d.get("app") or {}
         app["matched"], app["unmatched"] = stats.get("matched", 0), stats.get("unmatched", 0)
+        if self.spec.output.verify is not None:  # no record names an input: the verifier judges
+            stats = {}
+            if app["drain_complete"]:
+                app["verify"] = self.verify(Path(run_dir))
+            else:
+                app["verify"]["error"] = ("output.verify was not run: the final drain did not read the output "
+                                          "to its end (meta.json drain)")
         if stats and stats.get("matched", 0) == 0 and stats.get("unmatched", 0) == 0 and (self.catch_up or {}).get("inputs"):
             where = ", ".join(self.out_topics()) or "its sink (no committed file in " + ", ".join(self.output_keys()) + ")"
             app["match_error"] = (f"the application wrote no record to {where} although "

@@ -126,16 +126,41 @@ class AppProcess(Strict):
         return self
 
 
+class AppVerify(Strict):
+    """``output.verify``: the user's own verifier (harness.workloads.app_verify: the files it
+    reads, what it prints)."""
+
+    #: its argv; placeholders as app.command's, plus {input_file}, {output_file}, {aborted_file}
+    command: list[str] = Field(min_length=1)
+    #: seconds it may take; past them it is killed and the run is unknown
+    timeout_s: float = Field(120.0, gt=0, le=3600)
+
+    @model_validator(mode="after")
+    def _placeholders(self) -> "AppVerify":
+        from harness.workloads.app_verify import VERIFY_PLACEHOLDERS
+
+        known = {**PLACEHOLDERS, **VERIFY_PLACEHOLDERS}
+        for text in self.command:
+            unknown = [p for p in placeholders_in(text) if p not in known]
+            if unknown:
+                raise ValueError(f"output.verify: unknown placeholder {{{unknown[0]}}} in {text!r}; known: "
+                                 + ", ".join(f"{{{p}}}" for p in known))
+        return self
+
+
 class AppOutput(Strict):
     #: the output topics and their partitions; unset: ``["out"]`` and 6 (filled in by AppSpec),
     #: and left unset with a pyspark job's ``sink: parquet``, which writes no topic
     topics: list[str] | None = Field(None, min_length=1, max_length=8)
     partitions: int | None = Field(None, ge=1, le=64)
-    #: how an output record names its input: value | key | {json: PATH} | {regex: RE} | {python: "mod:fn"}
+    #: how an output record names its input: value | key | {json: PATH} | {regex: RE} |
+    #: {python: "mod:fn"} | none (with ``verify``: unset means none)
     match: str | dict[str, str] = "value"
     semantics: Literal["exactly-once", "at-least-once"] = "exactly-once"
     order: Literal["none", "per-partition"] = "none"
-    verify: None = Field(None, description="custom verifiers (aggregations) are not supported yet")
+    #: the user's own verifier, for outputs that are not one record per input (aggregations):
+    #: it replaces the record-by-record checks (harness.workloads.app_verify)
+    verify: AppVerify | None = None
     #: app-stalled: an input first seen in the output more than this many seconds after its commit
     lag_bound_s: float | None = Field(60.0, gt=0, le=3600)
     #: after the load, how long the application may take to name every committed input
@@ -149,6 +174,19 @@ class AppOutput(Strict):
     def _match(cls, v):
         check_spec(v)
         return v
+
+    @model_validator(mode="after")
+    def _verify_or_match(self) -> "AppOutput":
+        if self.verify is None:
+            if self.match == "none":
+                raise ValueError("output.match: none names no input, so nothing could be checked: give "
+                                 "output.verify (your own verifier) or a match")
+            return self
+        if "match" in self.model_fields_set and self.match != "none":
+            raise ValueError("output.verify replaces the record-by-record match: remove output.match "
+                             f"({self.match!r}), or remove output.verify")
+        self.match = "none"
+        return self
 
 
 class AppSpec(GroupSpec):
@@ -165,6 +203,9 @@ class AppSpec(GroupSpec):
         ps = self.app.pyspark
         o = self.output
         if ps is not None and ps.sink == "parquet":
+            if o.verify is not None:
+                raise ValueError("output.verify reads the output topics; a pyspark job with sink: parquet "
+                                 "writes files: use sink: kafka, or remove output.verify")
             given = [f for f in ("topics", "partitions") if getattr(o, f) is not None]
             if given:
                 raise ValueError(f"output.{given[0]}: a pyspark job with sink: parquet writes files, not a topic "
