@@ -13,15 +13,19 @@ consumer group protocol can be compared (docs/scenarios.md "Group protocols"):
   from that revocation to the assign's completion, i.e. how long the member held fewer
   partitions because of the rebalance (eager: it held none);
 * ``handover_ms``: per key that an assign gives to a member when another member had read it
-  before: from the previous owner's last read of the key (the invoke time of its last ``txn``
-  op that polled the key, before the assign) to the assign's completion. It spans the failure
+  last: from that member's last read of the key (the invoke time of its last ``txn`` op that
+  polled the key before the assign; the new member's own op open across the assign, whose
+  consume() ran the callback, does not count) to the assign's completion. It spans the failure
   detection (a killed member's session timeout, a static member's restart) and the rebalance;
   with records arriving on every key all the time, as the workloads write them, a key is read
   within milliseconds of its records, so the last read stands for the last moment it was
   processed;
 * ``fencing_errors``: error name -> how many ops completed with it, for the errors by which
   Kafka fences a member or a producer (a stale generation or member epoch, an unknown
-  member, a fenced instance id or producer epoch, a rebalance in progress).
+  member, a fenced instance id or producer epoch, a rebalance in progress);
+* ``member_crashes``: error name -> ``crash`` ops of group members (a fatal consumer error
+  between transactions: the member is replaced; e.g. librdkafka's ``_FATAL`` for a static
+  member whose group.instance.id the group still holds, UNRELEASED_INSTANCE_ID under KIP-848).
 
 Durations are summarised as ``{n, median, p95, max}`` in ms (``null`` quantiles when ``n`` is 0).
 """
@@ -49,14 +53,15 @@ def _summary(ms: list[float]) -> dict[str, Any]:
 
 
 def _last_reads(h: History) -> pl.DataFrame:
-    """(key, process, t): the invoke time of every txn op of a group member that polled key."""
+    """(key, process, t, done): invoke and completion time of every txn op of a group member
+    that polled key (done: null when it never completed)."""
     ops = h.ops
     txn = ops.filter((pl.col("f").cast(pl.String) == "txn") & pl.col("group_id").is_not_null())
     if txn.is_empty() or h.mops.is_empty():
-        return pl.DataFrame(schema={"key": pl.UInt32, "process": pl.Int64, "t": pl.Int64})
+        return pl.DataFrame(schema={"key": pl.UInt32, "process": pl.Int64, "t": pl.Int64, "done": pl.Int64})
     polls = h.mops.filter(pl.col("kind") == "poll").select("op", "key").unique()
-    return (polls.join(txn.select("op", "process", t="invoke_time"), on="op")
-            .select("key", "process", "t").sort("t"))
+    return (polls.join(txn.select("op", "process", t="invoke_time", done="complete_time"), on="op")
+            .select("key", "process", "t", "done").sort("t"))
 
 
 def rebalance_stats(h: History) -> dict[str, Any] | None:
@@ -72,7 +77,8 @@ def rebalance_stats(h: History) -> dict[str, Any] | None:
         val = ex.get("completion_value")
         val = val if isinstance(val, list) else ex.get("value")
         row = ops.row(int(op), named=True)
-        assigns.append({"op": int(op), "process": row["process"], "done": row["complete_time"] or row["invoke_time"],
+        assigns.append({"op": int(op), "process": row["process"], "at": row["invoke_time"],
+                        "done": row["complete_time"] or row["invoke_time"],
                         "keys": [k for k in (val or []) if isinstance(k, str)],
                         "added": meta.get("added"), "revoke_ns": meta.get("revoke_ns")})
     if not assigns:
@@ -87,13 +93,19 @@ def rebalance_stats(h: History) -> dict[str, Any] | None:
             if k not in h.keys:
                 continue
             kid = h.keys.index(k)
-            before = reads.filter((pl.col("key") == kid) & (pl.col("t") < a["done"]))
+            # the member's own txn op open across the assign (invoked before the consume() call
+            # that ran the callback) read the key after it: not a read before the assign
+            before = reads.filter((pl.col("key") == kid) & (pl.col("t") < a["at"])
+                                  & ~((pl.col("process") == a["process"])
+                                      & (pl.col("done").is_null() | (pl.col("done") > a["at"]))))
             if before.is_empty():
                 continue
             last = before.row(before.height - 1, named=True)
-            if last["process"] != a["process"]:
+            if last["process"] != a["process"]:  # the key moved here from another member
                 handovers.append((a["done"] - last["t"]) / 1e6)
     errors = (ops.filter(pl.col("error").is_not_null()).group_by("error").len().sort("error"))
     fencing = {e: n for e, n in errors.iter_rows() if FENCING.search(str(e))}
-    return {"rebalances": len(assigns), "members": len({a["process"] for a in assigns}),
+    crashes = (ops.filter((pl.col("f").cast(pl.String) == "crash") & pl.col("group_id").is_not_null())
+               .group_by(pl.col("error").fill_null("(none)")).len().sort("error"))
+    return {"member_crashes": dict(crashes.iter_rows()),"rebalances": len(assigns), "members": len({a["process"] for a in assigns}),
             "pause_ms": _summary(pauses), "handover_ms": _summary(handovers), "fencing_errors": fencing}

@@ -166,13 +166,18 @@ def test_rebalance_figures_from_a_tiny_history(tmp_path):
     b.complete(2, "fail", [["poll", {"in/1": [[0, 6]]}], ["send", "out/1", [0, 6]]], dict(g, transactional_id="t2"),
                error=["UNKNOWN_MEMBER_ID", "fenced"], time=2_110_000_000)
     assign(2, ["in/0", "in/1"], ["in/0"], 3_999_000_000)  # done at 4.000 s: 2 s after p1's last read
+    # p2's txn whose consume() ran that callback and read in/0: recorded after the assign, its
+    # invoke time (taken before consume()) earlier than the assign's
+    b.invoke(2, "txn", [["poll"], ["send", "out/0", 7]], dict(g, transactional_id="t2"), time=3_900_000_000)
+    b.complete(2, "ok", [["poll", {"in/0": [[1, 7]]}], ["send", "out/0", [1, 7]]], dict(g, transactional_id="t2"),
+               time=4_100_000_000)
     assign(2, ["in/0", "in/1"], ["in/1"], 4_499_000_000, revoked=["in/1"], revoke_ns=4_200_000_000)
     h = load_history(b.write(tmp_path / "h.jsonl"))
     s = rebalance_stats(h)
     assert s["rebalances"] == 4 and s["members"] == 2
     assert s["handover_ms"] == {"n": 1, "median": 2000.0, "p95": 2000.0, "max": 2000.0}
     assert s["pause_ms"]["n"] == 1 and s["pause_ms"]["median"] == 300.0
-    assert s["fencing_errors"] == {"UNKNOWN_MEMBER_ID": 1}
+    assert s["fencing_errors"] == {"UNKNOWN_MEMBER_ID": 1} and s["member_crashes"] == {}
     # a history without group members has no rebalance figures
     b2 = HistoryBuilder()
     b2.assign(3, ["in/0"])
