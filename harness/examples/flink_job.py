@@ -93,8 +93,11 @@ def main():
     conf.set_string("execution.checkpointing.num-retained", "3")
     if a.restore:
         conf.set_string("execution.state-recovery.path", f"file://{a.restore}")
-    # Python functions run in this JVM through pemja, not in a separate worker process
+    # Python functions run in this JVM through pemja, not in a separate worker process, on this
+    # interpreter (the one PyFlink is installed in; "python" on PATH may lack it)
     conf.set_string("python.execution-mode", "thread")
+    conf.set_string("python.executable", sys.executable)
+    conf.set_string("python.client.executable", sys.executable)
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(a.parallelism)
 
