@@ -218,8 +218,7 @@ class App:
             if not w.wait(timeout=max(1.0, t0 + timeout_s - time.monotonic())):
                 w.kill()
                 problems.append(f"input.preload: {w.name} did not commit its share within {timeout_s:.0f} s; killed")
-            pool.workers.pop(w.name, None)
-            pool.specs.pop(w.name, None)
+            pool.workers.pop(w.name, None)  # no fault picks a preload producer (Pool.client_names)
         self.preloaded = {"records": n, "producers": k, "s": round(time.monotonic() - t0, 2),
                           "complete": not problems}
         history.append({"process": "nemesis", "type": "info", "f": PRELOAD, "value": self.preloaded})

@@ -25,18 +25,31 @@ def _scenario(path: Path):
     return load_entry(path).scenario if path.parent.name == "zoo" else load_scenario(path)
 
 
+class _Done(dict):
+    def get(self, name, default=None):
+        return type("H", (), {"control": [{"app_done": True}]})()
+
+
 class _Pool:
     """Stands in for harness.run.pool.Pool in App.settle: records the catch-up's spec."""
 
     def __init__(self):
         self.specs: list[WorkerSpec] = []
+        #: every instance already done (done: exit), so App.settle's wait ends at once
+        self.workers = _Done()
+        self.replacements: dict[str, str] = {}
+        self.appended: list[dict] = []  # history events (App.preload's)
+
+    def append(self, event: dict) -> None:
+        self.appended.append(event)
 
     def stop(self, names, timeout=None):
         return []
 
     def spawn(self, spec):
         self.specs.append(spec)
-        return type("H", (), {"wait": lambda *_a, **_k: True, "control": [], "kill": lambda *_a: None})()
+        return type("H", (), {"wait": lambda *_a, **_k: True, "control": [], "kill": lambda *_a: None,
+                               "name": spec.name})()
 
 
 def _specs(scn, tmp_path: Path) -> list[WorkerSpec]:
@@ -45,6 +58,10 @@ def _specs(scn, tmp_path: Path) -> list[WorkerSpec]:
     if hasattr(w, "prepare"):
         w.prepare(tmp_path, {"docker_network": "eosc-test"})
     specs = [*w.readers(), *w.writers()]
+    if hasattr(w, "preload"):  # input.preload's producers (stop_after)
+        pre = _Pool()
+        w.preload(pre, pre)
+        specs += pre.specs
     specs += [w.respawn(s) for s in specs]  # a restarted worker's config (fresh values, next spawn)
     specs.append(w.drain())
     if hasattr(w, "settle"):
