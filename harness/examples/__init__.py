@@ -10,6 +10,11 @@ test. ``eos-chaos init`` copies ``copy_service.py`` into a user's folder.
   kafka-streams from Maven and starts it.
 * ``spark_jobs.py``: a PySpark job as a plain function ``transform(df) -> df``; the harness
   supplies the Kafka source and sink (``workload.app.pyspark``).
+* ``flink_job.py``: a PyFlink DataStream job (KafkaSource read_committed, a Python map, KafkaSink
+  EXACTLY_ONCE, checkpoints); ``flink_app.py`` deploys it on PyFlink's own venv with Flink's
+  Kafka connector and restarts it from its newest retained checkpoint. Flags of the job get
+  the source's isolation level, the sink's transaction timeout and its guarantee wrong on
+  purpose (the zoo's app-flink-* entries).
 """
 from pathlib import Path
 
