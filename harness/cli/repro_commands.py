@@ -44,17 +44,23 @@ def f2(
                                                 "find-hanging comes from its kafka-tools jar)"),
     results: Path = typer.Option(Path("results"), help="results root folder"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+    mode: str = typer.Option("hang", help="hang (a committed transaction left open), aborted-becomes-committed "
+                             "(T aborts, its next transaction's COMMIT makes the aborted write visible) or "
+                             "committed-becomes-aborted (T commits, its next transaction's ABORT discards it)"),
 ) -> None:
     """Finding F2 (KAFKA-20734): a committed transaction's marker skipped for a partition whose
     leader is offline. Drives harness/findings/f2.py's steps on a fresh 3-node cluster, keeps
     the brokers' logs and segments, runs kafka-transactions.sh find-hanging into
     logs/find-hanging.txt. Exit 0 when the steps ran, 2 on errors."""
     from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, ArtifactError
-    from harness.findings.f2 import run_f2
+    from harness.findings.f2 import MODES, run_f2
 
+    if mode not in MODES:
+        console.print(f"[red]error:[/] --mode {mode!r}: use one of {', '.join(MODES)}")
+        raise typer.Exit(2)
     require_root("eos-chaos repro", "it creates network namespaces")
     try:
-        res = run_f2(results, kafka_version=kafka_version or DEFAULT_KAFKA_VERSION)
+        res = run_f2(results, kafka_version=kafka_version or DEFAULT_KAFKA_VERSION, mode=mode)
     except (ArtifactError, RuntimeError, TimeoutError) as exc:
         console.print(f"[red]error:[/] {type(exc).__name__}: {exc}")
         raise typer.Exit(2)

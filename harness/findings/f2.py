@@ -24,6 +24,13 @@ Steps (each recorded with its time in ``steps.jsonl``):
     find-hanging`` (harness.findings.hanging) into ``logs/find-hanging.txt``;
  8. after teardown: broker events (harness.cluster.broker_events) and DumpLogSegments of f2-0.
 
+Modes (``mode``): ``hang`` (the steps above); ``aborted-becomes-committed``: T aborts in step 4
+(its ABORT marker for f2-0 is skipped) and in step 6 T itself, the same producer instance and
+epoch, commits v3 to f2-0: that COMMIT marker closes T's open transaction on f2-0 from v1 on, so
+the aborted v1 is read by read_committed consumers (G1a); ``committed-becomes-aborted``: T
+commits in step 4 and in step 6 writes v3 to f2-0 and aborts: the ABORT marker discards the
+committed v1 (a lost write).
+
 Result (``f2.json``): ``committed`` (T's commit returned), ``v1_visible`` / ``v2_visible`` /
 ``v3_visible`` (read_committed), ``lso`` / ``high_watermark`` of f2-0, ``hanging`` (the
 find-hanging rows), ``skipped_marker_lines`` and the evidence lines.
@@ -160,18 +167,25 @@ def _judge(run_dir: Path, meta: dict) -> dict:
     return out
 
 
-def run_f2(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION) -> F2Result:
-    """Drive the steps of the module docstring once; return what they showed. Raises F2Error
-    naming the step that failed, and what harness.findings.bringup raises."""
+MODES = ("hang", "aborted-becomes-committed", "committed-becomes-aborted")
+
+
+def run_f2(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, mode: str = "hang") -> F2Result:
+    """Drive the steps of the module docstring once in ``mode`` (MODES); return what they
+    showed. Raises F2Error naming the step that failed, ValueError for an unknown mode, and what
+    harness.findings.bringup raises."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
     from harness.cluster.broker_events import scan_broker_logs
     from harness.findings.bringup import findings_cluster
     from harness.findings.f1 import replica_lines
     from harness.findings.hanging import find_hanging
 
-    run_dir = Path(results) / "f2-leaderless-marker" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    run_dir = (Path(results) / ("f2-leaderless-marker" if mode == "hang" else f"f2-{mode}")
+               / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
     logs = run_dir / "logs"
     steps: list[dict] = []
-    res: dict = {"kafka_version": kafka_version, "broker": BROKER}
+    res: dict = {"kafka_version": kafka_version, "broker": BROKER, "mode": mode}
     t_start = [time.monotonic()]  # reset once the cluster is up (the lock may be held by others)
 
     def step(name: str, **info) -> None:
@@ -237,16 +251,18 @@ def run_f2(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION) -> F2Re
             time.sleep(1)  # the coordinator's metadata image follows the controller's within ms
 
             commit_ns = rec.now()
+            end = "abort" if mode == "aborted-becomes-committed" else "commit"
             try:
-                client("commit", name="T")
-                res["committed"] = True
+                client(end, name="T")
+                res["committed"] = end == "commit"
+                res["aborted"] = end == "abort"
             except F2Error as exc:
                 res["committed"], res["commit_error"] = False, str(exc)
             rec.op(0, "txn", [["send", keys[0], v1], ["send", keys[1], v2]],
                    [["send", keys[0], [res["v1_offset"], v1]], ["send", keys[1], [res["v2_offset"], v2]]],
                    t_txn, {"transactional_id": tid, "worker": "producer-T", "commit_ns": commit_ns},
-                   "ok" if res["committed"] else "info")
-            step("commit", committed=res["committed"], error=res.get("commit_error"))
+                   "ok" if res["committed"] else ("fail" if res.get("aborted") else "info"))
+            step(end, committed=res["committed"], aborted=res.get("aborted"), error=res.get("commit_error"))
             time.sleep(3)
 
             rec.h.append({"process": "nemesis", "type": "info", "f": "heal", "value": None})
@@ -257,18 +273,23 @@ def run_f2(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION) -> F2Re
                           "value": {"result": [f"cut removed, started n{leader}"], "problems": []}})
             step("healed", after_s=waited, partition=_partition(agent, TOPIC, 0))
 
-            utid = f"f2-later-{run_dir.name}"
+            if mode == "hang":  # another producer, U, commits v3 behind T's open transaction
+                later, process, later_tid, end = "U", 1, f"f2-later-{run_dir.name}", "commit"
+                t0 = rec.now()
+                client("init", name="U", transactional_id=later_tid)
+                rec.op(1, "init", None, None, t0, {"transactional_id": later_tid, "worker": "producer-U"})
+            else:  # T itself, same instance and epoch: its next marker on f2-0 ends v1's transaction too
+                later, process, later_tid = "T", 0, tid
+                end = "commit" if mode == "aborted-becomes-committed" else "abort"
             t0 = rec.now()
-            client("init", name="U", transactional_id=utid)
-            rec.op(1, "init", None, None, t0, {"transactional_id": utid, "worker": "producer-U"})
-            t0 = rec.now()
-            client("begin", name="U")
-            res["v3_offset"] = client("produce", name="U", topic=TOPIC, partition=0, value=str(v3))
+            client("begin", name=later)
+            res["v3_offset"] = client("produce", name=later, topic=TOPIC, partition=0, value=str(v3))
             commit_ns = rec.now()
-            client("commit", name="U")
-            rec.op(1, "txn", [["send", keys[0], v3]], [["send", keys[0], [res["v3_offset"], v3]]], t0,
-                   {"transactional_id": utid, "worker": "producer-U", "commit_ns": commit_ns})
-            step("later-commit", v3=[0, res["v3_offset"]])
+            client(end, name=later)
+            rec.op(process, "txn", [["send", keys[0], v3]], [["send", keys[0], [res["v3_offset"], v3]]], t0,
+                   {"transactional_id": later_tid, "worker": f"producer-{later}", "commit_ns": commit_ns},
+                   "ok" if end == "commit" else "fail")
+            step(f"later-{end}", producer=later, v3=[0, res["v3_offset"]])
 
             t0 = rec.now()
             reads = {f"{TOPIC}/{p}/{iso}": client("read", topic=TOPIC, partition=p, isolation=iso, timeout=90)
@@ -316,9 +337,9 @@ def run_f2(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION) -> F2Re
     res["skipped_marker_lines"] = [line for f in sorted(logs.glob("n*.log"))
                                    for line in f.read_text(errors="replace").splitlines()
                                    if "likely deleted" in line and TOPIC + "-0" in line]
-    evidence = [f"# f2-0 (leader n{res.get('leader')}, follower n{res.get('follower')}), coordinator "
+    evidence = [f"# mode {mode}: f2-0 (leader n{res.get('leader')}, follower n{res.get('follower')}), coordinator "
                 f"n{res.get('coordinator')}; error: {res.get('error')}; "
-                f"T committed={res.get('committed')}, v1 visible={res.get('v1_visible')}, v2 visible="
+                f"T committed={res.get('committed')}, aborted={res.get('aborted')}, v1 visible={res.get('v1_visible')}, v2 visible="
                 f"{res.get('v2_visible')}, v3 visible={res.get('v3_visible')}, LSO {res.get('lso')} / high "
                 f"watermark {res.get('high_watermark')}; find-hanging rows {len(res.get('hanging') or [])}"]
     evidence += [f"  broker log: {line.strip()[:400]}" for line in res["skipped_marker_lines"]]
