@@ -58,3 +58,25 @@ def test_missing_input_below_the_apps_committed_offset_is_a_loss_not_a_stall():
     assert [(c["anomaly"], c.get("unknown", False)) for c in app_cases(h, not_yet)] == [
         ("app-stalled", False), ("eos-loss", True)]
     assert check(h, meta={"app": not_yet}).valid == "unknown"
+
+
+def test_init_flink_writes_the_job_and_a_one_instance_scenario(tmp_path):
+    from typer.testing import CliRunner
+
+    from harness.cli.main import app as cli
+
+    r = CliRunner().invoke(cli, ["init", str(tmp_path), "--flink"])
+    assert r.exit_code == 0, r.output
+    scn = load_scenario(tmp_path / "eos-chaos.yaml")
+    a = scn.workload.app
+    assert a.instances == 1 and a.command[:5] == ["{python}", "-m", "harness.examples.flink_app", "--job", "flink_job.py"]
+    assert {f.fault for f in scn.nemesis.faults} == {"kill-client", "pause-client", "kill", "pause"}
+    assert (tmp_path / "flink_job.py").read_text() == (flink_app.JOB).read_text()
+    assert "flink" in collect_versions(scn)
+    both = CliRunner().invoke(cli, ["init", str(tmp_path / "x"), "--flink", "--command", "java -jar a.jar"])
+    assert both.exit_code == 2 and "not both" in both.output
+
+
+def test_job_file_imports_nothing_of_the_harness():
+    text = flink_app.JOB.read_text()
+    assert "harness" not in text.split('"""')[2]  # the code after the docstring: PyFlink only
