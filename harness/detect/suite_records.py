@@ -121,6 +121,8 @@ def make_record(cell: Any, suite_dir: str | Path, *, status: str, started: float
         "started_at": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
         "wall_s": round(wall_s, 1), "waited_s": round(waited_s, 1),
         "versions": v.versions or {},  # harness.run.versions: what exactly was tested
+        # group members' rebalances (checkers.rebalances), to compare group protocols across runs
+        "rebalances": (v.stats or {}).get("rebalances"),
     }
 
 
