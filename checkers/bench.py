@@ -60,11 +60,11 @@ print(json.dumps({"load_s": t2 - t1, "check_s": t3 - t2, "import_s": t1 - t0,
 _FLOOR = r"""
 import json, resource, sys, time
 import orjson
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 with open(sys.argv[1], "rb") as fh:
     events = [orjson.loads(line) for line in fh]
-t1 = time.perf_counter()
-print(json.dumps({"parse_s": t1 - t0, "events": len(events),
+t1, c1 = time.perf_counter(), time.process_time()
+print(json.dumps({"parse_s": t1 - t0, "parse_cpu_s": c1 - c0, "events": len(events),
                   "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
 """
 
@@ -141,7 +141,10 @@ def run_bench(n_ops: int, seed: int = 0, shape: str = "default", finders: bool =
     alone), "cpu_user_s", "cpu_sys_s", "page_faults",
     "peak_rss_bytes" (of the checking process), "rss_under_2gib" (peak_rss_bytes < 2 GiB),
     "parse_floor_s" (orjson reading every line into Python objects, in its own process, after
-    the check), "parse_floor_rss_bytes", "floor_ratio" (seconds / parse_floor_s), "load_avg" (1-minute load average before and
+    the check), "parse_floor_cpu_s" (that process's CPU for it), "parse_floor_rss_bytes",
+    "floor_ratio" (seconds / parse_floor_s: wall clock, moved by the machine's load, since the
+    checker runs on every core and the floor on one), "floor_cpu_ratio" (cpu_seconds_s /
+    parse_floor_cpu_s: CPU against CPU, the figure that repeats on a busy machine), "load_avg" (1-minute load average before and
     after), "valid" (must be True), "anomaly_counts", "unknown_reasons"}; with ``finders``
     also "half_ops" (ops of the N/2 history), "finders" ({name: {"cpu_s", "wall_s", "cases",
     "cpu_s_half" (on the N/2 history), "scaling" (cpu_s / cpu_s_half; None when cpu_s_half <
@@ -198,6 +201,8 @@ def run_bench(n_ops: int, seed: int = 0, shape: str = "default", finders: bool =
         "parse_floor_s": round(floor["parse_s"], 3),
         "parse_floor_rss_bytes": floor["peak_rss_bytes"],
         "floor_ratio": round(seconds / floor["parse_s"], 2) if floor["parse_s"] else None,
+        "parse_floor_cpu_s": round(floor["parse_cpu_s"], 3),
+        "floor_cpu_ratio": round(r["cpu_seconds_s"] / floor["parse_cpu_s"], 2) if floor["parse_cpu_s"] else None,
         "load_avg": [round(load_before, 2), round(load_after, 2)],
         "valid": r["valid"],
         "anomaly_counts": r["anomaly_counts"],
