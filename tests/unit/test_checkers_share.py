@@ -179,3 +179,23 @@ def test_negative_control_on_a_real_share_run():
     found = {c["anomaly"] for c in share_cases(h, meta.share)}
     assert found <= {"share-duplicate"}, found
     assert share_stats(h, meta.share)["records_processed"] > 0
+
+
+@pytest.mark.skipif(not (REAL / "history.jsonl").exists(), reason="no real share run kept")
+def test_real_share_run_is_valid_and_losing_one_output_is_caught():
+    import json
+
+    from checkers.verdict import check_run
+
+    assert check_run(REAL).valid is True
+    meta = json.loads((REAL / "meta.json").read_text())
+    events = [json.loads(x) for x in (REAL / "history.jsonl").read_text().splitlines()]
+    # the first process op of the run never happened: its records were accepted without output
+    first = next(e for e in events if e.get("f") == "process" and e["type"] == "ok")
+    pair = [e for e in events if e.get("f") == "process" and e["process"] == first["process"]
+            and e["time"] <= first["time"]][-2:]
+    kept = [e for e in events if e not in pair]
+    kept = [dict(e, index=i) for i, e in enumerate(kept)]
+    lost = [c for c in share_cases(load_history(kept), meta["share"]) if c["anomaly"] == "share-lost"]
+    n = sum(len(v) for v in first["value"].values())
+    assert len(lost) == n and all("accepted" in c["explanation"] for c in lost), lost[:2]
