@@ -43,7 +43,9 @@ Anomalies (docs/anomalies.md):
   one output partition in the opposite order of their input offsets.
 * ``app-stalled`` (liveness): an input committed during the load whose output the harness's
   readers first saw more than ``lag_bound_s`` after the input's commit, or never during the
-  load while the final drain found it.
+  load while the final drain found it. A preloaded input (``input.preload``, committed before
+  the last ``preload`` event: checkers.unavailable.load_start) counts from the load's start,
+  when the instances start, not from its commit.
 * ``app-verify``: a finding of the user's own verifier (``output.verify``, for outputs that are
   not one record per input: harness.workloads.app_verify), with its ``kind``; with a verifier
   the record-by-record checks above are not run (``match: none``).
@@ -67,6 +69,7 @@ import polars as pl
 from .history import History
 from .log import log, writes
 from .reprocessing import explain_app
+from .unavailable import load_start
 
 #: the input producers' cycles Kafka allows: reported apart for the app workload (module docstring)
 INPUT_SIDE = ("G0", "G0-process", "G0-realtime", "G1c-realtime")
@@ -238,10 +241,13 @@ def app_cases(h: History, app: dict | None = None) -> list[dict]:
     if app.get("order") == "per-partition":
         out += _reorders(obs, committed)
     bound = app.get("lag_bound_s")
+    start = load_start(h)
     if bound is not None:
         for v, (k, o, t) in sorted(committed.items()):
             if t is None or v not in occ:
                 continue
+            if start is not None and t < start:  # preloaded: no instance ran before the load started
+                t = start
             seen = first_seen.get(v)
             lag_s = None if seen is None else (seen - t) / 1e9
             if seen is None or lag_s > bound:
@@ -290,7 +296,9 @@ def app_stats(h: History, app: dict | None = None) -> dict:
             outputs[key] += 1
         if v is not None and not final and t is not None:
             first_seen[v] = min(first_seen.get(v, t), t)
-    lags = sorted((first_seen[v] - t) / 1e6 for v, (_k, _o, t) in committed.items() if t is not None and v in first_seen)
+    start = load_start(h) or 0  # a preloaded input waits from the load's start, when the instances start
+    lags = sorted((first_seen[v] - max(t, start)) / 1e6 for v, (_k, _o, t) in committed.items()
+                  if t is not None and v in first_seen)
     q = {}
     if lags:
         q = {"p50": round(lags[len(lags) // 2], 1), "p99": round(lags[min(len(lags) - 1, int(len(lags) * 0.99))], 1),

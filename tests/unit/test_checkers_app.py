@@ -177,3 +177,25 @@ def test_real_streams_run_is_valid_without_an_expected_line():
     assert v.valid is True, (v.failing, v.unknown_reasons)
     strict = dict(meta, app=dict(meta["app"], input_cycles="fail"))
     assert check(d / "history.jsonl", meta=strict, allowed=()).failing == ["G0"]
+
+
+def test_a_preloaded_input_waits_from_the_loads_start():
+    """Issue 36: input.preload commits the input before any instance starts; its lag counted from
+    its commit made every input of a batch copier app-stalled (tens of thousands in the first
+    real run). It counts from the last preload event, when the load and the instances start."""
+    S = 1_000_000_000
+    b = HistoryBuilder()
+    b.nemesis("preload")
+    b.txn(0, [("in/0", 1, 0)], tid="pre")                # committed at ~0 s
+    b.nemesis("preload")
+    b.events[-1]["time"] = 50 * S                        # the preload (and so the load) ends at 50 s
+    b.time = 50 * S
+    b.assign(1, ["in/0", "out/0"])
+    app_poll(b, 1, {"out/0": [(0, 1)]}, time=70 * S)     # seen 70 s after its commit, 20 s into the load
+    b.poll(1, {"in/0": [(0, 1)]}, final=True)
+    app_poll(b, 1, {"out/0": [(0, 1)]}, final=True)
+    h = load_history(b.events)
+    app = dict(APP, input_keys=["in/0"], lag_bound_s=60.0)
+    assert [c["anomaly"] for c in app_cases(h, app)] == []
+    assert 19_000 < check(h, meta={"app": app}).stats["app"]["lag_ms"]["max"] < 21_000
+    assert [c["anomaly"] for c in app_cases(h, dict(app, lag_bound_s=10.0))] == ["app-stalled"]
