@@ -253,6 +253,7 @@ class App:
         """output.verify: write the committed input (from the history) beside the output the
         drain read, run the user's verifier, return its result (harness.workloads.app_verify)."""
         v = self.spec.output.verify
+        run_dir = Path(run_dir).resolve()  # the verifier runs in the scenario's folder
         f = app_verify.files(run_dir)
         f["input"].parent.mkdir(parents=True, exist_ok=True)
         try:
