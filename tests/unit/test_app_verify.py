@@ -158,3 +158,28 @@ def test_word_count_verifier(tmp_path, capsys):
     kinds = sorted((x["kind"], x["word"]) for x in bad if "kind" in x)
     assert kinds == [("count-too-high", "a"), ("count-too-high", "z"), ("count-too-low", "b"), ("count-too-low", "c"),
                      ("count-went-down", "b"), ("unknown-word", "q")]
+
+
+def test_app_runs_the_verifier_on_its_files_from_a_relative_run_folder(tmp_path, monkeypatch):
+    """The first real run gave the verifier paths relative to the harness's folder while it ran
+    in the scenario's: 'No such file or directory'. The paths are absolute."""
+    run = tmp_path / "results" / "r1"
+    (run / "logs").mkdir(parents=True)
+    (tmp_path / "scenario").mkdir()  # where the verifier runs: not the harness's folder
+    b = HistoryBuilder()
+    b.txn(0, [("in/0", 1000, 0)], tid="p")
+    b.assign(1, ["in/0"])
+    b.poll(1, {"in/0": [(0, 1000)]}, final=True)
+    b.write(run / "history.jsonl")
+    code = ("import json, sys; rows = [json.loads(x) for x in open(sys.argv[1])]; open(sys.argv[2]);"
+            "print(json.dumps({{'stats': {{'inputs': len(rows)}}}}))")  # {{ }}: a literal brace
+    spec = AppSpec.model_validate({"app": {"command": ["x"], "cwd": str(tmp_path / "scenario")}, "input": {"partitions": 1},
+                                   "output": {"verify": {"command": [sys.executable, "-c", code, "{input_file}",
+                                                                     "{output_file}"]}}})
+    app = App(spec, "b:9092", seed=1)
+    monkeypatch.chdir(tmp_path)
+    app.prepare(Path("results/r1"))
+    app.drain()  # makes app/verify/ and names the output file the drain appends to
+    res = app.verify(Path("results/r1"))
+    assert res["error"] is None and res["stats"] == {"inputs": 1} and res["inputs"] == 1 and res["outputs"] == 0
+    assert res["files"]["input"] == "app/verify/input.jsonl"
