@@ -153,8 +153,11 @@ def main(argv: list[str]) -> None:
     restore = newest_checkpoint(checkpoints)
     print(f"flink_app: PyFlink {FLINK_VERSION}, {jar.name}; "
           + (f"resuming from {restore}" if restore else "no retained checkpoint: starting afresh"), flush=True)
+    # the Python map runs in the JVM (pemja): that embedded interpreter does not know it belongs to
+    # the venv, so it gets the venv's site-packages (pemja, pyflink) on its path
+    site = [str(p) for p in sorted(python.parent.parent.glob("lib/python*/site-packages"))]
     env = dict(os.environ, JVM_ARGS=JVM_ARGS, FLINK_LOG_DIR=str(work / "log"), LOG4J_PROPERTIES=str(log4j),
-               PYTHONUNBUFFERED="1")
+               PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join([*site, *filter(None, [os.environ.get("PYTHONPATH")])]))
     args = [str(python), a.job, *job_args, "--connector-jar", str(jar), "--checkpoint-dir", str(checkpoints),
             *(["--restore", str(restore)] if restore else [])]
     os.execve(str(python), args, env)
