@@ -15,6 +15,8 @@ Everything here is idempotent and works offline once cached.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -452,6 +454,20 @@ def java_client_libs(version: str, *, fetch: bool = True) -> Path:
                       f"org.apache.kafka:kafka-clients:{version}", fetch=fetch)
 
 
+@contextlib.contextmanager
+def build_lock(home: Path):
+    """Hold an exclusive lock on ``home/.build.lock`` while a cached artifact under ``home`` is
+    built: several processes that need it at once (an app's instances starting together) build
+    it once, the others wait and then find it complete."""
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".build.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def maven_libs(home: Path, artifact_id: str, version: str, deps: list[tuple[str, str, str]], what: str,
                *, fetch: bool = True) -> Path:
     """``home/libs``: the jars of ``deps`` (groupId, artifactId, version) with their runtime
@@ -465,7 +481,14 @@ def maven_libs(home: Path, artifact_id: str, version: str, deps: list[tuple[str,
         raise ArtifactError(f"{what} is not cached at {home}: run `eos-chaos setup`")
     _require("java", "install a JDK 17+ (Debian: apt-get install -y openjdk-17-jdk-headless)")
     mvn = _require("mvn", "install Maven (Debian: apt-get install -y maven)")
-    home.mkdir(parents=True, exist_ok=True)
+    with build_lock(home):
+        if (home / ".complete").exists():  # built by another process while this one waited
+            return libs
+        return _maven_copy(mvn, home, libs, artifact_id, version, deps, what)
+
+
+def _maven_copy(mvn: str, home: Path, libs: Path, artifact_id: str, version: str,
+                deps: list[tuple[str, str, str]], what: str) -> Path:
     staging = home / "libs.partial"
     shutil.rmtree(staging, ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix="eosc-java-pom-") as tmp:

@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.cluster.artifacts import (DEFAULT_KAFKA_VERSION, ArtifactError, _require, cache_dir,
+from harness.cluster.artifacts import (DEFAULT_KAFKA_VERSION, ArtifactError, _require, build_lock, cache_dir,
                                        maven_libs)
 
 SRC = Path(__file__).resolve().parent / "streams" / "CopyStreams.java"
@@ -41,8 +41,12 @@ def classpath(version: str = DEFAULT_KAFKA_VERSION, *, fetch: bool = True) -> st
                       f"org.apache.kafka:kafka-streams:{version}", fetch=fetch)
     digest = hashlib.sha256(b"".join(s.read_bytes() for s in SOURCES)).hexdigest()[:12]
     out = home / f"classes-{digest}"
-    if not (out / ".complete").exists():
-        javac = _require("javac", "install a JDK 17+ (Debian: apt-get install -y openjdk-17-jdk-headless)")
+    if (out / ".complete").exists():
+        return f"{out}:{libs}/*"
+    javac = _require("javac", "install a JDK 17+ (Debian: apt-get install -y openjdk-17-jdk-headless)")
+    with build_lock(home):  # an app's instances start together: one compiles, the others wait
+        if (out / ".complete").exists():
+            return f"{out}:{libs}/*"
         staging = out.with_name(out.name + ".partial")
         shutil.rmtree(staging, ignore_errors=True)
         proc = subprocess.run([javac, "-nowarn", "--release", "17", "-encoding", "UTF-8", "-d", str(staging),
