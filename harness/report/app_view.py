@@ -437,4 +437,26 @@ def app_section(h: "History", stats_app: dict | None, app_meta: dict | None,
             "lanes": rows, "inputs": parts["inputs"], "outputs": parts["outputs"],
             "catch_up": catch_up_summary(app_meta), "lag": lag_rows(stats_app, app_meta),
             "semantics": app_meta.get("semantics"), "drain_complete": app_meta.get("drain_complete"),
-            "match_error": app_meta.get("match_error")}
+            "match_error": app_meta.get("match_error"), "batch": batch_rows(app_meta)}
+
+
+def batch_rows(app_meta: dict) -> list[tuple[str, str]]:
+    """(name, text) rows of meta.json's ``app.preload`` (input.preload), ``app.batch`` (done:
+    exit: did every instance exit 0) and ``app.verify`` (the user's verifier), those present."""
+    rows = []
+    pre = app_meta.get("preload")
+    if isinstance(pre, dict):
+        rows.append(("preload", f"{pre.get('records', '?'):,} records by {pre.get('producers', '?')} producer(s) in "
+                                f"{pre.get('s', '?')} s before any instance started"
+                                + ("" if pre.get("complete", True) else " (did not complete)")))
+    b = app_meta.get("batch")
+    if isinstance(b, dict):
+        rows.append(("done: exit", f"every instance exited 0 ({b.get('waited_s')} s after the load)" if b.get("done")
+                     else f"not done after {b.get('waited_s')} s: {', '.join(b.get('not_done') or [])}"))
+    v = app_meta.get("verify")
+    if isinstance(v, dict):
+        what = (f"could not judge: {v['error']}" if v.get("error") else
+                f"{v.get('count', 0)} finding(s) in {v.get('seconds', '?')} s on {v.get('inputs', '?')} committed "
+                f"inputs and {v.get('outputs', '?')} output records" + (f"; stats {v['stats']}" if v.get("stats") else ""))
+        rows.append(("output.verify", f"{' '.join(map(str, v.get('command') or []))}: {what}"))
+    return rows

@@ -289,3 +289,18 @@ def test_input_side_cycles_have_their_own_section(tmp_path):
     assert 'id="input-side"' in html and "input side (the harness&#39;s input producers)" in html
     side = html[html.index('id="input-side"'):]
     assert 'id="g0"' in side.lower() or "G0" in side
+
+
+def test_batch_rows_say_how_the_preload_the_batch_and_the_verifier_went():
+    from harness.report.app_view import batch_rows
+
+    rows = dict(batch_rows({"preload": {"records": 15000, "producers": 1, "s": 9.8, "complete": True},
+                            "batch": {"done": False, "waited_s": 120.0, "not_done": ["app-1"]},
+                            "verify": {"command": ["python", "v.py"], "count": 2, "seconds": 0.4, "inputs": 10,
+                                       "outputs": 12, "error": None}}))
+    assert rows["preload"].startswith("15,000 records by 1 producer(s)")
+    assert rows["done: exit"] == "not done after 120.0 s: app-1"
+    assert rows["output.verify"].startswith("python v.py: 2 finding(s)")
+    bad = dict(batch_rows({"verify": {"command": ["v"], "error": "output.verify exited with code 1"}}))
+    assert bad["output.verify"] == "v: could not judge: output.verify exited with code 1"
+    assert batch_rows({}) == []
