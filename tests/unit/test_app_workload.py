@@ -215,18 +215,18 @@ def test_app_spec_survives_a_dump_and_reload():
 def test_transactional_copier_scenario_preloads_and_runs_one_copier_per_partition():
     scn = load_scenario(ROOT / "scenarios" / "app-transactional-copier.yaml")
     w = scn.workload
-    assert w.input.preload == 30000 and w.input.producers == 0 and not w.input.transactional
+    assert w.input.preload == 15000 and w.input.producers == 0 and not w.input.transactional
     assert w.app.done == "exit" and w.app.instances == w.input.partitions
     assert "{kafka_tools}" in w.app.command and "{instance}" in w.app.command
     app = App(w, "b:9092", seed=1)
     assert app.producers() == []  # a pure batch run: no live input
-    specs = [app._producer(i, "preload", n) for i, n in enumerate((10000, 10000, 10000))]
+    specs = [app._producer(i, "preload", n) for i, n in enumerate((5000, 5000, 5000))]
     assert [s.name for s in specs] == ["preload-0", "preload-1", "preload-2"]
-    assert {s.role for s in specs} == {"idempotent-producer"} and specs[0].cfg["stop_after"] == 10000
+    assert {s.role for s in specs} == {"idempotent-producer"} and specs[0].cfg["stop_after"] == 5000
     from harness.detect.zoo import load_entry
 
     for zoo in ("app-copier-fresh-txn-id", "control-app-transactional-copier"):
-        assert load_entry(ROOT / "scenarios" / "zoo" / f"{zoo}.yaml").scenario.workload.input.preload == 30000
+        assert load_entry(ROOT / "scenarios" / "zoo" / f"{zoo}.yaml").scenario.workload.input.preload == 15000
 
 
 def test_no_live_input_needs_a_preload(tmp_path):
