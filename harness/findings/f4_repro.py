@@ -42,8 +42,8 @@ records go to every partition, so a member started at ``latest`` reads them and 
 (RECORDS) shows what it skipped; a first offset above COMMITTED counts as reproduced too.
 
 Usage: ``python f4_repro.py --bootstrap HOST:PORT[,...] [--tries N] [--variant V ...]
-[--assignor A] [--group-protocol P] [--reset R] [--json] [--debug-log FILE]``. Prints one line per try and a summary; ``--json`` prints one
-JSON object per try and a summary object. Exit code 0 when every try ran (whatever it
+[--assignor A] [--group-protocol P] [--reset R] [--json] [--debug-log FILE]``. Prints one line
+per try and a summary; ``--json`` prints one JSON object per try and a summary object. Exit code 0 when every try ran (whatever it
 showed), 2 on a setup error (the message says what to fix). Versions seen:
 docs/findings/F4.md.
 """

@@ -26,11 +26,11 @@ transactional.id after the abort (its init_transactions() bumps the epoch).
 committed offsets 50. The pending transactional offset commit is played by errors: every
 OffsetFetch is answered UNSTABLE_OFFSET_COMMIT (KIP-447) until the "abort", when the errors
 are cleared. C1 joins, C2 joins 4 s later (the rebalance), the errors are cleared at 16 s,
-the members stop 10 s later.
-The members use session.timeout.ms 3000 and retry.backoff.ms 8000 (why: in f4_try). The mock
-also sets the response's group-level error, so librdkafka hands the application one "Failed to
-fetch committed offsets ... unstable offsets" error a Kafka broker does not cause. Reproduced when a member's first record of a partition is below 50 (earliest) or above it
-(latest). Variants: ``rebalance``; controls ``no-rebalance`` (no C2) and ``no-pending`` (no
+the members stop 10 s later. The members use session.timeout.ms 3000 and retry.backoff.ms
+8000 (why: in f4_try). The mock also sets the response's group-level error, so librdkafka
+hands the application one "Failed to fetch committed offsets ... unstable offsets" error a
+Kafka broker does not cause. Reproduced when a member's first record of a partition is below
+50 (earliest) or above it (latest). Variants: ``rebalance``; controls ``no-rebalance`` (no C2) and ``no-pending`` (no
 errors). ``--assignor``, ``--group-protocol`` and ``--reset`` as in f4_repro.py.
 
 ``f3`` (one try, variant ``fenced``): a static member (group.instance.id) whose next Heartbeat
