@@ -12,14 +12,16 @@ it. The group's configs are the scenario's: ``share.isolation.level`` (``isolati
 set by each consumer with IncrementalAlterConfigs on the GROUP resource before it subscribes.
 
 The brokers bound the group configs (``group.share.min/max.record.lock.duration.ms``, 15 s /
-60 s by default; ``group.share.min/max.delivery.count.limit``, 2 / 10): a lock shorter than
-15 s needs ``cluster.broker: {group.share.min.record.lock.duration.ms: ...}`` (scenarios/share.yaml).
+60 s by default; ``group.share.min/max.delivery.count.limit``, 2 / 10;
+``group.share.min.session.timeout.ms`` 45 s, ``group.share.min.heartbeat.interval.ms`` 5 s): a
+lock or session shorter than that needs ``cluster.broker`` (scenarios/share.yaml).
 Share groups are on by default from Kafka 4.2.0 (``share.version=1``; 4.4.0: ``2``, with the
 dead-letter queue; harness.cluster.releases).
 
 After the load, ``settle`` stops the producers and waits until no consumer acquired anything
-for ``settle_quiet_s`` (at most ``settle_bound_s``): records released, or whose lock expired,
-are delivered again meanwhile. The final drain is txn-queue's: a plain consumer reads every
+for ``quiet_s()`` (at most ``settle_bound_s``): records released, or whose lock expired, are
+delivered again meanwhile, and a killed member's session (``session_timeout_ms``) expires so
+that its partitions go to a live member (until then the group hands their records to nobody). The final drain is txn-queue's: a plain consumer reads every
 key to its end at the same isolation level, which gives the checkers the committed log.
 Ops, and what the checkers find: docs/history.md "Share groups", checkers/share_group.py.
 """
@@ -29,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from checkers.run import DEFAULT_ISOLATION_LEVEL, IsolationLevel
 
@@ -65,6 +67,11 @@ class ShareSpec(ClientSpec):
     lock_duration_ms: int = Field(15_000, ge=1_000, le=3_600_000)
     #: the group's share.delivery.count.limit: deliveries before the record is archived
     delivery_count_limit: int = Field(5, ge=2, le=100)
+    #: the group's share.session.timeout.ms: a member that stops heartbeating (killed) keeps
+    #: its partitions this long, and nobody is handed their records meanwhile
+    session_timeout_ms: int = Field(45_000, ge=1_000, le=3_600_000)
+    #: the group's share.heartbeat.interval.ms (below session_timeout_ms)
+    heartbeat_interval_ms: int = Field(5_000, ge=100, le=3_600_000)
     ack: ShareAck = Field(default_factory=ShareAck)
     #: other group configs to set (e.g. errors.deadletterqueue.topic.name on 4.4.0)
     group_configs: dict[str, str] = Field(default_factory=dict)
@@ -73,16 +80,33 @@ class ShareSpec(ClientSpec):
     #: after the load: no acquisition for this long ends the settle step, seconds
     settle_quiet_s: float = Field(8.0, gt=0, le=MAX_TIME_S)
     #: the settle step's longest wait, seconds
-    settle_bound_s: float = Field(90.0, gt=0, le=MAX_TIME_S)
+    settle_bound_s: float = Field(120.0, gt=0, le=MAX_TIME_S)
     # what txn-queue's producers read (not offered here)
     flush_timeout_s: float | None = None
     inflight_abort: Literal["replace"] = "replace"
+
+    @model_validator(mode="after")
+    def _heartbeat_below_session(self) -> "ShareSpec":
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ValueError(f"heartbeat_interval_ms ({self.heartbeat_interval_ms}) must be below "
+                             f"session_timeout_ms ({self.session_timeout_ms})")
+        return self
+
+    def quiet_s(self) -> float:
+        """How long no acquisition must last before the settle step ends: settle_quiet_s, and at
+        least long enough for a killed member's session to expire and its partitions' records
+        (locked up to the lock duration) to be handed to a live member: session + lock + two
+        heartbeats + 1 s."""
+        return max(self.settle_quiet_s,
+                   (self.session_timeout_ms + self.lock_duration_ms + 2 * self.heartbeat_interval_ms) / 1000 + 1)
 
     def group_config(self) -> dict[str, str]:
         """The group configs every consumer sets (module docstring)."""
         return {"share.isolation.level": self.isolation_level,
                 "share.record.lock.duration.ms": str(self.lock_duration_ms),
                 "share.delivery.count.limit": str(self.delivery_count_limit),
+                "share.session.timeout.ms": str(self.session_timeout_ms),
+                "share.heartbeat.interval.ms": str(self.heartbeat_interval_ms),
                 "share.auto.offset.reset": "earliest", **self.group_configs}
 
 
@@ -118,6 +142,7 @@ class Share(TxnQueue):
         ``settle_quiet_s`` (at most ``settle_bound_s``). Returns problems."""
         problems = pool.stop([n for n in list(pool.workers) if n.startswith("producer-")], timeout=90)
         s = self.spec
+        need = s.quiet_s()
         t0 = time.monotonic()
         quiet_since, last_total = t0, -1
         while time.monotonic() - t0 < s.settle_bound_s:
@@ -128,12 +153,12 @@ class Share(TxnQueue):
                     total += seen[-1]["share_acquired"] if seen else 0
             if total != last_total:
                 quiet_since, last_total = time.monotonic(), total
-            elif time.monotonic() - quiet_since >= s.settle_quiet_s:
+            elif time.monotonic() - quiet_since >= need:
                 break
             time.sleep(0.5)
         waited = round(time.monotonic() - t0, 1)
-        quiet = time.monotonic() - quiet_since >= s.settle_quiet_s
-        self.settled = {"waited_s": waited, "quiet": quiet}
+        quiet = time.monotonic() - quiet_since >= need
+        self.settled = {"waited_s": waited, "quiet": quiet, "quiet_needed_s": round(need, 1)}
         if not quiet:
             problems.append(f"the share consumers still acquired records after {waited} s "
                             f"(settle_bound_s); unacknowledged records may show as share-lost")

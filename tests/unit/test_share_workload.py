@@ -24,7 +24,9 @@ def test_share_yaml_builds_valid_worker_configs():
         check_config(spec.role, spec.cfg)  # every field fits the role's model
     gc = readers[0].cfg["group_configs"]
     assert gc == {"share.isolation.level": "read_committed", "share.record.lock.duration.ms": "5000",
-                  "share.delivery.count.limit": "4", "share.auto.offset.reset": "earliest"}
+                  "share.delivery.count.limit": "4", "share.session.timeout.ms": "6000",
+                  "share.heartbeat.interval.ms": "1000", "share.auto.offset.reset": "earliest"}
+    assert scn.workload.quiet_s() == 14.0  # session 6 s + lock 5 s + 2 heartbeats + 1 s
     assert readers[0].cfg["group_id"] == readers[1].cfg["group_id"] and readers[0].cfg["seed"] != readers[1].cfg["seed"]
     assert drain.cfg["consumer"] == {} and drain.cfg["isolation_level"] == "read_committed"
     m = w.meta()["share"]
@@ -47,6 +49,7 @@ def test_java_client_puts_the_java_role_on_consumers_and_producers():
     ({"delivery_count_limit": 1}, "delivery_count_limit"),
     ({"lock_duration_ms": 10}, "lock_duration_ms"),
     ({"ack": {"release_probabilty": 0.1}}, "release_probabilty"),
+    ({"heartbeat_interval_ms": 6000}, "heartbeat_interval_ms"),
 ])
 def test_bad_share_settings_are_refused(tmp_path, edit, msg):
     import yaml
