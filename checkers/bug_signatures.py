@@ -44,6 +44,7 @@ class RunFacts:
     client_version: str | None = None
     tv: tuple[int, ...] = ()             # transaction protocol versions the producers used; () unknown
     broker_events: dict = field(default_factory=dict)   # harness.cluster.broker_events
+    client_events: dict = field(default_factory=dict)   # harness.run.client_events
     producer: dict | None = None         # the workload's producer settings; None unknown
     inflight_abort: str | None = None    # txn-queue: "replace" | "reuse"; None unknown
     workload: str | None = None
@@ -86,6 +87,7 @@ def run_facts(meta: RunMeta | dict | None, workload: dict | None = None) -> RunF
         prod = {**prod, "compression.type": w["compression"]}  # workload.compression (ClientSpec)
     return RunFacts(kafka=str(kafka) if kafka else None, client=client, client_version=client_version, tv=tv,
                     broker_events=m.get("broker_events") if isinstance(m.get("broker_events"), dict) else {},
+                    client_events=m.get("client_events") if isinstance(m.get("client_events"), dict) else {},
                     producer=prod, inflight_abort=w.get("inflight_abort"),
                     workload=m.get("workload") or w.get("name"),
                     isolation_level=next((x for x in (w.get("isolation_level"), m.get("isolation_level"))
@@ -387,6 +389,27 @@ def range_kafka_19367(f: RunFacts) -> str | None:
 
 def range_kafka_20090(f: RunFacts) -> str | None:
     return kafka_between(f, (4, 0, 0), (4, 3, 0), "KAFKA-20090 is in 4.0.0-4.2.x") or needs_tv2(f)
+
+
+#: the liveness reports a consumer that stopped making progress on its partitions leaves
+STALL_KINDS = ("app-stalled", "pipeline-stalled", "unavailable")
+
+
+def sig_kafka_20765(v: Verdict, f: RunFacts) -> Fit | None:
+    """KAFKA-20765: the clients' offset-fetch-dedup-spin event (harness.run.client_events: a
+    line only an affected kafka-clients writes) with a stall report; the event alone, no stall
+    reported, is a doubt."""
+    ev = f.client_events.get("offset-fetch-dedup-spin")
+    if not isinstance(ev, dict) or not ev:
+        return None
+    stalls = found(v, *STALL_KINDS)
+    where = f"{ev.get('count', '?')} line(s) in {', '.join(ev.get('logs') or [ev.get('log') or '?'])}"
+    line = f"client event offset-fetch-dedup-spin ({where}): {str(ev.get('first', ''))[:200]}"
+    if not stalls:
+        return Fit("the consumer spun on a chained OffsetFetch, but no stall was reported", [line],
+                   doubt="no stall report (app-stalled, pipeline-stalled, unavailable) in the verdict")
+    return Fit(f"a consumer spun on a chained OffsetFetch ({where}) and the run reports "
+               f"{', '.join(stalls)}", [line, *evidence(v, stalls)])
 
 
 def sig_never(v: Verdict, f: RunFacts) -> Fit | None:

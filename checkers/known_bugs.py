@@ -211,6 +211,23 @@ CATALOGUE: tuple[KnownBug, ...] = (
         "transaction ONGOING. Checked in the release jars' bytecode: the !isEpochFence guard is in 4.0.1, 4.1.2 and "
         "4.2.2 and gone in 4.3.0 (docs/detection-runs/2026-11-26-kafka-19367.md); measured 2/2 on 4.2.2, 0/2 on 4.3.0.",
         signature=s.sig_epoch_exhausted, in_range=s.range_kafka_20090),
+    KnownBug(
+        id="KAFKA-20765", title="the Java consumer spins on a retried OffsetFetch after STALE_MEMBER_EPOCH",
+        component="kafka-clients", affected="kafka-clients 4.x before 4.4.0 (the KIP-848 consumer and Kafka "
+        "Streams' streams protocol; 4.3.1 measured)", fixed="4.4.0",
+        clients="Java consumers with group.protocol=consumer or streams",
+        signature_text="the clients' offset-fetch-dedup-spin event (their log line 'A duplicated, inflight, "
+        "request was identified, but unable to find it in the outbound buffer') with app-stalled, "
+        "pipeline-stalled or unavailable",
+        link=JIRA + "KAFKA-20765", doc=None,
+        notes="apache/kafka#22747 (merged 2026-07): a retried OffsetFetch is chained onto the in-flight one that "
+        "already failed with STALE_MEMBER_EPOCH and spins until default.api.timeout.ms. Met by "
+        "app-streams-protocol (kafka-streams 4.3.1, group.protocol=streams) on 4.3.1 brokers: one task's partition "
+        "stalled ~74 s, 707 such lines, then 'Timeout of 60000ms expired before the last committed offset for "
+        "partitions [in-2] could be determined'. The message is in kafka-clients 4.3.1's CommitRequestManager and "
+        "gone from 4.4.0's (checked in the jars), so the line itself places the client in the range. Liveness only: "
+        "the run stayed exactly-once.",
+        signature=s.sig_kafka_20765, in_range=s.range_any),
 )
 
 #: id -> the ids it yields to (match: mutual yields let both stand)

@@ -112,6 +112,8 @@ class RunMeta(BaseModel):
     timings: dict[str, float] = Field(default_factory=dict)
     teardown_problems: list[str] = Field(default_factory=list)
     broker_events: dict = Field(default_factory=dict)
+    #: known defects' own log lines in the clients' logs (harness.run.client_events)
+    client_events: dict = Field(default_factory=dict)
     versions: dict | None = None
     #: False in the meta.json the runner writes when the load starts (workload meta, keys,
     #: pipeline and sink mapping, liveness bounds, versions: a killed run keeps its contract);

@@ -27,6 +27,7 @@ import yaml
 from checkers.run import RunDir, RunMeta, Verdict
 from checkers.verdict import check_run
 from harness.cluster.broker_events import scan_broker_logs
+from harness.run.client_events import scan_client_logs
 from harness.cluster.backends import make_backend
 from harness.cluster.client_access import cluster_workload, renamed_targets, run_names
 from harness.cluster.service import ClusterService
@@ -316,6 +317,7 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         meta["timings"] = timings
         meta["teardown_problems"] = problems
         meta["broker_events"] = scan_broker_logs(logs)
+        meta["client_events"] = scan_client_logs(logs)
         meta["versions"] = collect_versions(scn, meta)
         run_meta, bad = RunMeta.coerce(meta)  # the run contract (checkers.run); never fails a run
         meta["teardown_problems"] += [f"meta.json: {b}" for b in bad]

@@ -446,3 +446,48 @@ def test_kafka_17754_stands_beside_f1_when_an_aborted_write_was_committed(tmp_pa
     assert got["F1"] == "looks-like" and got["KAFKA-17754"] == "looks-like"
     v = check_run(run_dir(tmp_path, lost(), dict(meta, workload="txn-queue"), reuse))
     assert named(v).get("F1") == "looks-like" and named(v).get("KAFKA-17754") == "resembles"
+
+
+# -- KAFKA-20765: a client event (harness.run.client_events) and a stall ------------------------------------------
+DEDUP = {"offset-fetch-dedup-spin": {"count": 707, "first": "... A duplicated, inflight, request was identified, "
+                                     "but unable to find it in the outbound buffer: OffsetFetchRequestState{...}",
+                                     "log": "app-2.log", "logs": ["app-2.log"]}}
+
+
+def test_kafka_20765_stall_with_the_clients_dedup_spin_line():
+    v = _hand_verdict("app-stalled")
+    ms = {m.id: m for m in match(v, {"kafka_version": "4.3.1", "client_events": DEDUP})}
+    assert ms["KAFKA-20765"].match == "looks-like", ms
+    assert any("offset-fetch-dedup-spin" in e and "app-2.log" in e for e in ms["KAFKA-20765"].evidence)
+    # controls: the same stall without the client's line names nothing (a stall has many causes); the line
+    # in a run that reports something else (an allowed G0) only resembles it; a run with nothing to
+    # explain names nothing
+    assert "KAFKA-20765" not in {m.id for m in match(v, {"kafka_version": "4.3.1"})}
+    other = {m.id: m for m in match(_hand_verdict("G0"), {"kafka_version": "4.3.1", "client_events": DEDUP})}
+    assert other["KAFKA-20765"].match == "resembles" and "no stall" in other["KAFKA-20765"].why
+    assert match(Verdict(valid=True), {"kafka_version": "4.3.1", "client_events": DEDUP}) == []
+
+
+def test_kafka_20765_on_the_real_streams_protocol_run_and_not_on_the_classic_one():
+    # app-streams-protocol seed 2, Kafka 4.3.1, kafka-streams 4.3.1, group.protocol=streams (2026-11-27):
+    # in/2 stalled ~74 s while instance 2's consumer logged the line 707 times
+    d = ROOT / "tests" / "data" / "real-streams-protocol-kafka-20765-s2"
+    ms = match_dicts(json.loads((d / "verdict.json").read_text()), json.loads((d / "meta.json").read_text()))
+    assert {m["id"]: m["match"] for m in ms}.get("KAFKA-20765") == "looks-like", ms
+    # negative control on real data: the classic-protocol Streams run (no such line in its clients' logs)
+    c = ROOT / "tests" / "data" / "real-app-streams-s1"
+    assert "KAFKA-20765" not in {m["id"] for m in match_dicts(json.loads((c / "verdict.json").read_text()),
+                                                                 json.loads((c / "meta.json").read_text()))}
+
+
+def test_scan_client_logs_reads_the_clients_logs_not_the_brokers(tmp_path):
+    from harness.run.client_events import scan_client_logs
+
+    line = ("[consumer_background_thread] WARN ...CommitRequestManager - A duplicated, inflight, request was "
+            "identified, but unable to find it in the outbound buffer: OffsetFetchRequestState{}\n")
+    (tmp_path / "app-2.log").write_text("start\n" + line * 3)
+    (tmp_path / "app-0.log").write_text(line)
+    (tmp_path / "n1.log").write_text(line * 5)  # a broker's log is not a client's
+    ev = scan_client_logs(tmp_path)["offset-fetch-dedup-spin"]
+    assert ev["count"] == 4 and ev["logs"] == ["app-0.log", "app-2.log"] and ev["log"] == "app-0.log"
+    assert scan_client_logs(tmp_path / "missing") == {}

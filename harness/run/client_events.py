@@ -1,0 +1,57 @@
+"""Client-side events of known defects, found in a run's client logs (logs/*.log but the
+brokers' n*.log): the application instances' (app-*.log) and the harness's workers'.
+
+The checkers judge what the history shows; a stall or a restart has many causes, and some
+clients say in their own log which one it was. Each event here is a log line that only a
+client with a known defect writes, so that the known-bug catalogue (checkers/known_bugs.py)
+can name the defect from meta.json instead of guessing from the stall alone:
+
+* ``offset-fetch-dedup-spin`` (KAFKA-20765, apache/kafka#22747, fixed in 4.4.0): the Java
+  consumer's CommitRequestManager (the KIP-848 consumer and the KIP-1071 streams protocol's
+  AsyncKafkaConsumer) chained a retried OffsetFetch onto an in-flight one that had already
+  failed with STALE_MEMBER_EPOCH, and spun logging "A duplicated, inflight, request was
+  identified, but unable to find it in the outbound buffer" until the fetch timed out
+  (default.api.timeout.ms, 60 s): the task's partitions made no progress meanwhile. The
+  message is gone from kafka-clients 4.4.0 (its fix rewrote that path), so the line itself says
+  the client was an affected one.
+
+``scan_client_logs(logs_dir)`` -> {name: {"count", "first": the first line (400 chars at
+most), "log": the first log file's name, "logs": every log file's name}} for the events that
+occurred; {} when none (or no logs). meta.json keeps it as ``client_events``.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+EVENTS = {
+    "offset-fetch-dedup-spin": re.compile(
+        r"A duplicated, inflight, request was identified, but unable to find it in the outbound buffer"),
+}
+
+DESCRIPTIONS = {
+    "offset-fetch-dedup-spin": "the Java consumer spun on a retried OffsetFetch chained to a failed in-flight "
+                               "one until the fetch timed out (KAFKA-20765, fixed in kafka-clients 4.4.0)",
+}
+
+
+def scan_client_logs(logs_dir: str | Path) -> dict[str, dict]:
+    """Count EVENTS in ``logs_dir``/*.log except the brokers' n<i>.log; unreadable files are
+    skipped."""
+    found: dict[str, dict] = {}
+    for log in sorted(Path(logs_dir).glob("*.log")):
+        if re.fullmatch(r"n\d+", log.stem):
+            continue
+        try:
+            with open(log, errors="replace") as fh:
+                for line in fh:
+                    for name, rx in EVENTS.items():
+                        if rx.search(line):
+                            ev = found.setdefault(name, {"count": 0, "first": line.strip()[:400],
+                                                         "log": log.name, "logs": []})
+                            ev["count"] += 1
+                            if log.name not in ev["logs"]:
+                                ev["logs"].append(log.name)
+        except OSError:
+            continue
+    return found
