@@ -28,7 +28,7 @@ def flink_run(results_root):
         pytest.skip(str(exc))
     scn = variant("app-flink", seed=1, duration=30, faults=[{"fault": "kill-client", "clients": ["app-*"]},
                                                             {"fault": "kill"}],
-                  first_fault_s=12, interval_s=[12, 12], fault_duration_s=[2, 2])
+                  first_fault_s=12, interval_s=(12.0, 12.0), fault_duration_s=(2.0, 2.0))
     return run_scenario(scn, results_root, source=str(SCENARIOS / "app-flink.yaml"))
 
 
