@@ -2,6 +2,7 @@
 run records) and the app checker's loss-or-stall rule with the application's committed offsets
 (a tiny history that failed before the change: the missing input was an unknown stall)."""
 import os
+from pathlib import Path
 
 from checkers import app_cases, check, load_history
 
@@ -9,6 +10,8 @@ from harness.examples import flink_app
 from harness.run.scenario import load_scenario
 from harness.run.versions import collect_versions
 from tests.unit.test_checkers_app import APP, base
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
 
 def _chk(root, job, n, size=10, mtime=None):
@@ -41,9 +44,9 @@ def test_launcher_without_pyflink_says_what_to_run(tmp_path, monkeypatch, capsys
 
 
 def test_flink_run_records_its_versions():
-    v = collect_versions(load_scenario("scenarios/app-flink.yaml"))
+    v = collect_versions(load_scenario(SCENARIOS / "app-flink.yaml"))
     assert (v["flink"], v["flink-connector-kafka"], v["flink-kafka-clients"]) == ("2.2.1", "5.0.0-2.2", "4.2.0")
-    assert "flink" not in collect_versions(load_scenario("scenarios/app-streams.yaml"))
+    assert "flink" not in collect_versions(load_scenario(SCENARIOS / "app-streams.yaml"))
 
 
 def test_missing_input_below_the_apps_committed_offset_is_a_loss_not_a_stall():
