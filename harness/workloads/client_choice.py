@@ -67,7 +67,8 @@ def client_meta(spec, history_path: Path, transactional: bool) -> dict[str, Any]
         try:
             import confluent_kafka
 
-            version = f"{confluent_kafka.libversion()[0]} (confluent-kafka {confluent_kafka.version()[0]})"
+            ck = confluent_kafka.version()  # a string in 2.x ("2.16.1"; [0] was "2"), (string, int) in 1.x
+            version = f"{confluent_kafka.libversion()[0]} (confluent-kafka {ck if isinstance(ck, str) else ck[0]})"
         except ImportError:  # pragma: no cover - a dependency of the harness
             version = None
         client = {"name": "librdkafka", "version": version}
