@@ -19,6 +19,11 @@ seconds to name every committed input in its output (harness.workers.app_catch_u
 when no new output arrives for ``output.quiet_s``), then it is stopped (SIGTERM) and the final
 drain reads input and output to their ends.
 
+A batch application: ``input.preload`` commits that many records before any instance starts
+(``preload``); with ``app.done: exit`` the settle first waits for every instance to exit 0
+(``await_done``). An aggregation: ``output.verify`` runs the user's verifier on the committed
+input and the drained output after the drain (``verify``; harness.workloads.app_verify).
+
 A PySpark job (``app.pyspark``, harness.workers.app_pyspark) writes to a topic (``sink: kafka``)
 or to Spark's file sink (``sink: parquet``): parquet files in ``<run>/app/<i>/sink``, the
 instance's work dir beside its checkpoint. There the output is not a topic: each sink folder is
