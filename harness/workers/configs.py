@@ -237,6 +237,8 @@ class AppCatchUpConfig(WorkerConfig):
     bound_s: float = Field(120.0, gt=0)
     quiet_s: float = Field(20.0, gt=0)
     group_id: str = "eosc-catch-up"
+    #: the application's consumer group: its committed input offsets are reported at the end
+    app_group: str | None = None
     consumer: dict[str, Any] = Field(default_factory=dict)
 
 
