@@ -10,7 +10,10 @@ per key. Anomalies (docs/anomalies.md "Share groups"):
   not archive: no ``process`` op holds it, no ``reject`` acknowledgement of it was accepted or
   left unknown, and no delivery of it reached the delivery-count limit (after which the broker
   archives it). With accept-before-processing and a consumer killed in between, the accepted
-  record has no output: this case.
+  record has no output: this case. A record never handed to anyone at an offset above the
+  last one any member was handed on its key may be late rather than lost (the group stalled:
+  a partition assigned to nobody, a share coordinator unavailable): its case is a liveness
+  report (``"liveness": true``), like ``unseen`` without a final drain.
 * ``share-aborted-read``: under ``share.isolation.level=read_committed`` an acquisition
   returned a record of a transaction that aborted (G1a through a share group).
 * ``share-double-acquire``: two consumers (processes) acquired one record while the first's
@@ -150,6 +153,10 @@ def share_cases(h: History, share: dict | None = None) -> list[dict]:
                     "explanation": "no share-config op completed ok: the group may run with the brokers' "
                                    "defaults, not the limit and lock meta.json names"})
         return out
+    if not fx.acquires and _committed(h):
+        out.append({"anomaly": "share-lost", "unknown": True,
+                    "explanation": "the share group handed no record to any member in the whole run: "
+                                   "nothing was tested (its cases are liveness reports)"})
     out += share_lost_cases(h, share, fx)
     out += share_aborted_read_cases(h, share, fx)
     out += share_double_acquire_cases(h, share, fx)
@@ -165,6 +172,11 @@ def share_lost_cases(h: History, share: dict, fx: ShareFacts | None = None) -> l
     committed = _committed(h)
     if not committed:
         return []
+    # per key, the highest offset any member was handed: a record below it that nobody was
+    # ever handed was skipped (a loss); one above it may only be late (the group stalled)
+    reached: dict[str, int] = {}
+    for (key, off) in fx.acquires:
+        reached[key] = max(reached.get(key, -1), off)
     out = []
     for rec, w in sorted(committed.items()):
         if rec in fx.processed or fx.archived_by_ack(rec):
@@ -183,7 +195,12 @@ def share_lost_cases(h: History, share: dict, fx: ShareFacts | None = None) -> l
                    "processed, never rejected, and below the delivery-count limit")
         else:
             how = "never delivered to any share consumer"
+        tail = not acq and off > reached.get(key, -1)
+        if tail:
+            how += (f" (above the last offset any member was handed on {key}, "
+                    f"{reached.get(key, 'none')}: late or lost, a liveness report)")
         out.append({"anomaly": "share-lost", "key": key, "offset": off, "value": w["value"],
+                    **({"liveness": True} if tail else {}),
                     "writer": h.op_ref(w["op"]), "acquires": [a["op"] for a in acq],
                     "acks": [{"op": a["op"], "kind": a["kind"], "type": a["type"]} for a in fx.acks.get(rec, ())],
                     "explanation": f"committed value {w['value']} at {key}@{off} was {how}"})
