@@ -82,7 +82,7 @@ class ShareSpec(ClientSpec):
     #: the settle step's longest wait, seconds
     settle_bound_s: float = Field(120.0, gt=0, le=MAX_TIME_S)
     # what txn-queue's producers read (not offered here)
-    flush_timeout_s: float | None = None
+    flush_timeout_s: float | None = Field(None, gt=0, le=MAX_TIME_S)
     inflight_abort: Literal["replace"] = "replace"
 
     @model_validator(mode="after")
