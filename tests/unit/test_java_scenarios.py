@@ -11,6 +11,9 @@ from harness.run.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 JAVA = ROOT / "scenarios" / "java"
+#: Java variants left out of the nightly client axis until one run of theirs is valid: share-java's
+#: one run (2026-11-27) was UNKNOWN, its Java clients never connected (issue 33, part 3)
+NOT_YET_NIGHTLY = {"share-java"}
 
 
 def test_nightly_java_is_the_client_axis_of_the_nightly_suite():
@@ -18,10 +21,11 @@ def test_nightly_java_is_the_client_axis_of_the_nightly_suite():
     cells = st.expand(st.load_suite(JAVA / "nightly.yaml"), JAVA)
     variants = {load_scenario(f).name for f in JAVA.glob("*.yaml") if not st.is_suite_file(f)}
     # every Java variant of a nightly scenario, none of the F1 reproducer
-    wanted = {f"{n}-java" for n in nightly} & variants
+    wanted = ({f"{n}-java" for n in nightly} & variants) - NOT_YET_NIGHTLY
     assert wanted == {"smoke-java", "coordinator-java", "zombie-java", "eos-pipeline-java"}
     names = {c.name for c in cells}
     assert wanted <= names and not any(n.startswith("coordinator-inflight-abort") for n in names)
+    assert not NOT_YET_NIGHTLY & names
     assert {c.kafka_version for c in cells} == {DEFAULT_KAFKA_VERSION, SECOND_KAFKA_VERSION}
     clients = {c.name: c.scenario.workload.client for c in cells}
     assert clients["pause-endtxn"] == "librdkafka" and clients["pause-endtxn-java"] == "java"
