@@ -86,7 +86,7 @@ fuzz-nightly: venv-test
 	$(BIN)/python -m pytest tests/unit/test_fuzz.py -q -p no:cacheprovider --hypothesis-profile nightly --hypothesis-show-statistics
 
 test: setup-test docker-setup
-	$(SUDO) $(BIN)/python -m pytest tests -q -p no:cacheprovider
+	$(SUDO) $(BIN)/python -m pytest tests -q -p no:cacheprovider --durations=30
 
 cleanup: venv
 	$(SUDO) $(BIN)/eos-chaos cleanup
