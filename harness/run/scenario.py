@@ -15,280 +15,31 @@ falls back to a default. Example (scenarios/smoke.yaml)::
 from __future__ import annotations
 
 import fnmatch
-import math
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from checkers.catalogue import check_names
 from checkers.run import Liveness, check_fail_on
 from checkers.safe_load import YAMLLimitError, file_problem, read_yaml
-from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
 from harness.workloads import TxnQueueSpec, WorkloadSpec
-from harness.workloads.base import MAX_INT64, MAX_LOAD_S, MAX_TIME_S, Strict
+from harness.workloads.base import MAX_INT64, MAX_LOAD_S, Strict
 from nemesis.registry import FAULTS
-from nemesis.schedule import MAX_FAULTS, explicit_schedule, fault_schedule
+from nemesis.schedule import MAX_FAULTS
+
+
+from harness.run.scenario_cluster import (  # noqa: F401 (re-exported: the scenario's one import)
+    BACKENDS, CLIENT_PREFIXES, COMMANDS, EXTERNAL_FAULT_COMMANDS, ClusterSpec, DockerSpec, ExternalNode,
+    ExternalSpec, kafka_version, node_ids)
+from harness.run.scenario_nemesis import (  # noqa: F401 (re-exported)
+    START_AFTER_OK, FaultSpec, NemesisSpec, ScheduledFault, Seconds, finite_numbers)
 
 
 class ScenarioError(ValueError):
     """The scenario file is missing, not YAML, or not a valid scenario; says what to fix."""
-
-
-#: a length of time inside a scenario, in seconds: 0 to a day (harness.workloads.base)
-Seconds = Annotated[float, Field(ge=0, le=MAX_TIME_S)]
-
-
-BACKENDS = ("netns", "docker", "external")
-#: node-control command templates of the external backend
-COMMANDS = ("kill", "start", "pause", "resume")
-#: fault kind -> the templates an external cluster needs for it (begin, end)
-EXTERNAL_FAULT_COMMANDS = {"kill": ("kill", "start"), "pause": ("pause", "resume")}
-#: librdkafka settings an external cluster's clients may be given (security only)
-CLIENT_PREFIXES = ("security.protocol", "sasl.", "ssl.", "enable.ssl.")
-
-
-class ExternalNode(Strict):
-    """One node of an external cluster: its Kafka ``node.id``, ``host`` and ``name`` as the
-    command templates use them (``{id}``, ``{host}``, ``{name}``)."""
-
-    id: int = Field(ge=0, le=2**31 - 1)
-    host: str = ""
-    name: str = ""
-
-
-class ExternalSpec(Strict):
-    """``cluster.external``: a cluster the harness did not start (docs/backends.md)."""
-
-    bootstrap: str = Field(min_length=1, description="bootstrap.servers of the cluster")
-    client: dict[str, str] = Field(default_factory=dict, description="security settings for every client")
-    #: the same for the Java workers (workload.client: java), in the Java client's spelling
-    #: (sasl.jaas.config, ssl.truststore.*); default: client's security.protocol and sasl.mechanism
-    java_client: dict[str, str] = Field(default_factory=dict, description="Java client security settings")
-    nodes: list[ExternalNode] = Field(default_factory=list)
-    commands: dict[str, str] = Field(default_factory=dict, description="node-control command templates")
-    command_timeout_s: float = Field(120.0, gt=0, le=MAX_TIME_S)
-
-    @field_validator("client", "java_client")
-    @classmethod
-    def _security_only(cls, v: dict[str, str]) -> dict[str, str]:
-        bad = sorted(k for k in v if not k.startswith(CLIENT_PREFIXES))
-        if bad:
-            raise ValueError(f"only security settings (security.protocol, sasl.*, ssl.*) are passed "
-                             f"to the clients; not: {bad}")
-        return v
-
-    @field_validator("commands")
-    @classmethod
-    def _templates(cls, v: dict[str, str]) -> dict[str, str]:
-        unknown = sorted(set(v) - set(COMMANDS))
-        if unknown:
-            raise ValueError(f"unknown command {unknown}; known: {list(COMMANDS)}")
-        for k, t in v.items():
-            try:
-                t.format(id=1, host="h", name="n")
-            except (KeyError, IndexError, ValueError) as exc:
-                raise ValueError(f"command {k}: placeholders are {{id}} {{host}} {{name}}; {t!r} has "
-                                 f"{exc!r}") from None
-        return v
-
-    @model_validator(mode="after")
-    def _nodes_for_commands(self) -> "ExternalSpec":
-        if self.commands and not self.nodes:
-            raise ValueError("commands need nodes: [{id, host, name}, ...] to fill {id} {host} {name}")
-        ids = [n.id for n in self.nodes]
-        if len(set(ids)) != len(ids):
-            raise ValueError(f"node ids repeat: {ids}")
-        return self
-
-
-class DockerSpec(Strict):
-    """``cluster.docker``: the image of every broker (Kafka under /opt/kafka, the layout of
-    the official apache/kafka image); default: kafka-eos-chaos/kafka:<kafka_version>, built
-    locally by ``eos-chaos setup --docker``."""
-
-    image: str | None = None
-
-
-class ClusterSpec(Strict):
-    nodes: int = Field(3, ge=1, le=9)
-    kafka_version: str = DEFAULT_KAFKA_VERSION
-    heap_mb: int = Field(512, ge=128, le=1 << 20)
-    broker: dict[str, str] = Field(default_factory=dict, description="extra server.properties settings")
-    backend: Literal["netns", "docker", "external"] = "netns"
-    docker: DockerSpec | None = None
-    external: ExternalSpec | None = None
-    #: each broker's log dir on the FUSE layer that can lose unsynced writes
-    #: (harness.cluster.unsynced_fs); on by itself when a fault needs it (lose-unsynced), or set
-    #: it to run a scenario on the layer without that fault (its cost, a control)
-    lazyfs: bool = False
-    #: every broker JVM under libfaketime with a clock control file; on by itself with clock-skew
-    faketime: bool = False
-
-    @field_validator("kafka_version")
-    @classmethod
-    def _version(cls, v: str) -> str:
-        return kafka_version(v)
-
-    @field_validator("broker")
-    @classmethod
-    def _min_isr(cls, v: dict[str, str]) -> dict[str, str]:
-        if "min.insync.replicas" in v:
-            raw = str(v["min.insync.replicas"]).strip()
-            if not raw.isdigit() or not 1 <= int(raw) <= 9:
-                raise ValueError(f"cluster.broker min.insync.replicas must be a whole number 1..9, not {raw!r}")
-        return v
-
-    def topic_min_isr(self) -> int:
-        """``min.insync.replicas`` of the workload's topics (a topic config, set when the runner
-        creates them): ``cluster.broker``'s ``min.insync.replicas`` when the scenario sets it (a
-        scenario that lowers the brokers' default lowers its own topics' too, e.g. the zoo
-        mutant unclean-leader-lose-unsynced's min ISR 1), else 2 (1 on a one-node cluster)."""
-        if "min.insync.replicas" in self.broker:
-            return min(int(str(self.broker["min.insync.replicas"]).strip()), self.nodes)
-        return min(2, self.nodes)
-
-    @model_validator(mode="after")
-    def _backend_fields(self) -> "ClusterSpec":
-        for other in ("docker", "external"):
-            if getattr(self, other) is not None and self.backend != other:
-                raise ValueError(f"cluster.{other} is read only with backend: {other} (backend is {self.backend})")
-        if self.backend == "external":
-            if self.external is None:
-                raise ValueError("backend external needs cluster.external.bootstrap (the cluster's bootstrap.servers)")
-            if self.broker:
-                raise ValueError("cluster.broker settings cannot be applied to an external cluster; remove them")
-            if self.external.nodes:
-                if "nodes" in self.model_fields_set and self.nodes != len(self.external.nodes):
-                    raise ValueError(f"cluster.nodes is {self.nodes} but cluster.external.nodes lists "
-                                     f"{len(self.external.nodes)}")
-                self.nodes = len(self.external.nodes)
-        from harness.cluster.releases import broker_override_problems  # what the release lacks
-
-        problems = broker_override_problems(self.kafka_version, self.broker)
-        if problems:
-            raise ValueError(problems[0])
-        return self
-
-
-class FaultSpec(BaseModel):
-    """One fault of the package: a registered fault kind (nemesis.registry) and its parameters.
-
-    ``target`` picks the node of a node fault: ``random`` (at schedule time) or a role resolved
-    through the admin API when the fault begins: ``coordinator`` (of ``transactional_id``),
-    ``leader`` (of ``key``, "topic/partition"), ``controller``. ``clients`` are glob patterns of
-    client worker names for client faults. ``weight`` is how often the seeded draw picks it
-    relative to the others; ``duration_s`` ([low, high] seconds), when given, is this fault's own
-    length range in place of ``nemesis.fault_duration_s``: a fault that threatens a guarantee
-    only when it outlasts a client timeout (a toxiproxy ``timeout`` held longer than a
-    producer's flush timeout, finding F1) can then be long while kills stay short. Other fields
-    are the fault's own parameters.
-    """
-
-    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
-
-    fault: str
-    target: Literal["random", "coordinator", "leader", "controller"] = "random"
-    clients: list[str] | None = None
-    transactional_id: str | None = None
-    key: str | None = None
-    weight: float = Field(1.0, gt=0, le=1e6)
-    duration_s: tuple[Seconds, Seconds] | None = None
-
-    @model_validator(mode="after")
-    def _known(self) -> "FaultSpec":
-        if self.duration_s is not None and not 0 < self.duration_s[0] <= self.duration_s[1]:
-            raise ValueError(f"duration_s: expected [low, high] with 0 < low <= high, got {list(self.duration_s)}")
-        if self.fault not in FAULTS:
-            raise ValueError(f"unknown fault {self.fault!r}; known: {sorted(FAULTS)}")
-        if self.target == "coordinator" and not self.transactional_id:
-            raise ValueError("target coordinator needs transactional_id")
-        if self.target == "leader" and not self.key:
-            raise ValueError("target leader needs key (topic/partition)")
-        for k, v in (self.model_extra or {}).items():  # the fault's own parameters
-            finite_numbers(v, k)
-        try:
-            FAULTS[self.fault].validate(self.as_dict())
-        except (TypeError, KeyError, AttributeError) as exc:  # a value of a type the kind does not take
-            raise ValueError(f"fault {self.fault}: a parameter of the wrong type ({type(exc).__name__}: "
-                             f"{exc})") from None
-        return self
-
-    def as_dict(self) -> dict:
-        """The spec as plain data, in JSON form (``duration_s`` a list), as YAML reads it back."""
-        return self.model_dump(mode="json", exclude_none=True)
-
-
-class ScheduledFault(Strict):
-    """One fault of an explicit schedule (``nemesis.schedule``): ``fault`` begins ``at`` seconds
-    after the load started and lasts ``duration`` seconds; ``value`` fixes its target as
-    schedule.json names it (``{node: 2}``, ``{client: processor-1}``), omitted the fault kind
-    chooses it from the run's seed (nemesis.schedule.explicit_schedule)."""
-
-    at: float = Field(ge=0, le=MAX_LOAD_S)
-    duration: float = Field(gt=0, le=MAX_LOAD_S)
-    fault: FaultSpec
-    value: dict[str, Any] | None = None
-
-    @field_validator("fault", mode="before")
-    @classmethod
-    def _name(cls, v):
-        return {"fault": v} if isinstance(v, str) else v
-
-
-#: the f of the pair of nemesis info events that record a ``start_after_ok`` wait (not a fault)
-START_AFTER_OK = "start-after-ok"
-
-
-class NemesisSpec(Strict):
-    faults: list[FaultSpec] = Field(default_factory=lambda: [FaultSpec(fault="kill"), FaultSpec(fault="pause")])
-    interval_s: tuple[Seconds, Seconds] = (10.0, 15.0)
-    fault_duration_s: tuple[Seconds, Seconds] = (5.0, 10.0)
-    #: seconds of calm load before the first fault
-    first_fault_s: float = Field(5.0, ge=0, le=MAX_LOAD_S)
-    #: seconds without a fault after each fault ends, so the cluster can recover
-    quiet_s: float = Field(0.0, ge=0, le=MAX_TIME_S)
-    #: client name globs (as a fault's ``clients``): the fault schedule and the load's
-    #: ``duration`` count from the moment each glob has a worker that completed an ok op (a
-    #: Spark driver's first committed batch, say), waiting at most ``duration`` s for it; a
-    #: client that starts slowly under load then still meets its faults mid-stream
-    start_after_ok: list[str] = Field(default_factory=list)
-    #: an explicit schedule (written by `eos-chaos explore`): when given it replaces the
-    #: seeded draw from ``faults``, and interval_s, fault_duration_s, first_fault_s and
-    #: quiet_s are not used
-    schedule: list[ScheduledFault] | None = None
-
-    def all_faults(self) -> list[FaultSpec]:
-        """``faults`` and the faults of ``schedule``: what the run must be able to apply."""
-        return list(self.faults) + [s.fault for s in self.schedule or []]
-
-    def steps(self, seed: int, duration: float, nodes: list[int], clients: list[str]) -> list:
-        """The run's fault steps (nemesis.schedule.Step): ``schedule`` when given, else the
-        seeded draw. ``duration`` is the load's length in seconds."""
-        if self.schedule is not None:
-            return explicit_schedule(seed, [s.model_dump(exclude_none=True) | {"fault": s.fault.as_dict()}
-                                            for s in self.schedule], nodes, clients, duration)
-        return fault_schedule(seed, [f.as_dict() for f in self.faults], nodes, clients, duration,
-                              self.interval_s, self.fault_duration_s, self.first_fault_s, self.quiet_s)
-
-    @field_validator("faults", mode="before")
-    @classmethod
-    def _names(cls, v):
-        if isinstance(v, str):  # `faults: kill` would read as the faults k, i, l, l
-            raise ValueError(f"faults is a list: write faults: [{v}], not faults: {v}")
-        if v is not None and not isinstance(v, list):
-            return v  # pydantic says what a list needs
-        # a bare name is a fault with default parameters: `faults: [kill, pause]`
-        return [{"fault": f} if isinstance(f, str) else f for f in v or []]
-
-    @field_validator("interval_s", "fault_duration_s")
-    @classmethod
-    def _ordered(cls, v: tuple[float, float]) -> tuple[float, float]:
-        if not 0 <= v[0] <= v[1]:
-            raise ValueError(f"expected [low, high] with 0 <= low <= high, got {list(v)}")
-        return v
 
 
 #: the shortest window of a soak's checks: a window check starts a child process (~1 s of imports)
@@ -371,42 +122,6 @@ class Scenario(Strict):
 
         check_group_protocol(self.workload, self.cluster.kafka_version)  # KIP-848 needs Kafka 4.0.0
         return self
-
-
-def kafka_version(v: str) -> str:
-    """``v`` when it is a version like 4.3.1 (harness.cluster.artifacts.VERSION: it names a
-    cache folder and a Maven artifact) of a release the harness runs (3.5.0 on,
-    harness.cluster.releases); else ValueError in one line."""
-    from harness.cluster.artifacts import ArtifactError, check_kafka_release
-
-    try:
-        return check_kafka_release(v)
-    except ArtifactError as exc:
-        raise ValueError(str(exc)) from None
-
-
-def finite_numbers(v: Any, where: str) -> None:
-    """ValueError when ``v`` (a fault parameter as YAML read it) holds a number that is not
-    finite or an integer beyond 64 bits."""
-    if isinstance(v, bool):
-        return
-    if isinstance(v, float) and not math.isfinite(v):
-        raise ValueError(f"{where}: {v} is not a finite number")
-    if isinstance(v, int) and not -MAX_INT64 - 1 <= v <= MAX_INT64:
-        raise ValueError(f"{where}: {v} does not fit in 64 bits")
-    if isinstance(v, dict):
-        for k, x in v.items():
-            finite_numbers(x, f"{where}.{k}")
-    elif isinstance(v, list):
-        for i, x in enumerate(v):
-            finite_numbers(x, f"{where}.{i}")
-
-
-def node_ids(cluster: ClusterSpec) -> list[int]:
-    """The Kafka node ids of a run on ``cluster``, numbered as its backend numbers them."""
-    if cluster.backend == "external" and cluster.external is not None and cluster.external.nodes:
-        return sorted(n.id for n in cluster.external.nodes)
-    return list(range(1, cluster.nodes + 1))
 
 
 def client_names(scn: "Scenario") -> list[str] | None:
@@ -508,7 +223,7 @@ def with_backend(scn: "Scenario", backend: str | None) -> "Scenario":
 
 
 def with_overrides(scn: "Scenario", *, seed: int | None = None, duration: float | None = None,
-                   kafka_version: str | None = None) -> "Scenario":
+                   kafka_version: str | None = None) -> "Scenario":  # noqa: F811 (the re-exported function, shadowed here)
     """``scn`` with a command line's seed, duration (s) and Kafka version (None: unchanged),
     validated again like the file: ``--duration inf``, ``--seed -1`` or a version that is not
     one are refused with a ScenarioError in one line."""
