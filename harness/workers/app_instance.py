@@ -12,12 +12,22 @@ this worker records its lifecycle as ops (invoke, then ok):
 
 The child's stdout and stderr go to this worker's log (``logs/<name>.log``). On its own exit
 the child is restarted per ``restart`` (always | on-failure | never) after one second; with
-``done: exit`` an exit with code 0 means the batch app finished and it is not restarted. An
-instance whose first start fails (the command cannot be started, or it exits within
-``startup_s`` before any restart) sends ``{"ctl": {"app_failed": ...}}`` with the reason and its
-log's last lines, and the run stops with that error; one that is still running ``startup_s``
-after its first start sends ``{"ctl": {"app_up": true}}`` (so the run waits on each instance's
-own start, however long the worker itself took to start).
+``done: exit`` an exit with code 0 means the batch app finished and it is not restarted. Each
+exit also sends ``{"ctl": {"app_exit": {"code": c, "by": ...}}}`` (the batch wait names an
+unfinished instance's last exit code). An instance whose first start fails (the command cannot
+be started, or it exits within ``startup_s`` of the run's first start of it) sends
+``{"ctl": {"app_failed": ...}}`` with the reason and its log's last lines, and the run stops with
+that error; one that is still running ``startup_s`` after its first start sends
+``{"ctl": {"app_up": true}}`` (so the run waits on each instance's own start, however long the
+worker itself took to start).
+
+Any later start is a restart: this worker's own, a ``restart`` command, or a worker the pool
+started again (``restarted`` in the config: kill-client's restart, a zombie's replacement). An
+exit within ``startup_s`` of a restart is a crash like any other, restarted per ``restart``,
+but after a backoff that doubles with each such exit in a row (1, 2, 4, 8 s, then every
+``BACKOFF_MAX_S``): an application that can never start again does not spin, and one that
+fails for a while after a restart (a static member whose previous instance the group has not
+released yet: UNRELEASED_INSTANCE_ID under group.protocol=consumer) is back once it can be.
 
 Stdin: ``stop`` (SIGTERM the app, SIGKILL after ``stop_grace_s``, exit), ``restart`` (SIGTERM,
 wait, start again: a rolling deploy, nemesis ``stop-client``), ``retire`` (a zombie fault: the
@@ -45,6 +55,17 @@ from pathlib import Path
 from harness.util import CONFIG_ENV
 from harness.workers.base import Worker
 from harness.workers.configs import AppInstanceConfig
+
+
+#: the longest wait (s) before starting again an application that keeps exiting within
+#: ``startup_s`` of its restarts (module docstring)
+BACKOFF_MAX_S = 10.0
+
+
+def restart_delay(fast_exits: int) -> float:
+    """Seconds to wait before the next start after ``fast_exits`` exits in a row, each within
+    ``startup_s`` of its start (0: the last run lasted longer): 1, 1, 2, 4, 8, then ``BACKOFF_MAX_S``."""
+    return min(BACKOFF_MAX_S, 2.0 ** max(0, fast_exits - 1))
 
 
 def write_client_properties(path: str | Path, bootstrap: str, security: dict | None) -> Path:
@@ -193,6 +214,7 @@ class AppInstanceWorker(Worker):
     def _exited(self, code: int, by: str) -> None:
         self.emit("invoke", "app-exit", {"instance": self.cfg.instance})
         self.emit("ok", "app-exit", {"instance": self.cfg.instance, "pid": self.child.pid, "code": code, "by": by})
+        self.control(app_exit={"code": code, "by": by})
         self.log(f"app exited with code {code} ({by})")
 
     def terminate(self, by: str) -> None:
@@ -206,13 +228,17 @@ class AppInstanceWorker(Worker):
         write_client_properties(self.cfg.client_properties, self.cfg.bootstrap, self.cfg.security)
         if not self.start():
             return
-        first_run, up = True, False
+        # only the run's first start of this instance can end the run (check_started); a
+        # worker the pool started again is a restart (module docstring)
+        first_run, up = not self.cfg.restarted, False
+        fast_exits = 0  # exits in a row within startup_s of a restart: the backoff's count
         restart, done = self.cfg.restart, self.cfg.done
         try:
             while not self.stopping.is_set():
                 cmd = self._next_command()
                 if cmd == "restart":
                     self.terminate("restart")
+                    first_run = False
                     if not self.start():
                         return
                     continue
@@ -224,10 +250,10 @@ class AppInstanceWorker(Worker):
                     time.sleep(0.1)
                     continue
                 self._exited(code, "self")
-                if first_run and time.monotonic() - self.started_at < float(self.cfg.startup_s) \
-                        and (code != 0 or done != "exit"):
+                ran_s = time.monotonic() - self.started_at
+                if first_run and ran_s < float(self.cfg.startup_s) and (code != 0 or done != "exit"):
                     self.control(app_failed={"reason": f"the application exited with code {code} "
-                                                       f"{time.monotonic() - self.started_at:.1f} s after it started",
+                                                       f"{ran_s:.1f} s after it started",
                                              "log": log_tail(self.cfg.log)})
                     return
                 if done == "exit" and code == 0:
@@ -237,7 +263,13 @@ class AppInstanceWorker(Worker):
                     break
                 if not self.retired and (restart == "always" or (restart == "on-failure" and code != 0)):
                     first_run = False
-                    time.sleep(1.0)
+                    fast_exits = fast_exits + 1 if ran_s < float(self.cfg.startup_s) else 0
+                    delay = restart_delay(fast_exits) if fast_exits else 1.0
+                    if fast_exits:
+                        self.log(f"app exited {ran_s:.1f} s after its start (within startup_s, {fast_exits} in a "
+                                 f"row): starting it again in {delay:g} s")
+                    if self.stopping.wait(delay):  # stopped during the backoff: nothing to start
+                        break
                     if not self.start():
                         return
                 else:

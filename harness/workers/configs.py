@@ -203,7 +203,9 @@ class AppInstanceConfig(WorkerConfig):
     application (harness.workers.app_instance): ``argv`` run in ``cwd`` with ``env``, or the
     docker ``image`` on ``network`` (``labels``, ``run_id``); stdout/stderr to ``log``;
     ``restart`` on exit; ``done: exit`` for a batch app; an exit within ``startup_s`` of the
-    first start ends the run; ``stop_grace_s`` between SIGTERM and SIGKILL."""
+    first start ends the run, unless ``restarted`` (a worker the pool started again: a
+    kill-client's restart, a zombie's replacement), whose exits are restarted with a backoff;
+    ``stop_grace_s`` between SIGTERM and SIGKILL."""
 
     instance: int = Field(ge=0)
     work_dir: str
@@ -215,6 +217,7 @@ class AppInstanceConfig(WorkerConfig):
     restart: Literal["always", "on-failure", "never"] = "on-failure"
     done: Literal["none", "exit"] = "none"
     startup_s: float = Field(5.0, ge=0)
+    restarted: bool = False
     stop_grace_s: float = Field(20.0, ge=0)
     image: str | None = None
     network: str | None = None

@@ -275,8 +275,12 @@ class App:
 
     def respawn(self, spec: WorkerSpec) -> WorkerSpec:
         """Input producers: the same transactional.id, fresh values. App instances: the same
-        arguments (the same instance number, so the same transactional.id if it derives one)."""
-        if spec.role == "app" or "value_base" not in spec.cfg:  # instances and readers: as they were
+        arguments (the same instance number, so the same transactional.id if it derives one),
+        marked ``restarted``: an exit within ``startup_s`` of a restart is a crash to restart
+        with a backoff, not an application that will not start (harness.workers.app_instance)."""
+        if spec.role == "app":
+            return WorkerSpec(spec.name, spec.role, dict(spec.cfg, restarted=True))
+        if "value_base" not in spec.cfg:  # readers: as they were
             return spec
         n = next(self._spawns)
         return WorkerSpec(spec.name, spec.role, dict(spec.cfg, value_base=n * VALUE_STRIDE,

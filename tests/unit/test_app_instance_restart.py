@@ -1,0 +1,74 @@
+"""An app instance that exits at once after a restart (issue 36): the supervisor
+(harness.workers.app_instance) as the pool runs it, a real worker process with a real child.
+
+Seen under group.protocol=consumer: the copy service, restarted by kill-client, exited at once
+with UNRELEASED_INSTANCE_ID and stayed down 15 s, because its new worker took the exit for the
+run's first start failing. After a restart such an exit is a crash like any other: restarted,
+with a backoff; only the run's very first start failing at once ends the run."""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.util import CONFIG_ENV
+from harness.workers.app_instance import BACKOFF_MAX_S, restart_delay
+from harness.workloads.app import App, AppSpec
+
+ROOT = Path(__file__).resolve().parents[2]
+EXIT_AT_ONCE = [sys.executable, "-c", "raise SystemExit(3)"]
+
+
+def _supervise(tmp_path, watch_s: float, **cfg_over) -> list[dict]:
+    cfg = {"instance": 0, "work_dir": str(tmp_path / "w"), "client_properties": str(tmp_path / "w" / "c.properties"),
+           "bootstrap": "198.18.0.11:9092", "restart": "on-failure", "startup_s": 1.0, "stop_grace_s": 2,
+           "argv": EXIT_AT_ONCE, "log": str(tmp_path / "app-0.log"), "cwd": str(tmp_path), **cfg_over}
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **{CONFIG_ENV: json.dumps(cfg)})
+    p = subprocess.Popen([sys.executable, "-m", "harness.workers", "app"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=str(ROOT), text=True)
+    deadline = time.monotonic() + watch_s
+    while time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.1)
+    if p.poll() is None:
+        p.stdin.write("stop\n")
+        p.stdin.flush()
+    out, _ = p.communicate(timeout=30)
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def _start_times(events) -> list[float]:
+    return [e["time"] / 1e9 for e in events if e.get("f") == "app-start" and e.get("type") == "ok"]
+
+
+def test_an_exit_within_startup_after_a_restart_is_restarted_with_a_backoff(tmp_path):
+    events = _supervise(tmp_path, 6.0, restarted=True)
+    assert not [e for e in events if "app_failed" in e.get("ctl", {})], events
+    starts = _start_times(events)
+    # exits at once every time: started again after 1, 2, then 4 s (backoff), not once and never again
+    assert len(starts) >= 3, starts
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    assert gaps[1] > 1.5 * gaps[0], gaps  # the wait doubles: an app that can never start does not spin
+    exits = [e["ctl"]["app_exit"] for e in events if "app_exit" in e.get("ctl", {})]
+    assert exits and exits[0] == {"code": 3, "by": "self"}, exits
+
+
+def test_the_first_start_exiting_at_once_still_ends_the_run(tmp_path):
+    # the control: the run's first start of the instance, same command: the short error, one start
+    events = _supervise(tmp_path, 4.0)
+    failed = [e["ctl"]["app_failed"] for e in events if "app_failed" in e.get("ctl", {})]
+    assert len(failed) == 1 and failed[0]["reason"].startswith("the application exited with code 3"), events
+    assert len(_start_times(events)) == 1
+
+
+def test_backoff_doubles_up_to_its_cap():
+    assert [restart_delay(n) for n in range(1, 7)] == [1.0, 2.0, 4.0, 8.0, BACKOFF_MAX_S, BACKOFF_MAX_S]
+
+
+def test_a_restarted_instance_worker_is_marked_restarted():
+    # the pool starts a killed instance, or a zombie's replacement, from the workload's respawn
+    w = App(AppSpec.model_validate({"app": {"command": ["{python}", "app.py", "{bootstrap}"]}}), "b:9092", 1)
+    first = next(s for s in w.writers() if s.role == "app")
+    assert not first.cfg.get("restarted")
+    again = w.respawn(first)
+    assert again.cfg["restarted"] is True and again.cfg["argv"] == first.cfg["argv"] and again.name == first.name
