@@ -25,7 +25,18 @@ Run metadata (``meta["app"]``)::
                                                         # committed input offsets after the wait
      "match_error": null | "...",                      # the match mapped no output record
      "input_cycles": "report" | "fail",                # INPUT_SIDE below (absent: "report")
-     "verify": null | {"findings": [...], "count": n, "error": null | "..."}}  # output.verify
+     "verify": null | {"findings": [...], "count": n, "error": null | "..."},  # output.verify
+     "batch": {"done": false, "waited_s": 180.0, "not_done": ["app-1"],  # done: exit (optional)
+               "last_exit": {"app-1": {"code": 1, "by": "self", "running": true, "worker": "app-1"}}},
+     "input_crashed": {"workers": {"producer-0": {"code": 1, "crash": ["..."]}},  # optional
+                       "logs": "<run>/logs/producer-*.log"}}
+
+A batch application (``done: exit``) whose instances did not all exit 0 (``batch.done`` false)
+did not complete: what reached its output is not judged as its result, so the run is unknown
+(``app_unknown`` names each unfinished instance and its last exit code), unless an anomaly
+already fails it (a duplicate or an aborted read in the output is one whether or not the batch
+finished). A run whose input producers all crashed before writing anything
+(``input_crashed``) has nothing to judge: its first unknown reason says why, with the crash.
 
 Anomalies (docs/anomalies.md):
 
@@ -157,15 +168,71 @@ def verify_cases(app: dict) -> list[dict]:
 
 
 def app_unknown(app: dict | None) -> list[str]:
-    """Why an app run cannot be judged from its metadata: a match that named no output record,
-    or a verifier that crashed, hung or printed what is not a finding."""
+    """Why an app run cannot be judged from its metadata (one line each): input producers that
+    all crashed before writing (``input_crashed``), a match that named no output record, a
+    verifier that crashed, hung or printed what is not a finding, or a batch app (``done:
+    exit``) whose instances did not all exit 0 (``batch_unfinished``)."""
     if not app:
         return []
-    out = [f"app: {app['match_error']}"] if app.get("match_error") else []
+    crashed = input_crashed(app.get("input_crashed"))
+    out = [crashed] if crashed else []  # first: it says why the history has nothing to judge
+    if app.get("match_error"):
+        out.append(f"app: {app['match_error']}")
     err = (app.get("verify") or {}).get("error")
     if err:
         out.append(f"app: {err}")
+    unfinished = batch_unfinished(app.get("batch"))
+    if unfinished:
+        out.append(f"app: {unfinished}")
     return out
+
+
+def input_crashed(crash: dict | None) -> str | None:
+    """One line saying the harness's input producers all crashed before writing anything, from
+    meta ``app.input_crashed`` (harness.workloads.app_input_crash: ``workers``: name ->
+    ``{"code": exit code, "crash": [first lines of the crash]}``, ``logs``: where their logs
+    are); None when they did not."""
+    if not isinstance(crash, dict) or not isinstance(crash.get("workers"), dict) or not crash["workers"]:
+        return None
+    same: dict[tuple[Any, str], list[str]] = {}  # one entry per distinct crash, naming its producers
+    for name, w in sorted(crash["workers"].items()):
+        w = w if isinstance(w, dict) else {}
+        lines = " | ".join(str(x) for x in (w.get("crash") or [])[:3]) or "(its log says nothing)"
+        same.setdefault((w.get("code"), lines), []).append(str(name))
+    each = [f"{', '.join(names)} exited with code {code}: {lines}" for (code, lines), names in same.items()]
+    return (f"the input producers crashed before writing any input, so there is nothing to judge: "
+            f"{'; '.join(each)} (their logs: {crash.get('logs') or 'logs/producer-*.log'}; the scenario's "
+            "input.producer settings are passed to them)")
+
+
+def batch_unfinished(batch: dict | None) -> str | None:
+    """One line naming the instances of a ``done: exit`` app that had not exited 0 when the
+    harness stopped waiting, from meta ``app.batch``: ``not_done`` (instance names),
+    ``waited_s``, ``last_exit`` (instance -> ``code``: its last exit code, negative for a
+    signal, None when none was seen since its supervisor's last start; ``running``: whether it
+    was running then; ``worker``: the supervisor standing for it, a zombie's replacement's name).
+    None when the batch completed or the run is not a batch."""
+    if not isinstance(batch, dict) or batch.get("done") is not False:
+        return None
+    last = batch.get("last_exit") if isinstance(batch.get("last_exit"), dict) else {}
+    names = [str(n) for n in batch.get("not_done") or []]
+
+    def state(name: str) -> str:
+        e = last.get(name) if isinstance(last.get(name), dict) else {}
+        worker = e.get("worker")
+        who = f"{name} (as {worker})" if worker and worker != name else name
+        if isinstance(e.get("code"), int) and not isinstance(e.get("code"), bool):
+            return f"{who} had last exited with code {e['code']}" + (", running again" if e.get("running") else "")
+        if e.get("running"):
+            return f"{who} was still running, no exit since its last start"
+        return f"{who} was not running, no exit seen" if e else f"{who}, no exit recorded"
+
+    waited = batch.get("waited_s")
+    when = f"after {waited:g} s" if isinstance(waited, (int, float)) else "when the harness stopped waiting"
+    logs = ", ".join(f"logs/{(last.get(n) or {}).get('worker') or n}.log" for n in names) or "logs/app-*.log"
+    return (f"done: exit: the batch did not complete {when}: {'; '.join(state(n) for n in names) or 'an instance'}"
+            f"; its output is not judged as a finished batch's (see {logs}; if it was still working, raise "
+            "output.catch_up_s)")
 
 
 def app_cases(h: History, app: dict | None = None) -> list[dict]:

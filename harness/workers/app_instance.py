@@ -13,9 +13,10 @@ this worker records its lifecycle as ops (invoke, then ok):
 The child's stdout and stderr go to this worker's log (``logs/<name>.log``). On its own exit
 the child is restarted per ``restart`` (always | on-failure | never) after one second; with
 ``done: exit`` an exit with code 0 means the batch app finished and it is not restarted. Each
-exit also sends ``{"ctl": {"app_exit": {"code": c, "by": ...}}}`` (the batch wait names an
-unfinished instance's last exit code). An instance whose first start fails (the command cannot
-be started, or it exits within ``startup_s`` of the run's first start of it) sends
+start also sends ``{"ctl": {"app_started": n}}`` and each exit ``{"ctl": {"app_exit": {"code":
+c, "by": ...}}}``: the batch wait names an unfinished instance's last exit code and whether it
+runs. An instance whose first start fails (the command cannot be started, or it exits within
+``startup_s`` of the run's first start of it) sends
 ``{"ctl": {"app_failed": ...}}`` with the reason and its log's last lines, and the run stops with
 that error; one that is still running ``startup_s`` after its first start sends
 ``{"ctl": {"app_up": true}}`` (so the run waits on each instance's own start, however long the
@@ -209,6 +210,7 @@ class AppInstanceWorker(Worker):
         self.starts += 1
         self.started_at = time.monotonic()
         self.emit("ok", "app-start", {"instance": self.cfg.instance, "pid": self.child.pid, "start": self.starts})
+        self.control(app_started=self.starts)
         return True
 
     def _exited(self, code: int, by: str) -> None:

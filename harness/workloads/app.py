@@ -50,6 +50,7 @@ from harness.workloads.app_spec import (  # noqa: F401 - the models, re-exported
     DEFAULT_OUTPUT_PARTITIONS, DEFAULT_OUTPUT_TOPICS, EXAMPLES, PLACEHOLDERS, AppInput, AppOutput, AppProcess,
     AppPySpark, AppSpec, fill, placeholders_in)
 from harness.workloads import app_verify
+from harness.workloads.app_input_crash import input_crash
 from harness.workloads.base import TopicSpec, WorkerSpec
 from harness.workloads.txn_queue import VALUE_STRIDE
 
@@ -69,6 +70,7 @@ class App:
         self.drain_result: dict | None = None
         self.preloaded: dict | None = None  # input.preload, how it went
         self.batch: dict | None = None  # done: exit, how the wait for every instance went
+        self.input_crashed: dict | None = None  # every input producer crashed before writing (app_input_crash)
         #: a worker spec with the cluster's security settings (set by SecureWorkload on a secured cluster)
         self.secure = lambda spec: spec
 
@@ -315,9 +317,14 @@ class App:
             time.sleep(0.2)
 
     def settle(self, pool, stop_timeout: float = 90.0) -> list[str]:
-        """After the load: stop the input producers, give the application time to catch up,
-        record how it went (``finish`` puts it in meta.json). Returns problems."""
-        problems = pool.stop([w.name for w in self.producers()], timeout=stop_timeout)
+        """After the load: note input producers that all crashed before writing anything
+        (harness.workloads.app_input_crash), stop the input producers, give the application
+        time to catch up, record how it went (``finish`` puts it in meta.json). Returns problems."""
+        producers = [w.name for w in self.producers()]
+        # all of them dead before writing anything: the verdict says why there is no input
+        logdir = getattr(pool, "logdir", None) or (self.run_dir or Path.cwd()) / "logs"
+        self.input_crashed = input_crash(pool, producers, Path(logdir))
+        problems = pool.stop(producers, timeout=stop_timeout)
         o = self.spec.output
         if self.spec.app.done == "exit":  # a batch app: every instance runs to completion first
             problems += self.await_done(pool, o.catch_up_s)
@@ -357,7 +364,9 @@ class App:
         while pending() and time.monotonic() - t0 < bound_s:
             time.sleep(0.5)
         left = pending()
-        self.batch = {"done": not left, "waited_s": round(time.monotonic() - t0, 1), "not_done": left}
+        self.batch = {"done": not left, "waited_s": round(time.monotonic() - t0, 1), "not_done": left,
+                      "last_exit": {n: last_exit(pool, current(n)) for n in left}}
+        # the verdict is unknown then (checkers.app_end_to_end.batch_unfinished names them)
         return [f"done: exit: {', '.join(left)} had not exited 0 after {bound_s:g} s"] if left else []
 
     def drained(self, ctl: dict | None) -> None:
@@ -401,9 +410,26 @@ class App:
             app["preload"] = self.preloaded
         if self.batch:
             app["batch"] = self.batch
+        if self.input_crashed:
+            app["input_crashed"] = self.input_crashed
         app["catch_up"] = self.catch_up
         app["caught_up"] = self.catch_up["caught_up"] if self.catch_up else None
         return {"app": app}
+
+
+def last_exit(pool, worker: str) -> dict:
+    """How an instance's supervisor ``worker`` last saw its application (its control messages,
+    harness.workers.app_instance): ``{"code": last exit code or None (none since this
+    supervisor started), "by": "self" | "stop" | "restart" | None, "running": the application
+    started again after that exit (or never exited) and the supervisor is alive, "worker"}``."""
+    w = pool.workers.get(worker)
+    ctl = [c for c in getattr(w, "control", []) if isinstance(c, dict)]
+    exits = [(i, c["app_exit"]) for i, c in enumerate(ctl) if isinstance(c.get("app_exit"), dict)]
+    starts = [i for i, c in enumerate(ctl) if "app_started" in c]
+    i, e = exits[-1] if exits else (-1, {})
+    alive = bool(w is not None and w.alive())
+    return {"code": e.get("code"), "by": e.get("by"), "running": alive and bool(starts) and starts[-1] > i,
+            "worker": worker}
 
 
 def o_repr(match: Any) -> str:
