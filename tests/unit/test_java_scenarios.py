@@ -11,9 +11,9 @@ from harness.run.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 JAVA = ROOT / "scenarios" / "java"
-#: Java variants left out of the nightly client axis until one run of theirs is valid: share-java's
-#: one run (2026-11-27) was UNKNOWN, its Java clients never connected (issue 33, part 3)
-NOT_YET_NIGHTLY = {"share-java"}
+#: Java variants left out of the nightly client axis until one run of theirs is valid (none now:
+#: share-java joined once its run on kafka-clients 4.4.0 was valid, 2026-11-27, issue 33 part 3)
+NOT_YET_NIGHTLY: set[str] = set()
 
 
 def test_nightly_java_is_the_client_axis_of_the_nightly_suite():
@@ -22,7 +22,7 @@ def test_nightly_java_is_the_client_axis_of_the_nightly_suite():
     variants = {load_scenario(f).name for f in JAVA.glob("*.yaml") if not st.is_suite_file(f)}
     # every Java variant of a nightly scenario, none of the F1 reproducer
     wanted = ({f"{n}-java" for n in nightly} & variants) - NOT_YET_NIGHTLY
-    assert wanted == {"smoke-java", "coordinator-java", "zombie-java", "eos-pipeline-java"}
+    assert wanted == {"smoke-java", "coordinator-java", "zombie-java", "eos-pipeline-java", "share-java"}
     names = {c.name for c in cells}
     assert wanted <= names and not any(n.startswith("coordinator-inflight-abort") for n in names)
     assert not NOT_YET_NIGHTLY & names

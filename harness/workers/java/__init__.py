@@ -9,17 +9,20 @@ config; ``harness.run.pool`` then starts ``command(role, cfg)`` instead of the P
 Build: ``build(version)`` resolves ``org.apache.kafka:kafka-clients:<version>`` with Maven
 (harness.cluster.artifacts.java_client_libs) and compiles the sources with the JDK's ``javac`` into
 ``cache_dir()/java-client/<version>/classes-<digest>``, where ``<digest>`` hashes the sources:
-an edited source is rebuilt, an unchanged one never. docs/java-client.md.
+an edited source is rebuilt, an unchanged one never; one process at a time builds a version
+(``build_lock``: the others wait, then find it complete). docs/java-client.md.
 """
 from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
-from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, ArtifactError, _require, cache_dir, java_client_libs
+from harness.cluster.artifacts import (DEFAULT_KAFKA_VERSION, ArtifactError, _require, build_lock, cache_dir,
+                                       java_client_libs)
 from harness.workers.outcomes import TABLE
 
 SRC = Path(__file__).parent / "src"
@@ -58,20 +61,27 @@ def build(version: str = DEFAULT_JAVA_CLIENT_VERSION, *, fetch: bool = True) -> 
     false, or the sources do not compile (javac's output quoted)."""
     libs = java_client_libs(version, fetch=fetch)
     out = cache_dir() / "java-client" / version / f"classes-{source_digest()}"
-    if not (out / ".complete").exists():
-        javac = _require("javac", "install a JDK 17+ (Debian: apt-get install -y openjdk-17-jdk-headless)")
-        staging = out.with_name(out.name + ".partial")
-        shutil.rmtree(staging, ignore_errors=True)
-        proc = subprocess.run(
-            [javac, "-nowarn", "-XDsuppressNotes", "--release", "17", "-encoding", "UTF-8",
-             "-d", str(staging), "-cp", f"{libs}/*", *map(str, sources())],
-            capture_output=True, text=True)
-        if proc.returncode != 0:
-            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-30:])
-            raise ArtifactError(f"javac could not compile the Java workers against kafka-clients {version}:\n{tail}")
-        shutil.rmtree(out, ignore_errors=True)
-        staging.rename(out)
-        (out / ".complete").write_text(version + "\n")
+    if (out / ".complete").exists():
+        return f"{out}:{libs}/*"
+    # one build per folder at a time: two processes compiling into one staging folder at once
+    # (a run and a test session, 2026-11-27) left a "complete" folder of 4 classes, and the
+    # run's workers died with ClassNotFoundException: eosc.Main
+    with build_lock(out.parent):
+        if not (out / ".complete").exists():
+            javac = _require("javac", "install a JDK 17+ (Debian: apt-get install -y openjdk-17-jdk-headless)")
+            staging = out.with_name(f"{out.name}.partial-{os.getpid()}")
+            shutil.rmtree(staging, ignore_errors=True)
+            proc = subprocess.run(
+                [javac, "-nowarn", "-XDsuppressNotes", "--release", "17", "-encoding", "UTF-8",
+                 "-d", str(staging), "-cp", f"{libs}/*", *map(str, sources())],
+                capture_output=True, text=True)
+            if proc.returncode != 0:
+                shutil.rmtree(staging, ignore_errors=True)
+                tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-30:])
+                raise ArtifactError(f"javac could not compile the Java workers against kafka-clients {version}:\n{tail}")
+            shutil.rmtree(out, ignore_errors=True)
+            staging.rename(out)
+            (out / ".complete").write_text(version + "\n")
     return f"{out}:{libs}/*"
 
 

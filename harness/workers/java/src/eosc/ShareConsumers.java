@@ -175,8 +175,23 @@ final class ShareConsumers extends Worker {
             } catch (RuntimeException e) {
                 log("close: " + e);
             }
+            logCpu();
         }
         control(Json.map("done", true));
+    }
+
+    /**
+     * The JVM's CPU time and uptime in the log: kafka-clients before 4.4.0 spin both consumer
+     * threads while the share coordinator is unknown (KAFKA-20253), which starves the brokers
+     * on a small machine; this line shows whether a run's consumers did.
+     */
+    static void logCpu() {
+        java.lang.management.OperatingSystemMXBean os = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        if (os instanceof com.sun.management.OperatingSystemMXBean) {
+            double cpu = ((com.sun.management.OperatingSystemMXBean) os).getProcessCpuTime() / 1e9;
+            double up = java.lang.management.ManagementFactory.getRuntimeMXBean().getUptime() / 1e3;
+            System.err.printf("cpu: %.1f s of CPU in %.1f s (kafka-clients %s)%n", cpu, up, clientVersion());
+        }
     }
 
     void process(List<Object[]> plan, long processMs) {

@@ -6,7 +6,6 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.apache.kafka.common.utils.AppInfoParser;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -120,7 +119,7 @@ class TxnProducer extends Worker {
             try {
                 producer.initTransactions();
                 Map<String, Object> m = meta();
-                m.put("client", "java " + AppInfoParser.getVersion());
+                m.put("client", "java " + clientVersion());
                 initOk(m);
                 emit("ok", "init", null, m);
                 break;

@@ -14,6 +14,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -111,6 +112,21 @@ abstract class Worker {
     /** The next client instance is a new logical process in the history. */
     void newInstance() {
         proc += 1;
+    }
+
+    /**
+     * kafka-clients' version, from the jar's kafka/kafka-version.properties (what AppInfoParser
+     * reads: that class moved to common.utils.internals in 4.4.0), "unknown" when absent.
+     */
+    static String clientVersion() {
+        try (java.io.InputStream in = org.apache.kafka.clients.producer.KafkaProducer.class
+                .getResourceAsStream("/kafka/kafka-version.properties")) {
+            Properties version = new Properties();  // the jar's version file, not client settings
+            if (in != null) version.load(in);
+            return version.getProperty("version", "unknown").trim();
+        } catch (IOException e) {
+            return "unknown";
+        }
     }
 
     static void sleep(long ms) {
