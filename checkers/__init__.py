@@ -29,7 +29,7 @@ _WHERE: dict[str, str] = {
     "pipeline_cases": "pipeline", "pipeline_window_cases": "pipeline", "poll_skip_cases": "poll_skip",
     "precommitted_read_cases": "precommitted_read", "realtime_lag_cases": "realtime_lag",
     "RunDir": "run", "RunMeta": "run", "Verdict": "run", "server_error_cases": "server_error",
-    "share_cases": "share_group", "sink_cases": "sink", "stalled_lso_cases": "stalled_lso",
+    "share_cases": "share_group", "share_dlq_cases": "share_dlq", "sink_cases": "sink", "stalled_lso_cases": "stalled_lso",
     "torn_transaction_cases": "torn_transaction", "unavailable_cases": "unavailable",
     "unseen_cases": "unseen", "zombie_write_cases": "zombie_write",
     "LIVENESS": "verdict", "check": "verdict",

@@ -23,8 +23,10 @@ LIVENESS_REPORTS = ("stalled-lso", "realtime-lag", "unavailable", "app-stalled",
                     "server-error", "epoch-exhausted")
 
 #: docs/anomalies.md "Share groups" (KIP-932; checkers.share_group): share-duplicate is counted and
-#: always allowed (share groups deliver at least once)
-SHARE = ("share-lost", "share-aborted-read", "share-double-acquire", "share-delivery-count", "share-duplicate")
+#: always allowed (share groups deliver at least once); the dead-letter queue's (KIP-1191;
+#: checkers.share_dlq)
+SHARE = ("share-lost", "share-aborted-read", "share-double-acquire", "share-delivery-count", "share-duplicate",
+         "share-dlq-missing", "share-dlq-spurious")
 
 ANOMALIES: frozenset[str] = frozenset((*JEPSEN, *BEYOND, *LIVENESS_REPORTS, *SHARE))
 

@@ -48,6 +48,7 @@ from .rebalances import rebalance_stats
 from .reprocessing import summary
 from .run import RunDir, RunMeta, Verdict
 from .server_error import server_error_cases
+from .share_dlq import share_dlq_cases, share_dlq_stats
 from .share_group import share_cases, share_stats
 from .sink import sink_cases
 from .stalled_lso import stalled_lso_cases
@@ -92,6 +93,7 @@ FINDERS: tuple[tuple[str, Callable[..., list[dict]], Callable[[RunMeta], dict] |
     ("epoch_exhausted_cases", epoch_exhausted_cases, None),
     ("server_error_cases", server_error_cases, None),
     ("share_cases", share_cases, lambda m: {"share": m.share}),
+    ("share_dlq_cases", share_dlq_cases, lambda m: {"share": m.share}),
 )
 
 
@@ -147,6 +149,8 @@ def check(
                 out["rebalances"] = rebalances
             if meta.share:  # deliveries, acknowledgements, the duplicate rate (checkers.share_group)
                 out["share"] = share_stats(h, meta.share)
+                if meta.share.get("dlq"):  # the dead-letter queue as read (checkers.share_dlq, KIP-1191)
+                    out["share"]["dlq"] = share_dlq_stats(h, meta.share)
             return out
         except Exception as e:  # noqa: BLE001
             return {"error": f"{type(e).__name__}: {e}"}

@@ -99,6 +99,10 @@ ANOMALY_DEFINITIONS: dict[str, str] = {
     "share-delivery-count": ("A record delivered with a delivery count above the group's limit, or "
                              "delivered again after an accept or reject of it succeeded."),
     "share-duplicate": "A record processed more than once: share groups deliver at least once (allowed).",
+    "share-dlq-missing": ("A record the share group archived as undeliverable (rejected, or delivered up "
+                          "to the delivery-count limit) with no record in its dead-letter queue (KIP-1191)."),
+    "share-dlq-spurious": ("A dead-letter queue record for a record that was never undeliverable: "
+                           "accepted, aborted, or another value (KIP-1191)."),
 }
 
 _VARIANTS = {

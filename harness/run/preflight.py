@@ -106,6 +106,12 @@ def _versions(scn: Scenario, out: Preflight, maven: MavenCheck, which: Callable[
             lambda: kafka_dist(c.kafka_version, fetch=False).libs, ("org.apache.kafka", "kafka_2.13", c.kafka_version),
             maven)))
     w = scn.workload
+    from harness.workloads.share import check_release as check_share_release
+
+    try:  # the share groups' dead-letter queue needs 4.4.0 (KIP-1191)
+        check_share_release(w, c.kafka_version, c.broker)
+    except ValueError as exc:
+        raise PreflightError(str(exc)) from None
     if getattr(w, "client", None) == "java":
         from harness.workers.java import DEFAULT_JAVA_CLIENT_VERSION
 

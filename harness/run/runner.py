@@ -133,10 +133,14 @@ def run_scenario(scn: Scenario, results_root: Path, *, source: str | None = None
     ``scn`` already carries the seed, duration and Kafka version to use (the CLI merges its
     options in). ``stop`` ends the load phase early (Ctrl-C): the run still heals, drains and
     checks. The brokers' log dirs are kept or deleted as ``settle_node_data`` says. Raises
-    ArtifactError / NetError / ClusterError / WaitTimeout when the cluster cannot be brought
-    up; teardown runs in every case.
+    ValueError before anything starts when the workload needs a newer Kafka (the share
+    workload's ``dlq``), ArtifactError / NetError / ClusterError / WaitTimeout when the cluster
+    cannot be brought up; teardown runs in every case.
     """
     progress = progress or Progress()
+    from harness.workloads.share import check_release as check_share_release
+
+    check_share_release(scn.workload, scn.cluster.kafka_version, scn.cluster.broker)  # ValueError: dlq before 4.4.0
     scn, run_dir = prepare_run_dir(scn, results_root, source)
     progress.phase = "waiting"
     try:

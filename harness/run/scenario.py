@@ -121,6 +121,9 @@ class Scenario(Strict):
         from harness.workloads.group import check_release as check_group_protocol
 
         check_group_protocol(self.workload, self.cluster.kafka_version)  # KIP-848 needs Kafka 4.0.0
+        from harness.workloads.share import check_release as check_share_release
+
+        check_share_release(self.workload, self.cluster.kafka_version, self.cluster.broker)  # a DLQ needs 4.4.0
         return self
 
 

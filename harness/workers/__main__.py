@@ -29,7 +29,8 @@ from harness.workers.app_instance import AppInstanceWorker  # noqa: E402
 ROLES.update({"app": AppInstanceWorker, "app-catch-up": AppCatchUpWorker})
 # the share workload (harness.workloads.share): a share group member (KIP-932)
 from harness.workers.share_consumer import ShareConsumerWorker  # noqa: E402
-ROLES.update({"share-consumer": ShareConsumerWorker})
+from harness.workers.share_dlq_reader import DLQ_ROLE, ShareDlqReaderWorker  # noqa: E402
+ROLES.update({"share-consumer": ShareConsumerWorker, DLQ_ROLE: ShareDlqReaderWorker})
 
 if __name__ == "__main__":
     # a worker that does not answer `stop` is asked where it is stuck before it is killed

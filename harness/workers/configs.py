@@ -267,6 +267,18 @@ class ShareConsumerConfig(WorkerConfig):
     consumer: dict[str, Any] = Field(default_factory=dict)
 
 
+class ShareDlqReaderConfig(WorkerConfig):
+    """``share-dlq-reader`` (harness.workers.share_dlq_reader): read the share group's
+    dead-letter queue ``topic`` (every partition; KIP-1191) to its end within ``timeout_s``
+    seconds; ``group_id`` is the reader's own (it assigns, never commits), ``source_group_id``
+    the share group whose DLQ it is (recorded in the op's meta)."""
+
+    topic: str = Field(min_length=1)
+    group_id: str
+    source_group_id: str
+    timeout_s: float = Field(120.0, gt=0)
+
+
 #: role (harness.workers.__main__.ROLES) -> its config model
 ROLE_CONFIGS: dict[str, type[WorkerConfig]] = {
     "txn-producer": TxnProducerConfig, "txn-producers": TxnProducersConfig, "epoch-burn": EpochBurnConfig,
@@ -274,7 +286,7 @@ ROLE_CONFIGS: dict[str, type[WorkerConfig]] = {
     "drain": ConsumerConfig, "processor": ProcessorConfig, "pipeline-drain": PipelineDrainConfig,
     "spark-consumer": SparkConsumerConfig, "spark-drain": SparkDrainConfig,
     "app": AppInstanceConfig, "app-catch-up": AppCatchUpConfig,
-    "share-consumer": ShareConsumerConfig,
+    "share-consumer": ShareConsumerConfig, "share-dlq-reader": ShareDlqReaderConfig,
 }
 
 

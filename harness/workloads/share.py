@@ -18,25 +18,52 @@ lock or session shorter than that needs ``cluster.broker`` (scenarios/share.yaml
 Share groups are on by default from Kafka 4.2.0 (``share.version=1``; 4.4.0: ``2``, with the
 dead-letter queue; harness.cluster.releases).
 
+``dlq`` (Kafka 4.4.0 on: ``share.version=2``, KIP-1191): the group names a dead-letter queue
+topic (group config ``errors.deadletterqueue.topic.name``, with
+``errors.deadletterqueue.copy.record.enable=true`` so that each DLQ record carries the value
+it stands for), where the brokers write a record the group archives because a member rejected
+it or its delivery count reached ``share.delivery.count.limit``. The harness creates the topic
+(``DLQ_PARTITIONS`` partition, topic config ``errors.deadletterqueue.group.enable=true``,
+without which the brokers refuse to write to it; they create none themselves unless
+``errors.deadletterqueue.auto.create.topics.enable``) named ``dlq.<group id>`` or as given:
+its name must start with the brokers' ``errors.deadletterqueue.topic.name.prefix`` (``dlq.``
+by default) and not with ``__``. ``check_release`` refuses it before 4.4.0.
+
 After the load, ``settle`` stops the producers and waits until no consumer acquired anything
 for ``quiet_s()`` (at most ``settle_bound_s``): records released, or whose lock expired, are
 delivered again meanwhile, and a killed member's session (``session_timeout_ms``) expires so
 that its partitions go to a live member (until then the group hands their records to nobody). The final drain is txn-queue's: a plain consumer reads every
-key to its end at the same isolation level, which gives the checkers the committed log.
-Ops, and what the checkers find: docs/history.md "Share groups", checkers/share_group.py.
+key to its end at the same isolation level, which gives the checkers the committed log. With
+``dlq`` the settle step then stops the share consumers (closing releases what they hold;
+every record archived, the brokers' DLQ writes are asynchronous: ``dlq_wait_s``) and reads
+the DLQ topic to its end (role ``share-dlq-reader``, one ``dlq-read`` op,
+harness/workers/share_dlq_reader.py). Ops, and what the checkers find: docs/history.md "Share
+groups", checkers/share_group.py and checkers/share_dlq.py.
 """
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from checkers.run import DEFAULT_ISOLATION_LEVEL, IsolationLevel
 
-from harness.workloads.base import MAX_TIME_S, ClientSpec, Setting, Strict, WorkerSpec
+from harness.workloads.base import MAX_TIME_S, ClientSpec, Setting, Strict, TopicSpec, WorkerSpec
 from harness.workloads.txn_queue import VALUE_STRIDE, TxnQueue
+from harness.workers.share_dlq_reader import DLQ_ROLE
+
+#: the broker's errors.deadletterqueue.topic.name.prefix by default (GroupCoordinatorConfig, 4.4.0)
+DLQ_PREFIX = "dlq."
+#: group configs the workload sets itself when ``dlq`` is on (KIP-1191)
+DLQ_TOPIC_CONFIG = "errors.deadletterqueue.topic.name"
+DLQ_COPY_CONFIG = "errors.deadletterqueue.copy.record.enable"
+#: the topic config without which the brokers refuse to write DLQ records to a topic
+DLQ_ENABLE_TOPIC_CONFIG = "errors.deadletterqueue.group.enable"
+DLQ_PARTITIONS = 1
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 
 
 class ShareAck(Strict):
@@ -73,8 +100,14 @@ class ShareSpec(ClientSpec):
     #: the group's share.heartbeat.interval.ms (below session_timeout_ms)
     heartbeat_interval_ms: int = Field(5_000, ge=100, le=3_600_000)
     ack: ShareAck = Field(default_factory=ShareAck)
-    #: other group configs to set (e.g. errors.deadletterqueue.topic.name on 4.4.0)
+    #: other group configs to set
     group_configs: dict[str, str] = Field(default_factory=dict)
+    #: the group's dead-letter queue (KIP-1191, Kafka 4.4.0 on): true (topic dlq.<group id>) or
+    #: the DLQ topic's name; false: none (module docstring)
+    dlq: bool | str = False
+    #: after the share consumers stopped, how long the brokers get to write the last DLQ
+    #: records before the DLQ is read, seconds
+    dlq_wait_s: float = Field(5.0, ge=0, le=MAX_TIME_S)
     producer: dict[str, Setting] = Field(default_factory=dict, description="extra producer settings")
     consumer: dict[str, Setting] = Field(default_factory=dict, description="extra share consumer settings")
     #: after the load: no acquisition for this long ends the settle step, seconds
@@ -84,6 +117,23 @@ class ShareSpec(ClientSpec):
     # what txn-queue's producers read (not offered here)
     flush_timeout_s: float | None = Field(None, gt=0, le=MAX_TIME_S)
     inflight_abort: Literal["replace"] = "replace"
+
+    @field_validator("dlq")
+    @classmethod
+    def _dlq_topic_name(cls, v: bool | str) -> bool | str:
+        if isinstance(v, str):
+            if not _TOPIC.fullmatch(v) or v in (".", ".."):
+                raise ValueError(f"dlq: {v!r} is not a topic name (1-249 of A-Z a-z 0-9 . _ -)")
+            if v.startswith("__"):
+                raise ValueError(f"dlq: {v!r} starts with '__': the brokers refuse such a DLQ topic (KIP-1191)")
+        return v
+
+    @model_validator(mode="after")
+    def _dlq_configs_once(self) -> "ShareSpec":
+        mine = sorted(k for k in self.group_configs if k in (DLQ_TOPIC_CONFIG, DLQ_COPY_CONFIG))
+        if self.dlq is not False and mine:
+            raise ValueError(f"dlq sets {mine[0]} itself: remove it from group_configs")
+        return self
 
     @model_validator(mode="after")
     def _heartbeat_below_session(self) -> "ShareSpec":
@@ -100,14 +150,46 @@ class ShareSpec(ClientSpec):
         return max(self.settle_quiet_s,
                    (self.session_timeout_ms + self.lock_duration_ms + 2 * self.heartbeat_interval_ms) / 1000 + 1)
 
-    def group_config(self) -> dict[str, str]:
-        """The group configs every consumer sets (module docstring)."""
+    def dlq_topic(self, group_id: str) -> str | None:
+        """The DLQ topic of group ``group_id``: ``dlq.<group_id>`` for ``dlq: true``, the name
+        given, or None without a DLQ."""
+        if self.dlq is False:
+            return None
+        return DLQ_PREFIX + group_id if self.dlq is True else self.dlq
+
+    def group_config(self, dlq_topic: str | None = None) -> dict[str, str]:
+        """The group configs every consumer sets (module docstring); ``dlq_topic`` names the
+        group's DLQ topic (KIP-1191), records copied into it."""
+        dlq = {DLQ_TOPIC_CONFIG: dlq_topic, DLQ_COPY_CONFIG: "true"} if dlq_topic else {}
         return {"share.isolation.level": self.isolation_level,
                 "share.record.lock.duration.ms": str(self.lock_duration_ms),
                 "share.delivery.count.limit": str(self.delivery_count_limit),
                 "share.session.timeout.ms": str(self.session_timeout_ms),
                 "share.heartbeat.interval.ms": str(self.heartbeat_interval_ms),
-                "share.auto.offset.reset": "earliest", **self.group_configs}
+                "share.auto.offset.reset": "earliest", **dlq, **self.group_configs}
+
+
+def check_release(spec, kafka_version: str | None, broker: dict | None = None) -> None:
+    """ValueError (one line) when the share workload ``spec`` asks for ``dlq`` on a Kafka
+    release without the share groups' dead-letter queue (before 4.4.0, share.version 2:
+    harness.cluster.releases ``share_dlq``; KIP-1191), or names a DLQ topic without the
+    brokers' ``errors.deadletterqueue.topic.name.prefix`` (``broker``: the scenario's
+    cluster.broker settings; default ``dlq.``). Anything else passes."""
+    from harness.cluster.releases import UnsupportedRelease, release
+
+    if getattr(spec, "name", None) != "share" or spec.dlq is False or not kafka_version:
+        return
+    try:
+        has_dlq = release(kafka_version).value("share_dlq")
+    except UnsupportedRelease:
+        return  # the version's own check says so
+    if not has_dlq:
+        raise ValueError(f"workload.dlq needs Kafka 4.4.0 or newer (share.version=2, KIP-1191); Kafka "
+                         f"{kafka_version} has no share-group dead-letter queue: remove dlq or use 4.4.0")
+    prefix = str((broker or {}).get("errors.deadletterqueue.topic.name.prefix", DLQ_PREFIX))
+    if isinstance(spec.dlq, str) and not spec.dlq.startswith(prefix):
+        raise ValueError(f"dlq: {spec.dlq!r} does not start with the brokers' errors.deadletterqueue.topic."
+                         f"name.prefix {prefix!r}: the brokers would write no DLQ record; rename it")
 
 
 class Share(TxnQueue):
@@ -116,15 +198,37 @@ class Share(TxnQueue):
     def __init__(self, spec: ShareSpec, bootstrap: str, seed: int, names=None):
         super().__init__(spec, bootstrap, seed, names)
         self.settled: dict | None = None
+        #: the cluster's security settings for a worker this workload starts itself (the DLQ
+        #: reader); harness.cluster.client_access.SecureWorkload replaces it
+        self.secure = lambda spec: spec
 
     def group_id(self) -> str:
         return self.names.client_id("eosc-share")
 
+    def dlq_topic(self) -> str | None:
+        """The group's DLQ topic, or None: ``dlq.<group id>`` (the run's group id, prefixed on
+        an external cluster) or the name given, as given (the brokers' prefix comes first)."""
+        return self.spec.dlq_topic(self.group_id())
+
+    def data_topics(self) -> list[TopicSpec]:
+        """The topics the producers write and the group reads (txn-queue's)."""
+        return super().topics()
+
+    def topics(self) -> list[TopicSpec]:
+        """The data topics and, with ``dlq``, the DLQ topic (DLQ_PARTITIONS partitions, DLQ writes
+        enabled on it)."""
+        dlq = self.dlq_topic()
+        extra = [TopicSpec(dlq, DLQ_PARTITIONS, {DLQ_ENABLE_TOPIC_CONFIG: "true"})] if dlq else []
+        return self.data_topics() + extra
+
+    def keys(self) -> list[str]:
+        return [f"{t.name}/{p}" for t in self.data_topics() for p in range(t.partitions)]
+
     def readers(self) -> list[WorkerSpec]:
         a = self.spec.ack
         return [WorkerSpec(f"share-consumer-{i}", "share-consumer", {
-            "bootstrap": self.bootstrap, "topics": [t.name for t in self.topics()], "group_id": self.group_id(),
-            "seed": self.seed * 1000 + 500 + i, "group_configs": self.spec.group_config(),
+            "bootstrap": self.bootstrap, "topics": [t.name for t in self.data_topics()], "group_id": self.group_id(),
+            "seed": self.seed * 1000 + 500 + i, "group_configs": self.spec.group_config(self.dlq_topic()),
             "release_probability": a.release_probability, "reject_probability": a.reject_probability,
             "process_ms": a.process_ms, "ack_order": a.order, "consumer": self.spec.consumer,
         }) for i in range(self.spec.consumers)]
@@ -139,13 +243,15 @@ class Share(TxnQueue):
 
     def settle(self, pool) -> list[str]:
         """Stop the producers; wait until no share consumer acquired a record for
-        ``settle_quiet_s`` (at most ``settle_bound_s``). Returns problems."""
+        ``quiet_s()`` (at most ``settle_bound_s``; no wait without share consumers); with
+        ``dlq``, then ``read_dlq``. Returns problems."""
         problems = pool.stop([n for n in list(pool.workers) if n.startswith("producer-")], timeout=90)
         s = self.spec
         need = s.quiet_s()
         t0 = time.monotonic()
         quiet_since, last_total = t0, -1
-        while time.monotonic() - t0 < s.settle_bound_s:
+        members = any(n.startswith("share-consumer-") for n in list(pool.workers))
+        while members and time.monotonic() - t0 < s.settle_bound_s:
             total = 0
             for name, w in list(pool.workers.items()):
                 if name.startswith("share-consumer-"):
@@ -157,11 +263,34 @@ class Share(TxnQueue):
                 break
             time.sleep(0.5)
         waited = round(time.monotonic() - t0, 1)
-        quiet = time.monotonic() - quiet_since >= need
+        quiet = not members or time.monotonic() - quiet_since >= need
         self.settled = {"waited_s": waited, "quiet": quiet, "quiet_needed_s": round(need, 1)}
         if not quiet:
             problems.append(f"the share consumers still acquired records after {waited} s "
                             f"(settle_bound_s); unacknowledged records may show as share-lost")
+        if self.dlq_topic():
+            problems += self.read_dlq(pool)
+        return problems
+
+    def read_dlq(self, pool) -> list[str]:
+        """Stop the share consumers, give the brokers ``dlq_wait_s`` to write the last DLQ
+        records, then read the DLQ topic to its end (a ``dlq-read`` op). Returns problems."""
+        members = [n for n in list(pool.workers) if n.startswith("share-consumer-")]
+        problems = pool.stop(members, timeout=60)
+        if members:
+            time.sleep(self.spec.dlq_wait_s)
+        topic = self.dlq_topic()
+        spec = self.secure(WorkerSpec("dlq-reader", DLQ_ROLE, {
+            "bootstrap": self.bootstrap, "topic": topic, "group_id": self.names.client_id("eosc-dlq-reader"),
+            "source_group_id": self.group_id()}))
+        h = pool.spawn(spec)
+        if not h.wait(timeout=150):
+            problems.append("the DLQ reader did not finish in 150 s; killed")
+            h.kill()
+        done = next((c["dlq"] for c in h.control if isinstance(c, dict) and "dlq" in c), None)
+        self.settled = dict(self.settled or {}, dlq=done)
+        if not done or not done.get("complete"):
+            problems.append(f"the DLQ topic {topic} was not read to its end: share-dlq-missing cases are unknown")
         return problems
 
     def writers(self) -> list[WorkerSpec]:
@@ -185,7 +314,9 @@ class Share(TxnQueue):
                 "share": {"group_id": self.group_id(), "isolation_level": s.isolation_level,
                           "lock_duration_ms": s.lock_duration_ms,
                           "delivery_count_limit": s.delivery_count_limit,
-                          "ack_order": s.ack.order, "keys": self.keys()}}
+                          "ack_order": s.ack.order, "keys": self.keys(),
+                          **({"dlq": {"topic": self.dlq_topic(), "partitions": DLQ_PARTITIONS, "copy_record": True}}
+                             if self.dlq_topic() else {})}}
 
     def finish(self, run_dir: Path, history) -> dict:
         return {"share_settle": self.settled} if self.settled else {}
