@@ -25,8 +25,8 @@ its end, ``info`` when not. meta.json's ``share.dlq`` names the topic. Anomalies
   acknowledged, never dead-lettered), or, under ``share.isolation.level=read_committed``, its
   copied value is a write whose transaction aborted (such records are never delivered, so
   never rejected), or its copied value is not the value the group was handed at that offset,
-  or it is no value the workload wrote at all (a transaction marker's control record: found on
-  Kafka 4.4.0 with librdkafka 2.16.0's ShareConsumer, docs/scenarios.md "Share groups").
+  or it is no value the workload wrote at all (a transaction marker's control record: finding
+  F6, Kafka 4.4.0 with librdkafka 2.16.0's ShareConsumer, docs/findings/F6.md).
 
 ``share_dlq_cases`` returns [] when meta.json's ``share`` has no ``dlq``.
 """
