@@ -187,11 +187,11 @@ def app_unknown(app: dict | None) -> list[str]:
     return out
 
 
-def input_crashed(crash: dict | None) -> str | None:
+def input_crashed(crash: dict | None, so: str = "so there is nothing to judge") -> str | None:
     """One line saying the harness's input producers all crashed before writing anything, from
     meta ``app.input_crashed`` (harness.workloads.app_input_crash: ``workers``: name ->
     ``{"code": exit code, "crash": [first lines of the crash]}``, ``logs``: where their logs
-    are); None when they did not."""
+    are), then ``so`` (what follows for the run); None when they did not."""
     if not isinstance(crash, dict) or not isinstance(crash.get("workers"), dict) or not crash["workers"]:
         return None
     same: dict[tuple[Any, str], list[str]] = {}  # one entry per distinct crash, naming its producers
@@ -200,7 +200,7 @@ def input_crashed(crash: dict | None) -> str | None:
         lines = " | ".join(str(x) for x in (w.get("crash") or [])[:3]) or "(its log says nothing)"
         same.setdefault((w.get("code"), lines), []).append(str(name))
     each = [f"{', '.join(names)} exited with code {code}: {lines}" for (code, lines), names in same.items()]
-    return (f"the input producers crashed before writing any input, so there is nothing to judge: "
+    return (f"the input producers crashed before writing any input, {so}: "
             f"{'; '.join(each)} (their logs: {crash.get('logs') or 'logs/producer-*.log'}; the scenario's "
             "input.producer settings are passed to them)")
 

@@ -42,6 +42,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from checkers.app_end_to_end import input_crashed
 from checkers.unavailable import PRELOAD
 
 from harness.cluster.docker.nodes import labels as docker_labels
@@ -294,7 +295,9 @@ class App:
         until every instance has said it is up (ran ``startup_s``), done (a batch app that
         finished) or failed; each instance's window starts when its own worker started it, so a
         slow worker start (a loaded machine) does not end the wait early. ``wait_s`` bounds the
-        whole wait (default: ``startup_s`` + 30 s); past it the run goes on."""
+        whole wait (default: ``startup_s`` + 30 s); past it the run goes on. Then raises AppError
+        when every input producer has already crashed without writing anything (the first lines
+        of each crash and where their logs are): the run would have no input."""
         import time
 
         deadline = time.monotonic() + (wait_s if wait_s is not None else self.spec.app.startup_s + 30.0)
@@ -315,6 +318,13 @@ class App:
                     if gone[name] > 5:
                         pending.remove(name)
             time.sleep(0.2)
+        crash = input_crash(pool, [w.name for w in self.producers()], self._logdir(pool))
+        if crash:  # no input would come (the pool restarts only what a fault killed): stop now, say why
+            raise AppError(input_crashed(crash, "so the run is stopped"))
+
+    def _logdir(self, pool) -> Path:
+        """The workers' logs (``<run>/logs``): the pool's folder."""
+        return Path(getattr(pool, "logdir", None) or (self.run_dir or Path.cwd()) / "logs")
 
     def settle(self, pool, stop_timeout: float = 90.0) -> list[str]:
         """After the load: note input producers that all crashed before writing anything
@@ -322,8 +332,7 @@ class App:
         time to catch up, record how it went (``finish`` puts it in meta.json). Returns problems."""
         producers = [w.name for w in self.producers()]
         # all of them dead before writing anything: the verdict says why there is no input
-        logdir = getattr(pool, "logdir", None) or (self.run_dir or Path.cwd()) / "logs"
-        self.input_crashed = input_crash(pool, producers, Path(logdir))
+        self.input_crashed = input_crash(pool, producers, self._logdir(pool))
         problems = pool.stop(producers, timeout=stop_timeout)
         o = self.spec.output
         if self.spec.app.done == "exit":  # a batch app: every instance runs to completion first

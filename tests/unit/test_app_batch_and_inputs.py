@@ -3,18 +3,21 @@ processes started by the real pool on this machine (harness.run.pool on the loca
 
 * a batch app (``done: exit``) whose instances did not all exit 0: the verdict is unknown, its
   reason naming each unfinished instance and its last exit code (not valid as if it completed);
-* every input producer crashing at start: the verdict's reason says so, with the crash's first
-  lines from logs/producer-*.log and where they are (not only "nothing to judge")."""
+* every input producer crashing at start: the run stops with one line once the instances have
+  started, or, when they crashed later, the verdict's reason says so; either with the crash's
+  first lines from logs/producer-*.log and where they are (not only "nothing to judge")."""
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from checkers import check, load_history
 from checkers.build import HistoryBuilder
 from harness.cluster.namespaces import LOCAL
 from harness.run.history_writer import HistoryWriter
 from harness.run.pool import Pool
-from harness.workloads.app import App, AppSpec
+from harness.workloads.app import App, AppError, AppSpec
 from harness.workloads.app_input_crash import crash_excerpt, input_crash
 
 APP = {"input_keys": ["in/0"], "output_keys": ["out/0"], "semantics": "exactly-once", "order": "none",
@@ -28,6 +31,10 @@ def _pool(tmp_path: Path) -> tuple[Pool, HistoryWriter]:
     (tmp_path / "logs").mkdir(exist_ok=True)
     history = HistoryWriter(tmp_path / "history.jsonl")
     return Pool(LOCAL, history, tmp_path / "logs"), history
+
+
+def _said(pool: Pool, worker: str, key: str) -> bool:
+    return any(key in c for c in pool.workers[worker].control if isinstance(c, dict))
 
 
 def _copied_once() -> list[dict]:
@@ -52,7 +59,9 @@ def test_a_batch_whose_instances_did_not_all_exit_0_is_unknown_with_their_exit_c
         for s in w.writers():
             if s.role == "app":
                 pool.spawn(s)
-        time.sleep(2.0)  # instance 0 exited 0, instance 1 exited 3
+        deadline = time.monotonic() + 30  # until instance 0 exited 0 and instance 1 exited 3 (a loaded machine)
+        while not (_said(pool, "app-0", "app_done") and _said(pool, "app-1", "app_exit")) and time.monotonic() < deadline:
+            time.sleep(0.1)
         problems = w.await_done(pool, 1.0)
     finally:
         pool.shutdown()
@@ -104,6 +113,28 @@ def test_input_producers_that_all_crash_at_start_are_named_in_the_verdict(tmp_pa
     assert "producer-0, producer-1 exited with code 1" in why and "no.such.property" in why and str(tmp_path / "logs") in why
     # without the harness's note the verdict said only that there was nothing to judge
     assert not any("producer" in r for r in check(tmp_path / "history.jsonl", meta={"app": APP}).unknown_reasons)
+
+
+def test_input_producers_crashed_at_start_stop_the_run_with_one_line(tmp_path):
+    # the same crash, seen when the instances have started: the run stops there, not at its end
+    spec = AppSpec.model_validate({"input": {"producers": 2, "producer": {"no.such.property": "x"}},
+                                   "app": {"startup_s": 5, "stop_grace_s": 1,
+                                           "command": [sys.executable, "-c", "import time; time.sleep(60)"]}})
+    w = App(spec, "127.0.0.1:1", seed=1)
+    w.prepare(tmp_path)
+    pool, history = _pool(tmp_path)
+    try:
+        for s in w.writers():
+            pool.spawn(s)
+        with pytest.raises(AppError) as err:
+            w.check_started(pool)
+    finally:
+        pool.shutdown()
+        history.close()
+    msg = str(err.value)
+    assert msg.startswith("the input producers crashed before writing any input, so the run is stopped: "), msg
+    assert "producer-0, producer-1 exited with code 1" in msg and "no.such.property" in msg, msg
+    assert str(tmp_path / "logs" / "producer-*.log") in msg and "Traceback" not in msg and "\n" not in msg
 
 
 def test_a_running_producer_is_not_a_crash(tmp_path):
