@@ -357,6 +357,32 @@ def range_f5(f: RunFacts) -> str | None:
                          "default only from 4.0")
 
 
+def sig_f6(v: Verdict, f: RunFacts) -> Fit | None:
+    """F6: share-dlq-spurious failing with DLQ records whose copied value has a transaction
+    marker's form (checkers/share_dlq.py says so in the case's explanation); spurious records
+    of another kind only (an accepted record, an aborted write) are not F6."""
+    if "share-dlq-spurious" not in v.failing_names:
+        return None
+    cases = [c for c in v.anomalies.get("share-dlq-spurious") or [] if isinstance(c, dict)]
+    markers = [c for c in cases if "transaction marker" in str(c.get("explanation", ""))]
+    if not markers:
+        return None
+    ex = "; ".join(f"{c.get('key')}@{c.get('offset')} ({c.get('message') or 'no reason'})" for c in markers[:3])
+    return Fit(f"share-dlq-spurious: {len(markers)} DLQ record(s) of the share group copy a transaction marker's "
+               "control record (never handed to a member): librdkafka's share consumer does not acknowledge "
+               "(GAP) the acquired offsets of a ShareFetch response without a message, so the broker delivers "
+               "the marker up to the delivery-count limit and dead-letters it",
+               [f"share-dlq-spurious ({v.counts.get('share-dlq-spurious', 0)}, {len(markers)} marker-shaped): e.g. {ex}"],
+               None if len(markers) == len(cases) else
+               f"{len(cases) - len(markers)} other share-dlq-spurious case(s) are no marker: something else as well")
+
+
+def range_f6(f: RunFacts) -> str | None:
+    return (needs_client(f, "librdkafka", "kafka-clients' KafkaShareConsumer acknowledges control-record offsets "
+                         "as GAP (apache/kafka#19295)")
+            or kafka_between(f, (4, 4, 0), None, "share groups' dead-letter queues (KIP-1191) came with 4.4.0"))
+
+
 def sig_kafka_15653(v: Verdict, f: RunFacts) -> Fit | None:
     if not found(v, "server-error"):
         return None

@@ -1,5 +1,5 @@
 """Known bugs: the one catalogue of upstream Kafka and client defects, and of this project's
-findings (docs/findings/F1-F5.md), that a run can meet; ``match`` names those whose signature a
+findings (docs/findings/F1-F6.md), that a run can meet; ``match`` names those whose signature a
 verdict shows. docs/known-bugs.md is the catalogue as a table (tests/unit/test_checkers_known_bugs.py
 checks every id is there).
 
@@ -181,6 +181,19 @@ CATALOGUE: tuple[KnownBug, ...] = (
         "every 4.x release tried, 4.0.0 to 4.4.0 (eos-chaos repro f5 --runtime); the runtime's group coordinator is "
         "the default from 4.0, so earlier runs say 'resembles' (3.x, where it was opt-in, is not tested).",
         signature=s.sig_f5, in_range=s.range_f5),
+    KnownBug(
+        id="F6", title="librdkafka's share consumer leaves transaction markers unacknowledged: dead-lettered",
+        component="librdkafka", affected="librdkafka share consumer (2.16.0 measured) on Kafka 4.4.0+ (KIP-1191 DLQ)",
+        fixed=None, clients="librdkafka share consumers",
+        signature_text="share-dlq-spurious failing with DLQ records whose copied value is a transaction marker's "
+        "control record (6 bytes: version 0, coordinator epoch)",
+        link=FINDINGS + "F6.md", doc=FINDINGS + "F6.md",
+        notes="Not reported upstream (searched 2026-11-27). A ShareFetch response whose acquired offsets hold no "
+        "message (an aborted transaction's marker) is dropped with its GAP acknowledgements "
+        "(rd_kafka_q_serve_share_rkmessages); eos-chaos repro f6 shows it in 3 of 3 tries and never without "
+        "transactions. Without a DLQ (or before 4.4.0) the same markers are only redelivered up to the limit, "
+        "which no checker names.",
+        signature=s.sig_f6, in_range=s.range_f6),
     KnownBug(
         id="KAFKA-15653", title="compressed transactional produce fails under verification", component="kafka",
         affected="Kafka 3.6.0", fixed="3.6.1", clients="any, compressed batches (compression.type)",

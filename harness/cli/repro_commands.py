@@ -1,5 +1,5 @@
-"""``eos-chaos repro f1|f2|f4|f5``: the findings' reproducers on the harness's own cluster
-(docs/findings/F1.md, F2.md, F4.md, F5.md)."""
+"""``eos-chaos repro f1|f2|f4|f5|f6``: the findings' reproducers on the harness's own cluster
+(docs/findings/F1.md, F2.md, F4.md, F5.md, F6.md)."""
 from __future__ import annotations
 
 import json
@@ -157,6 +157,36 @@ def f5(
         t.setdefault("variant", "restart" if restart else "pause")
     res.summary = {"restart" if restart else "pause": res.summary}
     _print_tries(res, as_json, "tries.jsonl, evidence.txt, logs/n*.log, logs/f5-repro.err", verdict)
+
+
+@repro_app.command("f6")
+def f6(
+    tries: int = typer.Option(3, min=1, help="tries per variant"),
+    variant: list[str] = typer.Option(None, "--variant", help="txn (the finding), no-txn (control: no markers), "
+                                      "java (control: kafka-clients' KafkaShareConsumer), read-uncommitted (every marker fetched "
+                                      "alone: COMMIT too); repeatable; default txn, no-txn, java"),
+    lock_ms: int = typer.Option(2000, min=1000, help="the share group's share.record.lock.duration.ms"),
+    kafka_version: Optional[str] = typer.Option(None, help="Apache Kafka version (default 4.4.0: the DLQ, KIP-1191)"),
+    results: Path = typer.Option(Path("results"), help="results root folder"),
+    as_json: bool = typer.Option(False, "--json", help="print the tries and the summary as JSON"),
+) -> None:
+    """Finding F6: with librdkafka's share consumer, transaction markers reach the share
+    group's dead-letter queue (a ShareFetch response without a message is never acknowledged).
+    Brings up 3 nodes of Kafka 4.4.0 (minimum lock 1 s), runs harness/findings/f6_repro.py in
+    the client namespace, keeps the segments and prints per try the DLQ records and the
+    DumpLogSegments lines of its partition, then librdkafka's ShareFetch and acknowledgement
+    debug lines. Exit 0 when every try ran, 2 on errors."""
+    from harness.findings.f6 import F6_KAFKA_VERSION, run_f6
+    from harness.findings.f6_repro import VARIANTS, verdict
+
+    def run(results, *, tries, variants, kafka_version):
+        return run_f6(results, tries=tries, variants=variants, lock_ms=lock_ms,
+                      kafka_version=kafka_version if kafka_version_given else F6_KAFKA_VERSION)
+
+    kafka_version_given = kafka_version is not None
+    res = _run_tries(run, VARIANTS, variant, tries, results, kafka_version)
+    _print_tries(res, as_json, "tries.jsonl, evidence.txt, logs/librdkafka-debug.log, "
+                 "logs/java-share-consumer.log, kept segments", verdict)
 
 
 def _mock(finding: str, tries: int, variant: list[str] | None, as_json: bool, extra: list[str] = ()) -> None:

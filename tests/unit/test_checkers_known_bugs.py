@@ -225,6 +225,40 @@ def test_f5_control_older_release_resembles_and_a_reset_without_pending_offsets_
     assert named(v) == {"F4": "resembles", "F5": "resembles"}, v.known_bugs
 
 
+# -- F6 -----------------------------------------------------------------------------------------------------
+def share_dlq_events(*dlq_records) -> list[dict]:
+    """tests/unit/test_share_dlq.py's rejected record 2 dead-lettered, plus ``dlq_records``."""
+    from tests.unit.test_share_dlq import dlq_read, rejected
+
+    return dlq_read(rejected(), [(2, 101, "Offset rejected by client."), *dlq_records]).events()
+
+
+LIBRDKAFKA = {"name": "librdkafka", "version": "2.16.0"}
+MARKER = (1, "\x00\x00\x00\x00\x00\x01", "Offset delivery count exceeded the threshold.")
+
+
+def test_f6_a_dead_lettered_marker_with_librdkafka_on_4_4_0():
+    from tests.unit.test_share_dlq import DLQ
+
+    v = check(share_dlq_events(MARKER), meta={"share": DLQ, "kafka_version": "4.4.0", "client": LIBRDKAFKA})
+    assert v.failing == ["share-dlq-spurious"]
+    assert named(v) == {"F6": "looks-like"}, v.known_bugs
+    assert "t0/0@1" in v.known_bugs[0]["evidence"][0] and "GAP" in _why(v, "F6")
+
+
+def test_f6_controls_java_client_resembles_and_a_spurious_accepted_record_is_not_f6():
+    from tests.unit.test_share_dlq import DLQ
+
+    v = check(share_dlq_events(MARKER), meta={"share": DLQ, "kafka_version": "4.4.0",
+                                              "client": {"name": "java", "version": "4.4.0"}})
+    assert named(v) == {"F6": "resembles"} and "GAP" in _why(v, "F6")
+    v = check(share_dlq_events((0, 100, "x")), meta={"share": DLQ, "kafka_version": "4.4.0"})
+    assert v.failing == ["share-dlq-spurious"] and "F6" not in named(v)
+    v = check(share_dlq_events(MARKER, (0, 100, "x")), meta={"share": DLQ, "kafka_version": "4.4.0",
+                                                              "client": LIBRDKAFKA})
+    assert named(v) == {"F6": "resembles"} and "no marker" in _why(v, "F6")
+
+
 # -- KAFKA-15653, KAFKA-19367, KAFKA-20090: keyed on other finders' report names ----------------------------
 def produce_error(error: str) -> list[dict]:
     b = HistoryBuilder()
@@ -317,7 +351,7 @@ def test_every_catalogue_entry_is_in_the_docs_table_with_its_releases():
         assert bug.affected in rows[bug.id] and (bug.fixed or "none") in rows[bug.id], rows[bug.id]
     assert set(BY_ID) == {b.id for b in CATALOGUE} and len(BY_ID) == len(CATALOGUE)
     assert {"KAFKA-14402", "KAFKA-20734", "KAFKA-17754", "KAFKA-15653", "KAFKA-19367", "KAFKA-20090",
-            "F1", "F3", "F4", "F5"} <= set(BY_ID)
+            "F1", "F3", "F4", "F5", "F6"} <= set(BY_ID)
 
 
 def test_a_signature_that_raises_is_skipped_not_a_crash(monkeypatch):
