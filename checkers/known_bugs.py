@@ -190,8 +190,8 @@ CATALOGUE: tuple[KnownBug, ...] = (
         link=FINDINGS + "F6.md", doc=FINDINGS + "F6.md",
         notes="Not reported upstream (searched 2026-11-27). A ShareFetch response whose acquired offsets hold no "
         "message (an aborted transaction's marker) is dropped with its GAP acknowledgements "
-        "(rd_kafka_q_serve_share_rkmessages); eos-chaos repro f6 shows it in 3 of 3 tries and never without "
-        "transactions. Without a DLQ (or before 4.4.0) the same markers are only redelivered up to the limit, "
+        "(rd_kafka_q_serve_share_rkmessages); eos-chaos repro f6: 6 of 6 tries (read_uncommitted: 3 of "
+        "3, COMMIT markers too), 0 of 6 without transactions, 0 of 3 with kafka-clients. Without a DLQ (or before 4.4.0) the same markers are only redelivered up to the limit, "
         "which no checker names.",
         signature=s.sig_f6, in_range=s.range_f6),
     KnownBug(
