@@ -35,7 +35,7 @@ supervisor restarts it from its newest retained checkpoint, as after a kill. It 
 * the job's process exited (the job FAILED, was cancelled or finished: ``env.execute()`` raised
   or returned), with that process's exit code;
 * the mini-cluster lost its TaskManager (its log's ``TaskManager #N failed``: the job's restarts
-  then wait for slots that never come, its status stays RUNNING or RESTARTING); or
+  then wait for slots that never come, and its status does not turn FAILED); or
 * no checkpoint completed for ``--watchdog-s`` seconds of the job's running time (default
   max(30 s, 10 x the job's ``--checkpoint-interval-ms``); seconds the instance spent paused,
   SIGSTOP, do not count), or none in ``--watchdog-startup-s`` plus that bound since the start.
@@ -272,8 +272,9 @@ def run_watched(args: list[str], env: dict[str, str], *, checkpoints: Path, watc
     ``get_job_execution_result()``...) exists only in the job's own process, and only when the
     job calls ``execute_async()``: a job as users write it (flink_job.py) calls ``execute()``,
     which keeps it; its futures' ``result()`` has no timeout; and after the TaskManager is gone
-    the status it would report stays RUNNING or RESTARTING (the restart strategy has no limit,
-    the scheduler waits for slots), never FAILED. So the deployment reads what it can read from
+    the job only restarts (the logs' ``Restoring job`` after ``TaskManager #0 failed``: the
+    restart strategy has no limit, the scheduler waits for slots), so the status it would report
+    does not turn FAILED. So the deployment reads what it can read from
     outside, reliably: the job's process (it exits when the job reaches a terminal status), the
     checkpoint folder (the JobManager writes a checkpoint's ``_metadata`` when it completes it:
     the newest one's modification time moves with every completed checkpoint, whatever job
