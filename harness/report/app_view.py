@@ -440,6 +440,21 @@ def app_section(h: "History", stats_app: dict | None, app_meta: dict | None,
             "match_error": app_meta.get("match_error"), "batch": batch_rows(app_meta)}
 
 
+def unfinished_state(name: str, last_exit: Any) -> str:
+    """``name`` and, when meta ``app.batch.last_exit`` knows it, how that instance last exited:
+    ``app-1 (last exit code 3, running again)``, ``app-1 (as app-1.z1, running, no exit)``."""
+    e = last_exit.get(name) if isinstance(last_exit, dict) and isinstance(last_exit.get(name), dict) else None
+    if e is None:
+        return name
+    parts = [f"as {e['worker']}"] if e.get("worker") and e.get("worker") != name else []
+    code = e.get("code")
+    if isinstance(code, int) and not isinstance(code, bool):
+        parts.append(f"last exit code {code}" + (", running again" if e.get("running") else ""))
+    else:
+        parts.append("running, no exit" if e.get("running") else "not running, no exit seen")
+    return f"{name} ({', '.join(parts)})"
+
+
 def batch_rows(app_meta: dict) -> list[tuple[str, str]]:
     """(name, text) rows of meta.json's ``app.preload`` (input.preload), ``app.batch`` (done:
     exit: did every instance exit 0) and ``app.verify`` (the user's verifier), those present."""
@@ -452,7 +467,8 @@ def batch_rows(app_meta: dict) -> list[tuple[str, str]]:
     b = app_meta.get("batch")
     if isinstance(b, dict):
         rows.append(("done: exit", f"every instance exited 0 ({b.get('waited_s')} s after the load)" if b.get("done")
-                     else f"not done after {b.get('waited_s')} s: {', '.join(b.get('not_done') or [])}"))
+                     else f"not done after {b.get('waited_s')} s: "
+                          + ", ".join(unfinished_state(n, b.get("last_exit")) for n in b.get("not_done") or [])))
     v = app_meta.get("verify")
     if isinstance(v, dict):
         what = (f"could not judge: {v['error']}" if v.get("error") else

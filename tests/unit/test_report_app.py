@@ -301,6 +301,12 @@ def test_batch_rows_say_how_the_preload_the_batch_and_the_verifier_went():
     assert rows["preload"].startswith("15,000 records by 1 producer(s)")
     assert rows["done: exit"] == "not done after 120.0 s: app-1"
     assert rows["output.verify"].startswith("python v.py: 2 finding(s)")
+    exits = dict(batch_rows({"batch": {"done": False, "waited_s": 30.0, "not_done": ["app-0", "app-1", "app-2"],
+                                       "last_exit": {"app-0": {"code": 3, "by": "self", "running": True, "worker": "app-0"},
+                                                     "app-1": {"code": None, "running": True, "worker": "app-1.z1"},
+                                                     "app-2": {"code": -9, "by": "stop", "running": False}}}}))
+    assert exits["done: exit"] == ("not done after 30.0 s: app-0 (last exit code 3, running again), "
+                                   "app-1 (as app-1.z1, running, no exit), app-2 (last exit code -9)")
     bad = dict(batch_rows({"verify": {"command": ["v"], "error": "output.verify exited with code 1"}}))
     assert bad["output.verify"] == "v: could not judge: output.verify exited with code 1"
     assert batch_rows({}) == []
