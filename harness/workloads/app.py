@@ -333,7 +333,7 @@ class App:
         producers = [w.name for w in self.producers()]
         # all of them dead before writing anything: the verdict says why there is no input
         self.input_crashed = input_crash(pool, producers, self._logdir(pool))
-        problems = pool.stop(producers, timeout=stop_timeout)
+        problems = start_failures(pool) + pool.stop(producers, timeout=stop_timeout)
         o = self.spec.output
         if self.spec.app.done == "exit":  # a batch app: every instance runs to completion first
             problems += self.await_done(pool, o.catch_up_s)
@@ -424,6 +424,22 @@ class App:
         app["catch_up"] = self.catch_up
         app["caught_up"] = self.catch_up["caught_up"] if self.catch_up else None
         return {"app": app}
+
+
+def start_failures(pool) -> list[str]:
+    """One line per app instance whose supervisor could not start the application again after
+    the run's first start (``app_failed`` from harness.workers.app_instance: command not found,
+    a Docker error): that instance stayed down from then on, which the verdict alone shows at
+    most as stalled inputs. ``[]`` when every start worked."""
+    out = []
+    for name, w in sorted(pool.workers.items()):
+        if getattr(w, "role", None) != "app":
+            continue
+        for c in getattr(w, "control", []):
+            if isinstance(c, dict) and isinstance(c.get("app_failed"), dict):
+                out.append(f"app instance {name} could not be started again: {c['app_failed'].get('reason')}; "
+                           f"it stayed down for the rest of the run (logs/{name}.log)")
+    return out
 
 
 def last_exit(pool, worker: str) -> dict:

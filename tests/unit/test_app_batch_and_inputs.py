@@ -17,7 +17,7 @@ from checkers.build import HistoryBuilder
 from harness.cluster.namespaces import LOCAL
 from harness.run.history_writer import HistoryWriter
 from harness.run.pool import Pool
-from harness.workloads.app import App, AppError, AppSpec
+from harness.workloads.app import App, AppError, AppSpec, start_failures
 from harness.workloads.app_input_crash import crash_excerpt, input_crash
 
 APP = {"input_keys": ["in/0"], "output_keys": ["out/0"], "semantics": "exactly-once", "order": "none",
@@ -80,6 +80,32 @@ def test_a_batch_whose_instances_did_not_all_exit_0_is_unknown_with_their_exit_c
     assert "app-1 had last exited with code 3" in why and "app-2 was still running" in why and "logs/app-1.log" in why, why
     # a finished batch stays valid
     assert check(h, meta={"app": dict(APP, batch={"done": True, "waited_s": 1.0, "not_done": []})}).valid is True
+
+
+def test_an_instance_whose_restart_cannot_launch_is_reported(tmp_path):
+    """The command launches once, removes itself and fails; the supervisor's restart then
+    cannot launch it: the run's problems say which instance stayed down and why."""
+    script = tmp_path / "app.sh"
+    script.write_text("#!/bin/sh\nrm -f \"$0\"\nsleep 0.5\nexit 3\n")
+    script.chmod(0o755)
+    spec = AppSpec.model_validate({"app": {"instances": 1, "restart": "on-failure", "startup_s": 0.2,
+                                           "stop_grace_s": 1, "cwd": str(tmp_path), "command": [str(script)]}})
+    w = App(spec, "127.0.0.1:1", seed=1)
+    w.prepare(tmp_path)
+    pool, history = _pool(tmp_path)
+    try:
+        for s in w.writers():
+            if s.role == "app":
+                pool.spawn(s)
+        deadline = time.monotonic() + 30
+        while not _said(pool, "app-0", "app_failed") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        problems = start_failures(pool)
+    finally:
+        pool.shutdown()
+        history.close()
+    assert len(problems) == 1 and problems[0].startswith("app instance app-0 could not be started again: "), problems
+    assert "command not found" in problems[0] and "logs/app-0.log" in problems[0], problems
 
 
 def test_input_producers_that_all_crash_at_start_are_named_in_the_verdict(tmp_path):
