@@ -192,13 +192,14 @@ class WindowTracker:
 
     def _killed(self, ev: dict) -> None:
         """A client killed by the nemesis (``kill-client``'s completion, value ``{"client",
-        "result": "killed ..."}``) never completes its open op: it no longer holds a window
-        (the loader reads it as ``info``). Without this every window of a run that kills
+        "worker", "result": "killed ..."}``; ``worker``, the incarnation hit, is absent from
+        histories before it was recorded) never completes its open op: it no longer holds a
+        window (the loader reads it as ``info``). Without this every window of a run that kills
         clients waited the whole grace."""
         v = ev.get("value")
         if (ev.get("f") == "kill-client" and isinstance(v, dict)
                 and str(v.get("result", "")).startswith("killed")):
-            self.open.pop(self.workers.get(v.get("client")), None)
+            self.open.pop(self.workers.get(v.get("worker") or v.get("client")), None)
 
     def closed(self, now_ns: int = 0) -> list[Window]:
         """Windows closed by now (``now_ns``: the run's clock in ns), oldest first."""

@@ -1,7 +1,10 @@
 """Faults on client processes: SIGKILL a producer, consumer, processor, Spark driver or app
 instance and restart it (as a new history process, same transactional.id), stop it gracefully
 and start it again (``stop-client``: SIGTERM, as a rolling deploy does), or SIGSTOP it and
-resume it (a zombie in the making). The op value names the client worker: ``{"client": "producer-1"}``.
+resume it (a zombie in the making). The op value names the client as the schedule drew it:
+``{"client": "producer-1"}``; the fault hits that client's newest incarnation (after a ``zombie``
+fault, its replacement: ``ClientControl.current_client``), which the completion names as
+``worker``.
 
 ``kill-client`` takes ``after_ok_s`` (seconds, 0 <= s < 60): the kill waits for the client's
 next ok op (at most ``OK_WAIT_S``), then ``after_ok_s`` more, so it lands at a chosen point
@@ -29,7 +32,11 @@ class ClientFault(PairedFault):
         self.clients = ctx.clients
 
     def resolve(self, value: dict) -> str:
-        return value["client"]
+        return self.clients.current_client(value["client"])
+
+    def describe(self, target: str) -> dict:
+        """``{"worker": the worker the fault hit}`` (module docstring)."""
+        return {"worker": target}
 
 
 class ClientKillNemesis(ClientFault):
@@ -51,9 +58,9 @@ class ClientKillNemesis(ClientFault):
         return self.clients.kill_client(name)   # "killed pid N": harness.workloads.spark reads the pid
 
     def describe(self, name: str) -> dict:
-        """The start op's ``after_ok_s``, seconds waited in all (``waited_ok_s``) and whether
+        """``worker`` (ClientFault.describe) and the start op's ``after_ok_s``, seconds waited in all (``waited_ok_s``) and whether
         an ok op came (``ok_seen``: false when the kill went ahead after ``OK_WAIT_S``)."""
-        return self._ok_wait.pop(name, {})
+        return {**super().describe(name), **self._ok_wait.pop(name, {})}
 
     def end(self, name: str) -> str:
         return self.clients.restart_client(name)

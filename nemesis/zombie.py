@@ -29,7 +29,6 @@ class ZombieNemesis:
         if ctx.clients is None:
             raise ValueError("ZombieNemesis needs the client pool")
         self.clients = ctx.clients
-        self.current: dict[str, str] = {}  # client name in the schedule -> newest incarnation
         self.paused: dict[str, str] = {}  # client name in the schedule -> paused incarnation
 
     def fs(self) -> set[str]:
@@ -43,9 +42,8 @@ class ZombieNemesis:
         name = value["client"]
         if op["f"] == self.start_f:
             fresh = bool((value.get("params") or {}).get("fresh_id", False))
-            old = self.current.get(name, name)
+            old = self.clients.current_client(name)  # newest incarnation (ClientControl)
             new = self.clients.replace_client(old, fresh_id=fresh)
-            self.current[name] = new
             self.paused[name] = old
             value.update(paused=old, replacement=new, fresh_id=fresh)
         else:

@@ -184,6 +184,11 @@ def instance_lanes(h: "History", run_end_ns: int) -> list[InstanceLane]:
     for t, idx, worker, f, typ, value, proc, err in _lifecycle(h):
         events.append((t, 0, idx, worker, f"{f}:{typ}", (value, proc, err)))
     for f, client, begin, end in _client_actions(h.nemesis):
+        # the incarnation the fault hit (a zombie's replacement), where the completion names it:
+        # ``worker`` (client faults), ``paused`` / ``resumed`` (zombie, resume-zombie)
+        done = (end or {}).get("value") or {}
+        hit = done.get("worker") or done.get("paused") or done.get("resumed")
+        client = hit if isinstance(hit, str) and hit else client
         if not client.startswith("app-"):
             continue
         t0, t1 = _t(begin), _t(end)

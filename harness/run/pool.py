@@ -288,6 +288,17 @@ class Pool:
     def client_names(self) -> list[str]:
         return sorted(self.workers)
 
+    def current_client(self, name: str) -> str:
+        """The newest incarnation of the client the schedule calls ``name``: ``name`` itself, or
+        the last of its zombie replacements (``replace_client``: app-1 -> app-1.z2 -> ...). The
+        schedule names the clients that exist when it is drawn; a fault on one of them must hit
+        the worker doing its job now, not a retired zombie."""
+        seen = {name}
+        while name in self.replacements and self.replacements[name] not in seen:
+            name = self.replacements[name]
+            seen.add(name)
+        return name
+
     def kill_client(self, name: str) -> str:
         w = self.workers[name]
         if not w.alive():

@@ -261,6 +261,24 @@ def test_an_op_of_a_killed_client_no_longer_holds_its_window():
     assert [w.k for w in t.closed(now_ns=int(1.2 * NS))] == [0]
 
 
+def test_a_killed_zombie_replacement_no_longer_holds_its_window():
+    # the schedule's kill-client of processor-0 hit its zombie replacement processor-0.z1
+    # (``worker``): that worker's open txn is released, not the retired processor-0's
+    t = WindowTracker(1.0, settle_s=0)
+    nem = {"index": 3, "time": 80 * NS // 100, "process": "nemesis", "type": "info", "f": "kill-client",
+           "value": {"client": "processor-0", "worker": "processor-0.z1", "result": "killed pid 512"}}
+    lines = _lines([_ev(0, 10, 0, "invoke", "txn", [["send", "t/0", 1]], worker="processor-0"),
+                    _ev(1, 50, 0, "ok", "txn", [["send", "t/0", [0, 1]]], worker="processor-0"),
+                    _ev(2, 50, 4, "invoke", "txn", [["send", "t/0", 2]], worker="processor-0.z1")])
+    pos = 0
+    for line in lines:
+        pos += len(line) + 1
+        t.feed(line, pos)
+    line = _lines([nem])[0]
+    t.feed(line, pos + len(line) + 1)
+    assert [w.k for w in t.closed(now_ns=int(1.2 * NS))] == [0]
+
+
 @pytest.mark.parametrize("every_s", [0.05, 0.3])
 def test_slices_overlap_by_one_window_and_cover_the_file(every_s):
     lines = _lines(simulate(400, seed=3, n_keys=4))

@@ -103,6 +103,21 @@ def test_a_zombie_is_a_pause_on_its_lane_and_its_replacement_a_lane_of_its_own()
     assert lanes["app-0.z1"].marks == [] and lanes["app-1"].restarts == 0
 
 
+def test_a_kill_that_hit_a_zombies_replacement_is_drawn_on_the_replacements_lane():
+    ev = Events()
+    ev.start(1.0, 1, "app-0", 100)
+    ev.nemesis(5.0, 5.2, "zombie", "app-0", paused="app-0", replacement="app-0.z1", fresh_id=False)
+    ev.start(5.5, 3, "app-0.z1", 130)
+    ev.nemesis(6.0, 6.1, "kill-client", "app-0", worker="app-0.z1", result="killed pid 131")
+    ev.nemesis(8.0, 8.1, "restart-client", "app-0", worker="app-0.z1", result="restarted as pid 140")
+    ev.start(8.5, 4, "app-0.z1", 141)
+    lanes = _lanes(ev)
+    assert [m.kind for m in lanes["app-0"].marks] == ["zombie"]
+    z1 = lanes["app-0.z1"]
+    assert [m.kind for m in z1.marks] == ["kill", "restart"]
+    assert [(s.start_ns / S, s.end) for s in z1.segments][0] == (5.5, "killed")
+
+
 def test_an_exit_code_3_is_drawn_red_with_its_code_and_a_run_left_open_reaches_the_end():
     ev = Events()
     ev.start(1.0, 1, "app-0", 100)

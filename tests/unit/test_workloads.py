@@ -117,15 +117,29 @@ class FakeClients:
     """Records calls; replace_client names replacements like harness.run.pool does."""
 
     def __init__(self):
-        self.calls, self.n = [], 0
+        self.calls, self.n, self.replacements = [], 0, {}
 
     def client_names(self):
         return ["processor-0", "producer-0"]
 
+    def current_client(self, name):
+        while name in self.replacements:
+            name = self.replacements[name]
+        return name
+
     def replace_client(self, name, fresh_id=False):
         self.n += 1
         self.calls.append(("replace", name, fresh_id))
+        self.replacements[name] = f"{name}.z{self.n}"
         return f"{name}.z{self.n}"
+
+    def kill_client(self, name):
+        self.calls.append(("kill", name))
+        return "killed pid 9"
+
+    def restart_client(self, name):
+        self.calls.append(("restart", name))
+        return "restarted as pid 10"
 
     def resume_client(self, name):
         self.calls.append(("resume", name))
@@ -143,6 +157,34 @@ def test_zombie_replaces_then_resumes_the_old_incarnation_and_follows_the_chain(
     assert c.calls == [("replace", "processor-0", False), ("resume", "processor-0"),
                        ("replace", "processor-0.z1", True)]
     assert z.teardown() == [] and c.calls[-1] == ("resume", "processor-0.z1")
+
+
+def test_a_client_fault_after_a_zombie_hits_the_replacement_and_says_so():
+    from nemesis.client_faults import ClientKillNemesis
+
+    c = FakeClients()
+    z = ZombieNemesis(NemesisContext(cluster=None, clients=c))
+    k = ClientKillNemesis(NemesisContext(cluster=None, clients=c))
+    z.invoke({"f": "zombie", "value": {"client": "processor-0"}})
+    done = k.invoke({"f": "kill-client", "value": {"client": "processor-0"}})
+    assert done["value"] == {"client": "processor-0", "worker": "processor-0.z1", "result": "killed pid 9"}
+    back = k.invoke({"f": "restart-client", "value": {"client": "processor-0"}})
+    assert back["value"]["worker"] == "processor-0.z1"
+    assert c.calls[1:] == [("kill", "processor-0.z1"), ("restart", "processor-0.z1")]
+    # a client never replaced is its own newest incarnation
+    assert k.invoke({"f": "kill-client", "value": {"client": "producer-0"}})["value"]["worker"] == "producer-0"
+
+
+def test_pool_current_client_follows_the_replacement_chain(tmp_path):
+    from harness.cluster.namespaces import LOCAL
+    from harness.run.history_writer import HistoryWriter
+    from harness.run.pool import Pool
+
+    pool = Pool(LOCAL, HistoryWriter(tmp_path / "h.jsonl"), tmp_path)
+    pool.replacements.update({"app-1": "app-1.z2", "app-1.z2": "app-1.z5"})
+    assert pool.current_client("app-1") == "app-1.z5" and pool.current_client("app-0") == "app-0"
+    pool.replacements["app-1.z5"] = "app-1"  # a cycle cannot hang the nemesis
+    assert pool.current_client("app-1") in {"app-1", "app-1.z2", "app-1.z5"}
 
 
 def test_zombie_is_registered_with_a_client_target():
@@ -473,6 +515,9 @@ class OkClients:
     def restart_client(self, name):
         self.calls.append(("restart", name))
         return "restarted as pid 8"
+
+    def current_client(self, name):
+        return name
 
 
 def test_kill_client_after_ok_s_kills_that_long_after_the_clients_next_ok_op():
