@@ -438,6 +438,37 @@ def sig_kafka_20765(v: Verdict, f: RunFacts) -> Fit | None:
                f"{', '.join(stalls)}", [line, *evidence(v, stalls)])
 
 
+def sig_librdkafka_5511(v: Verdict, f: RunFacts) -> Fit | None:
+    """librdkafka#5511: the clients' send-offsets-stuck event (harness.run.client_events: an
+    application's line that send_offsets_to_transaction did not return past its timeout); with
+    a stall report as support, without one a doubt."""
+    ev = f.client_events.get("send-offsets-stuck")
+    if not isinstance(ev, dict) or not ev:
+        return None
+    stalls = found(v, *STALL_KINDS)
+    where = f"{ev.get('count', '?')} line(s) in {', '.join(ev.get('logs') or [ev.get('log') or '?'])}"
+    line = f"client event send-offsets-stuck ({where}): {str(ev.get('first', ''))[:200]}"
+    if not stalls:
+        return Fit("send_offsets_to_transaction did not return past its timeout, but no stall was reported", [line],
+                   doubt="no stall report (app-stalled, pipeline-stalled, unavailable) in the verdict")
+    return Fit(f"send_offsets_to_transaction did not return past its timeout ({where}) and the run reports "
+               f"{', '.join(stalls)}", [line, *evidence(v, stalls)])
+
+
+def range_librdkafka_5511(f: RunFacts) -> str | None:
+    """librdkafka 2.10.0 and later (brokers dropped from the metadata are decommissioned,
+    librdkafka f7c42733, #4557). The version is the one the event's line names (the application's
+    own client), else the run's librdkafka; unknown counts as in range."""
+    ev = f.client_events.get("send-offsets-stuck")
+    m = re.search(r"librdkafka (\d+\.\d+\.\d+)", str((ev or {}).get("first", "")))
+    version = m.group(1) if m else (f.client_version if f.client != "java" else None)
+    r = release(version)
+    if r is not None and r < (2, 10, 0):
+        return (f"librdkafka {version} is older than 2.10.0, which began decommissioning brokers: a stuck "
+                "send_offsets_to_transaction there is #5456's alone")
+    return None
+
+
 def sig_never(v: Verdict, f: RunFacts) -> Fit | None:
     """For an entry whose evidence is in no verdict or meta.json (F3: the instances' logs)."""
     return None

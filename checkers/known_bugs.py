@@ -241,6 +241,26 @@ CATALOGUE: tuple[KnownBug, ...] = (
         "gone from 4.4.0's (checked in the jars), so the line itself places the client in the range. Liveness only: "
         "the run stayed exactly-once.",
         signature=s.sig_kafka_20765, in_range=s.range_any),
+    KnownBug(
+        id="librdkafka#5511", title="send_offsets_to_transaction() hangs once the group coordinator's broker "
+        "was decommissioned", component="librdkafka",
+        affected="librdkafka 2.10.0 and later (2.16.0 measured)", fixed=None,
+        clients="librdkafka transactional producers (confluent-kafka and other bindings) that call "
+        "send_offsets_to_transaction",
+        signature_text="the clients' send-offsets-stuck event (an application's line that "
+        "send_offsets_to_transaction has not returned past its timeout; the example copy service writes it "
+        "before it exits to be restarted) with app-stalled, pipeline-stalled or unavailable",
+        link="https://github.com/confluentinc/librdkafka/issues/5511", doc=None,
+        notes="Open upstream (fix PR confluentinc/librdkafka#5512 open); with #5456 (creq_ts_timeout is never "
+        "checked, since 1.4.0) the call blocks past its timeout for good. Met by app-copy-service seed 3 on "
+        "Kafka 4.3.1 and 4.4.0, both group protocols (issue 33's suite: every seed-3 cell UNKNOWN, an instance "
+        "that ignored SIGTERM): with debug=eos,cgrp the producer's AddOffsetsToTxn succeeded after the broker "
+        "kills, the same process's consumer logged 'Group coordinator decommissioned' for broker 1, and nothing "
+        "more came from the producer until the SIGKILL 60 s later (past the call's 28.7 s remaining timeout); "
+        "faulthandler put the main thread in send_offsets_to_transaction "
+        "(docs/detection-runs/2026-11-27-librdkafka-5511.txt). The producer's own broker handles were not logged "
+        "(no 'broker' debug context): its decommissioned coordinator is inferred, the missed timeout is shown.",
+        signature=s.sig_librdkafka_5511, in_range=s.range_librdkafka_5511),
 )
 
 #: id -> the ids it yields to (match: mutual yields let both stand)

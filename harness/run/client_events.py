@@ -14,6 +14,15 @@ can name the defect from meta.json instead of guessing from the stall alone:
   (default.api.timeout.ms, 60 s): the task's partitions made no progress meanwhile. The
   message is gone from kafka-clients 4.4.0 (its fix rewrote that path), so the line itself says
   the client was an affected one.
+* ``send-offsets-stuck`` (confluentinc/librdkafka#5511, with #5456; open): a transactional
+  producer's ``send_offsets_to_transaction`` did not return long after its timeout (the
+  transaction's remaining time). From librdkafka 2.10.0 a broker that drops out of the metadata
+  is decommissioned; when it was the group's cached coordinator, the TxnOffsetCommit waits for
+  that broker handle to come up, which never happens, and the call's timeout is never checked.
+  The line is the example copy service's own (harness/examples/copy_service.py: "copy_service:
+  send_offsets_to_transaction has not returned after N s, past its timeout (...; librdkafka
+  V)"), written before it exits to be restarted; an application that logs the same words is
+  read the same way.
 
 ``scan_client_logs(logs_dir)`` -> {name: {"count", "first": the first line (400 chars at
 most), "log": the first log file's name, "logs": every log file's name}} for the events that
@@ -27,11 +36,15 @@ from pathlib import Path
 EVENTS = {
     "offset-fetch-dedup-spin": re.compile(
         r"A duplicated, inflight, request was identified, but unable to find it in the outbound buffer"),
+    "send-offsets-stuck": re.compile(r"send_offsets_to_transaction has not returned after \d+ s, past its timeout"),
 }
 
 DESCRIPTIONS = {
     "offset-fetch-dedup-spin": "the Java consumer spun on a retried OffsetFetch chained to a failed in-flight "
                                "one until the fetch timed out (KAFKA-20765, fixed in kafka-clients 4.4.0)",
+    "send-offsets-stuck": "a transactional producer's send_offsets_to_transaction did not return long after its "
+                          "timeout (librdkafka#5511: a decommissioned broker left cached as the group "
+                          "coordinator; #5456: the call's timeout is not enforced)",
 }
 
 

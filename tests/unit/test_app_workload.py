@@ -248,3 +248,23 @@ def test_live_input_after_a_preload_and_transactional_preload():
     assert pre.cfg["transactional_id"].endswith("eosc-preload-0")
     assert app.producers()[0].cfg["transactional_id"].endswith("eosc-in-0")
     assert "stop_after" not in app.producers()[0].cfg
+
+
+def test_the_copy_services_watchdog_ends_a_stuck_transactional_call(tmp_path):
+    """A call that outlives its bound (here 1 s) ends the process with exit code 3 and the line
+    harness.run.client_events reads as send-offsets-stuck (librdkafka#5511); a call that
+    returns in time does not."""
+    import subprocess
+    import sys
+
+    from harness.run.client_events import scan_client_logs
+
+    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from copy_service import CallWatch; "
+            "w = CallWatch(1, 1000); w('commit_transaction', time.sleep, 0.2); print('returned', flush=True); "
+            "w('send_offsets_to_transaction', time.sleep, 30)")
+    p = subprocess.run([sys.executable, "-c", code, str(ROOT / "harness" / "examples")],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 3 and p.stdout == "returned\n", (p.returncode, p.stdout, p.stderr)
+    (tmp_path / "app-0.log").write_text(p.stderr)
+    ev = scan_client_logs(tmp_path)["send-offsets-stuck"]
+    assert ev["count"] == 1 and "transaction.timeout.ms 1000; librdkafka " in ev["first"], ev

@@ -525,3 +525,38 @@ def test_scan_client_logs_reads_the_clients_logs_not_the_brokers(tmp_path):
     ev = scan_client_logs(tmp_path)["offset-fetch-dedup-spin"]
     assert ev["count"] == 4 and ev["logs"] == ["app-0.log", "app-2.log"] and ev["log"] == "app-0.log"
     assert scan_client_logs(tmp_path / "missing") == {}
+
+
+# -- librdkafka#5511: the application's send-offsets-stuck line and a stall -------------------------------------
+STUCK = {"send-offsets-stuck": {"count": 1, "first": "copy_service: send_offsets_to_transaction has not returned "
+                                "after 46 s, past its timeout (transaction.timeout.ms 30000; librdkafka 2.16.0): "
+                                "exiting to be restarted", "log": "app-0.log", "logs": ["app-0.log"]}}
+
+
+def test_librdkafka_5511_stall_with_the_apps_send_offsets_stuck_line():
+    v = _hand_verdict("app-stalled")
+    ms = {m.id: m for m in match(v, {"kafka_version": "4.3.1", "client_events": STUCK})}
+    assert ms["librdkafka#5511"].match == "looks-like", ms
+    assert any("send-offsets-stuck" in e and "app-0.log" in e for e in ms["librdkafka#5511"].evidence)
+    # controls: the stall alone names nothing; the line with nothing stalled only resembles it; a
+    # client older than 2.10.0 (no decommissioning) only resembles it, naming #5456
+    assert "librdkafka#5511" not in {m.id for m in match(v, {"kafka_version": "4.3.1"})}
+    other = {m.id: m for m in match(_hand_verdict("G0"), {"kafka_version": "4.3.1", "client_events": STUCK})}
+    assert other["librdkafka#5511"].match == "resembles" and "no stall" in other["librdkafka#5511"].why
+    old = {"send-offsets-stuck": dict(STUCK["send-offsets-stuck"],
+                                      first=STUCK["send-offsets-stuck"]["first"].replace("2.16.0", "2.8.0"))}
+    o = {m.id: m for m in match(v, {"kafka_version": "4.3.1", "client_events": old})}
+    assert o["librdkafka#5511"].match == "resembles" and "#5456" in o["librdkafka#5511"].why
+
+
+def test_scan_client_logs_finds_the_copy_services_stuck_line(tmp_path):
+    from harness.run.client_events import scan_client_logs
+
+    line = STUCK["send-offsets-stuck"]["first"] + "\n"
+    (tmp_path / "app-0.log").write_text("%7|1.0|ADDOFFSETS|rdkafka#producer-2| ...\n" + line)
+    (tmp_path / "app-1.log").write_text("copy_service: a transaction took 31.3 s\n")
+    ev = scan_client_logs(tmp_path)["send-offsets-stuck"]
+    assert ev["count"] == 1 and ev["logs"] == ["app-0.log"]
+    # the words are the copy service's own (its watchdog's line)
+    src = (ROOT / "harness" / "examples" / "copy_service.py").read_text()
+    assert "has not returned after {took:.0f} s, past its timeout" in src and "librdkafka {libversion()[0]}" in src
