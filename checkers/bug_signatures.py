@@ -49,6 +49,7 @@ class RunFacts:
     inflight_abort: str | None = None    # txn-queue: "replace" | "reuse"; None unknown
     workload: str | None = None
     isolation_level: str | None = None   # the consumers'; "read_uncommitted" reads aborted writes by design
+    versions: dict = field(default_factory=dict)   # meta.json ``versions`` (flink, flink-connector-kafka, ...)
 
     @property
     def kafka_v(self) -> tuple[int, ...] | None:
@@ -91,7 +92,8 @@ def run_facts(meta: RunMeta | dict | None, workload: dict | None = None) -> RunF
                     producer=prod, inflight_abort=w.get("inflight_abort"),
                     workload=m.get("workload") or w.get("name"),
                     isolation_level=next((x for x in (w.get("isolation_level"), m.get("isolation_level"))
-                                          if isinstance(x, str)), None))
+                                          if isinstance(x, str)), None),
+                    versions=versions)
 
 
 @dataclass(frozen=True)
@@ -466,6 +468,50 @@ def range_librdkafka_5511(f: RunFacts) -> str | None:
     if r is not None and r < (2, 10, 0):
         return (f"librdkafka {version} is older than 2.10.0, which began decommissioning brokers: a stuck "
                 "send_offsets_to_transaction there is #5456's alone")
+    return None
+
+
+def sig_f7(v: Verdict, f: RunFacts) -> Fit | None:
+    """F7 (docs/findings/F7.md): the clients' flink-taskmanager-lost event (Flink's "FATAL -
+    exception in exception handler of task", or the example deployment's watchdog line) with
+    flink-kafka-writer-close-threw (a KafkaWriter.close frame: the KafkaSink writer's close()
+    threw) and a stall report. Without the frame the TaskManager may have died of anything else;
+    without a stall (flink_app.py's watchdog restarted the job) F7 explains none of the
+    verdict's anomalies: either is a doubt. No lost TaskManager: not F7."""
+    lost = f.client_events.get("flink-taskmanager-lost")
+    if not isinstance(lost, dict) or not lost:
+        return None
+    threw = f.client_events.get("flink-kafka-writer-close-threw")
+    threw = threw if isinstance(threw, dict) and threw else None
+
+    def line(name: str, ev: dict) -> str:
+        where = f"{ev.get('count', '?')} line(s) in {', '.join(ev.get('logs') or [ev.get('log') or '?'])}"
+        return f"client event {name} ({where}): {str(ev.get('first', ''))[:200]}"
+
+    lines = [line("flink-taskmanager-lost", lost)] + ([line("flink-kafka-writer-close-threw", threw)] if threw else [])
+    stalls = found(v, *STALL_KINDS)
+    doubts = []
+    if not threw:
+        doubts.append("no KafkaWriter.close frame in the logs: the TaskManager may have been lost for another reason")
+    if not stalls:
+        doubts.append("no stall report (app-stalled, pipeline-stalled, unavailable) in the verdict: the job was "
+                      "restarted or recovered, so F7 explains none of its anomalies")
+    what = ("a Flink TaskManager was lost after the KafkaSink writer's close() threw" if threw
+            else "a Flink TaskManager was lost")
+    why = what + (f" and the run reports {', '.join(stalls)}" if stalls else "")
+    return Fit(why, [*lines, *evidence(v, stalls)], doubt="; ".join(doubts) or None)
+
+
+def range_f7(f: RunFacts) -> str | None:
+    """Flink 2.2.0 and later (meta.json ``versions.flink``): FLINK-38180 put the failed task's
+    cleanup inside the handler whose exceptions are fatal; 2.1.x added a cleanup exception to the
+    failure as a suppressed one (checked in the 2.1.0, 2.1.1, 2.2.0, 2.2.1 and 2.3.0 sources).
+    Unknown counts as in range."""
+    version = f.versions.get("flink") if isinstance(f.versions, dict) else None
+    r = release(version)
+    if r is not None and r < (2, 2, 0):
+        return (f"Flink {version} is older than 2.2.0: its Task adds an exception from a failed task's cleanup to "
+                "the failure as a suppressed one, the TaskManager survives")
     return None
 
 

@@ -1,5 +1,5 @@
 """Known bugs: the one catalogue of upstream Kafka and client defects, and of this project's
-findings (docs/findings/F1-F6.md), that a run can meet; ``match`` names those whose signature a
+findings (docs/findings/F1-F7.md), that a run can meet; ``match`` names those whose signature a
 verdict shows. docs/known-bugs.md is the catalogue as a table (tests/unit/test_checkers_known_bugs.py
 checks every id is there).
 
@@ -261,6 +261,25 @@ CATALOGUE: tuple[KnownBug, ...] = (
         "(docs/detection-runs/2026-11-27-librdkafka-5511.txt). The producer's own broker handles were not logged "
         "(no 'broker' debug context): its decommissioned coordinator is inferred, the missed timeout is shown.",
         signature=s.sig_librdkafka_5511, in_range=s.range_librdkafka_5511),
+    KnownBug(
+        id="F7", title="the exactly-once KafkaSink writer's close() rethrows a second failed batch, fatal on Flink 2.2",
+        component="flink-connector-kafka (with Flink 2.2's Task)",
+        affected="Flink 2.2.0+ with flink-connector-kafka 5.0.0 (2.2.1 and 5.0.0-2.2 measured)", fixed=None,
+        clients="Flink jobs with a KafkaSink, DeliveryGuarantee.EXACTLY_ONCE",
+        signature_text="the clients' flink-taskmanager-lost event (Flink's 'FATAL - exception in exception handler "
+        "of task', or the example deployment's watchdog line) with flink-kafka-writer-close-threw (a "
+        "KafkaWriter.close frame) and app-stalled, pipeline-stalled or unavailable",
+        link=FINDINGS + "F7.md", doc=FINDINGS + "F7.md",
+        notes="Not reported upstream (searched 2026-11-27). A send failure recorded after the writer already threw "
+        "one (KafkaWriter.java:295 clears the field, :328 records the next) is rethrown by close() (:210) during "
+        "the failed task's cleanup, which Flink 2.2's Task runs inside its fatal exception handler (Task.java:794, "
+        "FLINK-38180; 2.1 suppressed it). FLINK-38790 (flink-connector-kafka#247, in 5.0.0) fixed the same symptom "
+        "for shutdown-caused failures only. Met by app-flink-short-txn-timeout (pauses past a 5 s "
+        "transaction.timeout.ms): 9 of 9 writer failures with two 'Kafka request failed' WARNs ended in the FATAL, "
+        "0 of 16 with one; 7 of seeds 1-10. Liveness only: the runs' losses are the dropped commits the scenario is "
+        "about. Without a stall (flink_app.py's watchdog restarts the job) it only resembles; a valid run is not "
+        "matched at all.",
+        signature=s.sig_f7, in_range=s.range_f7),
 )
 
 #: id -> the ids it yields to (match: mutual yields let both stand)

@@ -23,6 +23,18 @@ can name the defect from meta.json instead of guessing from the stall alone:
   send_offsets_to_transaction has not returned after N s, past its timeout (...; librdkafka
   V)"), written before it exits to be restarted; an application that logs the same words is
   read the same way.
+* ``flink-taskmanager-lost`` (finding F7, with the next): a Flink TaskManager shut down on a
+  fatal error: Flink's own ``FATAL - exception in exception handler of task ...`` (Task.doRun:
+  an exception while the task's failure was handled; from Flink 2.2 that includes the failed
+  task's cleanup, its operators' close()), or the example Flink deployment's watchdog line
+  ``flink_app: watchdog: the mini-cluster lost its TaskManager`` (harness/examples/flink_app.py;
+  it follows the mini-cluster's ``TaskManager #0 failed.``). Either says a TaskManager was lost,
+  not why.
+* ``flink-kafka-writer-close-threw`` (finding F7): a stack frame ``at
+  org.apache.flink.connector.kafka.sink.KafkaWriter.close(KafkaWriter.java:N)``, i.e. the
+  KafkaSink writer's ``close()`` threw (flink-connector-kafka 5.0.0 rethrows a send failure
+  recorded after the writer already threw one, KafkaWriter.java:210). One line per logged copy
+  of the stack (Task's, TaskExecutor's and MiniCluster's for one FATAL).
 
 ``scan_client_logs(logs_dir)`` -> {name: {"count", "first": the first line (400 chars at
 most), "log": the first log file's name, "logs": every log file's name}} for the events that
@@ -37,6 +49,10 @@ EVENTS = {
     "offset-fetch-dedup-spin": re.compile(
         r"A duplicated, inflight, request was identified, but unable to find it in the outbound buffer"),
     "send-offsets-stuck": re.compile(r"send_offsets_to_transaction has not returned after \d+ s, past its timeout"),
+    "flink-taskmanager-lost": re.compile(
+        r"FATAL - exception in exception handler of task |flink_app: watchdog: the mini-cluster lost its TaskManager"),
+    "flink-kafka-writer-close-threw": re.compile(
+        r"\bat org\.apache\.flink\.connector\.kafka\.sink\.KafkaWriter\.close\(KafkaWriter\.java:\d+\)"),
 }
 
 DESCRIPTIONS = {
@@ -45,6 +61,11 @@ DESCRIPTIONS = {
     "send-offsets-stuck": "a transactional producer's send_offsets_to_transaction did not return long after its "
                           "timeout (librdkafka#5511: a decommissioned broker left cached as the group "
                           "coordinator; #5456: the call's timeout is not enforced)",
+    "flink-taskmanager-lost": "a Flink TaskManager shut down on a fatal error (Flink 2.2+'s 'FATAL - exception in "
+                              "exception handler of task', or the example deployment's watchdog line that the "
+                              "mini-cluster lost its TaskManager)",
+    "flink-kafka-writer-close-threw": "the KafkaSink writer's close() threw (a KafkaWriter.close frame in a stack; "
+                                      "with a lost TaskManager, finding F7)",
 }
 
 

@@ -560,3 +560,65 @@ def test_scan_client_logs_finds_the_copy_services_stuck_line(tmp_path):
     # the words are the copy service's own (its watchdog's line)
     src = (ROOT / "harness" / "examples" / "copy_service.py").read_text()
     assert "has not returned after {took:.0f} s, past its timeout" in src and "librdkafka {libversion()[0]}" in src
+
+
+# -- F7: a lost Flink TaskManager after the KafkaSink writer's close() threw (client events) and a stall -----------
+# lines from docs/findings/F7-evidence/s3-fatal-after-double-warn.txt (app-flink-short-txn-timeout seed 3)
+F7_FATAL = ("06:06:58,723 ERROR org.apache.flink.runtime.taskmanager.Task                    [] - FATAL - exception in "
+            "exception handler of task Source: input -> copy -> output: Writer -> output: Committer (1/2)#0 "
+            "(c07e576437f1728599bdffba68ae92bd_cbc357ccb763df2852fee8c4fc7d55f2_0_0).")
+F7_CLOSE = ("\tat org.apache.flink.connector.kafka.sink.KafkaWriter.close(KafkaWriter.java:210) ~[blob_p-7bf2ded1144"
+            "cb8aece05adcaccbc81b2ac3ef339-c180d6dddf9ca8c0019ab36f913897bb:5.0.0-2.2]")
+F7_EVENTS = {"flink-taskmanager-lost": {"count": 2, "first": F7_FATAL, "log": "app-0.log", "logs": ["app-0.log"]},
+             "flink-kafka-writer-close-threw": {"count": 3, "first": F7_CLOSE.strip(), "log": "app-0.log",
+                                                "logs": ["app-0.log"]}}
+F7_META = {"kafka_version": "4.3.1", "versions": {"kafka": "4.3.1", "flink": "2.2.1",
+                                                  "flink-connector-kafka": "5.0.0-2.2"}}
+
+
+def test_f7_stall_with_a_lost_taskmanager_and_the_writers_close_frame():
+    v = _hand_verdict("app-stalled")
+    ms = {m.id: m for m in match(v, dict(F7_META, client_events=F7_EVENTS))}
+    assert ms["F7"].match == "looks-like", ms
+    assert any("flink-taskmanager-lost" in e and "app-0.log" in e for e in ms["F7"].evidence)
+    assert any("flink-kafka-writer-close-threw" in e for e in ms["F7"].evidence)
+    # controls: the stall alone names nothing; the writer's close frame without a lost TaskManager is not F7
+    assert "F7" not in {m.id for m in match(v, F7_META)}
+    close_only = {"flink-kafka-writer-close-threw": F7_EVENTS["flink-kafka-writer-close-threw"]}
+    assert "F7" not in {m.id for m in match(v, dict(F7_META, client_events=close_only))}
+    # a lost TaskManager without the KafkaWriter frame: something else may have killed it
+    lost_only = {"flink-taskmanager-lost": F7_EVENTS["flink-taskmanager-lost"]}
+    o = {m.id: m for m in match(v, dict(F7_META, client_events=lost_only))}
+    assert o["F7"].match == "resembles" and "KafkaWriter.close" in o["F7"].why
+    # both events but nothing stalled (the watchdog restarted the job): F7 explains none of the anomalies
+    g = {m.id: m for m in match(_hand_verdict("G0"), dict(F7_META, client_events=F7_EVENTS))}
+    assert g["F7"].match == "resembles" and "no stall" in g["F7"].why
+    # Flink before 2.2.0 suppresses a cleanup exception: outside the range
+    old = dict(F7_META, versions={"flink": "2.1.1"}, client_events=F7_EVENTS)
+    r = {m.id: m for m in match(v, old)}
+    assert r["F7"].match == "resembles" and "older than 2.2.0" in r["F7"].why
+    assert match(Verdict(valid=True), dict(F7_META, client_events=F7_EVENTS)) == []
+
+
+def test_scan_client_logs_finds_flinks_fatal_the_watchdog_line_and_the_writers_close_frame(tmp_path):
+    from harness.examples.flink_app import watchdog_verdict
+    from harness.run.client_events import scan_client_logs
+
+    why = watchdog_verdict(exit_code=None, tm_failure="TaskManager #0 failed.", stalled_s=0.0, checkpointed=True,
+                           bound_s=30.0, startup_s=60.0)
+    watchdog = f"flink_app: watchdog: {why}; killing the job (pid 21428 and its JVM) and exiting 3\n"
+    # what must not count: the WARN, the failure cause's frames, the watchdog's start line, MiniCluster's line
+    noise = ("06:06:58,292 WARN  org.apache.flink.connector.kafka.sink.KafkaWriter            [] - Kafka request "
+             "failed, sent records: 652, out records: 842\n"
+             "\tat org.apache.flink.connector.kafka.sink.KafkaWriter.write(KafkaWriter.java:171) ~[blob_p-1:5.0.0-2.2]\n"
+             "flink_app: watchdog on: the job ends when its process exits, its TaskManager is lost, or no checkpoint "
+             "completes for 30 s (90 s after a start)\n"
+             "06:06:58,725 ERROR org.apache.flink.runtime.minicluster.MiniCluster             [] - TaskManager #0 failed.\n")
+    (tmp_path / "app-0.log").write_text(noise + F7_FATAL + "\n" + F7_CLOSE + "\n" + watchdog)
+    (tmp_path / "app-1.log").write_text(noise)
+    ev = scan_client_logs(tmp_path)
+    assert ev["flink-taskmanager-lost"]["count"] == 2 and ev["flink-taskmanager-lost"]["first"] == F7_FATAL
+    assert ev["flink-kafka-writer-close-threw"]["count"] == 1
+    assert ev["flink-kafka-writer-close-threw"]["logs"] == ["app-0.log"]
+    (tmp_path / "app-0.log").write_text(noise)
+    assert scan_client_logs(tmp_path) == {}
