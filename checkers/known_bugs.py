@@ -27,12 +27,13 @@ a tiny-history test and a negative control in tests/unit/test_checkers_known_bug
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import bug_signatures as s
-from .bug_signatures import Fit, RunFacts, run_facts
+from .bug_facts import Fit, RunFacts, run_facts
 from .run import RunMeta, Verdict
 
 JIRA = "https://issues.apache.org/jira/browse/"

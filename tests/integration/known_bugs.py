@@ -29,11 +29,18 @@ import json
 from pathlib import Path
 
 import pytest
-from checkers.bug_signatures import HANGING_TXN_KINDS, kafka_20734_fit, restarted_ranges, run_facts
+
+from checkers.bug_facts import run_facts
+from checkers.bug_signatures import HANGING_TXN_KINDS, kafka_20734_fit, restarted_ranges
 from checkers.run import Verdict
 
-__all__ = ["HANGING_TXN_KINDS", "kafka_20734_hit", "xfail_if_kafka_20734", "restart_behind_commit_hit",
-           "xfail_if_restart_behind_commit"]
+__all__ = [
+    "HANGING_TXN_KINDS",
+    "kafka_20734_hit",
+    "restart_behind_commit_hit",
+    "xfail_if_kafka_20734",
+    "xfail_if_restart_behind_commit",
+]
 
 
 def kafka_20734_hit(verdict: Verdict | dict, meta: dict) -> str | None:

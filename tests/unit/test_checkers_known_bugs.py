@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from checkers.bug_facts import release, run_facts
 from checkers.build import HistoryBuilder
-from checkers.bug_signatures import release, run_facts
 from checkers.known_bugs import BY_ID, CATALOGUE, describe, match, match_dicts
 from checkers.run import Verdict
 from checkers.verdict import FINDERS, check, check_run
@@ -442,8 +442,8 @@ def test_kafka_14402_aborted_read_on_a_release_without_verification_and_its_cont
     got = {m.id: m.match for m in match_(v, old, {"name": "txn-queue", "inflight_abort": "replace"})}
     assert got["KAFKA-14402"] == "looks-like" and got.get("KAFKA-17754") != "looks-like"
     # a read_uncommitted consumer reads aborted writes by design: no upstream bug named
+    from checkers.bug_facts import run_facts  # noqa: F401  (the facts the match reads)
     from checkers.known_bugs import match
-    from checkers.bug_signatures import run_facts  # noqa: F401  (the facts the match reads)
     ru = match(v, old, {"name": "txn-queue", "isolation_level": "read_uncommitted"})
     assert not [m for m in ru if m.id in ("KAFKA-14402", "KAFKA-17754")]
     # meta.json says it too (the runner writes the workload's isolation_level there): the real
