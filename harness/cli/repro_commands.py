@@ -1,5 +1,6 @@
 """``eos-chaos repro f1|f2|f4|f5|f6``: the findings' reproducers on the harness's own cluster
-(docs/findings/F1.md, F2.md, F4.md, F5.md, F6.md)."""
+(docs/findings/F1.md, F2.md, F4.md, F5.md, F6.md); ``eos-chaos repro librdkafka-5511``: a known
+upstream bug on librdkafka's mock cluster (docs/known-bugs.md)."""
 from __future__ import annotations
 
 import json
@@ -187,6 +188,44 @@ def f6(
     res = _run_tries(run, VARIANTS, variant, tries, results, kafka_version)
     _print_tries(res, as_json, "tries.jsonl, evidence.txt, logs/librdkafka-debug.log, "
                  "logs/java-share-consumer.log, kept segments", verdict)
+
+
+@repro_app.command("librdkafka-5511")
+def librdkafka_5511(
+    tries: int = typer.Option(3, min=1, help="tries per variant"),
+    variant: list[str] = typer.Option(None, "--variant", help="timeout (broker 2 down), decommission (broker 2 "
+                                      "decommissioned, the coordinator moved to broker 3), unreachable (broker 2 in "
+                                      "the metadata, refusing connections), coordinator-up (control), "
+                                      "decommission-uncached (control); repeatable; default all"),
+    bound: float = typer.Option(20.0, help="seconds the call may take before a try counts it as blocked "
+                                "(its timeout is 2 s)"),
+    parallel: bool = typer.Option(False, "--parallel", help="run all tries at once, each in its own process"),
+    as_json: bool = typer.Option(False, "--json", help="print the tries and the summary as JSON"),
+) -> None:
+    """librdkafka#5511 / #5456: send_offsets_to_transaction(timeout=2) blocks for good once
+    the producer's cached group coordinator was decommissioned (#5511) or cannot be reached
+    (#5456: the coordinator request's timeout is never checked). On librdkafka's mock cluster
+    in this Python's confluent-kafka (no Kafka, no root, ~bound s a blocked try): after a
+    committed transaction that sent offsets, a fault on the group coordinator (broker 2), then
+    the call in a thread; a try counts as reproduced when it has not returned within --bound.
+    Runs harness/findings/mock_5511.py (its docstring says what each variant does); one line
+    per try and a summary. Exit 0 when every try ran, 2 on a setup or argument error."""
+    import subprocess
+    import sys
+
+    from harness.findings import mock_5511
+
+    bad = [v for v in variant or [] if v not in mock_5511.VARIANTS]
+    if bad:
+        console.print(f"[red]error:[/] unknown variant {bad}; known: {', '.join(mock_5511.VARIANTS)}")
+        raise typer.Exit(2)
+    if not mock_5511.CALL_TIMEOUT_S < bound <= 3600:
+        console.print(f"[red]error:[/] --bound {bound:g}: use more than {mock_5511.CALL_TIMEOUT_S} and at most 3600")
+        raise typer.Exit(2)
+    argv = [sys.executable, mock_5511.__file__, "--tries", str(tries), "--bound", str(bound)]
+    argv += [a for v in variant or [] for a in ("--variant", v)]
+    argv += (["--parallel"] if parallel else []) + (["--json"] if as_json else [])
+    raise typer.Exit(subprocess.run(argv, check=False).returncode)
 
 
 def _mock(finding: str, tries: int, variant: list[str] | None, as_json: bool, extra: list[str] = ()) -> None:
