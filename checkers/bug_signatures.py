@@ -272,38 +272,35 @@ def range_kafka_20090(f: RunFacts) -> str | None:
 STALL_KINDS = ("app-stalled", "pipeline-stalled", "unavailable")
 
 
-def sig_kafka_20765(v: Verdict, f: RunFacts) -> Fit | None:
-    """KAFKA-20765: the clients' offset-fetch-dedup-spin event (harness.run.client_events: a
-    line only an affected kafka-clients writes) with a stall report; the event alone, no stall
-    reported, is a doubt."""
-    ev = f.client_events.get("offset-fetch-dedup-spin")
+def client_event_fit(v: Verdict, f: RunFacts, name: str, happened: str) -> Fit | None:
+    """The fit of an entry keyed on client event ``name`` (harness.run.client_events, meta.json
+    ``client_events``) with a stall report as support: None without the event; the event and no
+    stall (app-stalled, pipeline-stalled, unavailable) is a doubt. ``happened`` says in a few
+    words what the event's line shows."""
+    ev = f.client_events.get(name)
     if not isinstance(ev, dict) or not ev:
         return None
     stalls = found(v, *STALL_KINDS)
     where = f"{ev.get('count', '?')} line(s) in {', '.join(ev.get('logs') or [ev.get('log') or '?'])}"
-    line = f"client event offset-fetch-dedup-spin ({where}): {str(ev.get('first', ''))[:200]}"
+    line = f"client event {name} ({where}): {str(ev.get('first', ''))[:200]}"
     if not stalls:
-        return Fit("the consumer spun on a chained OffsetFetch, but no stall was reported", [line],
+        return Fit(f"{happened}, but no stall was reported", [line],
                    doubt="no stall report (app-stalled, pipeline-stalled, unavailable) in the verdict")
-    return Fit(f"a consumer spun on a chained OffsetFetch ({where}) and the run reports "
-               f"{', '.join(stalls)}", [line, *evidence(v, stalls)])
+    return Fit(f"{happened} ({where}) and the run reports {', '.join(stalls)}", [line, *evidence(v, stalls)])
+
+
+def sig_kafka_20765(v: Verdict, f: RunFacts) -> Fit | None:
+    """KAFKA-20765: the clients' offset-fetch-dedup-spin event (harness.run.client_events: a
+    line only an affected kafka-clients writes) with a stall report; the event alone, no stall
+    reported, is a doubt."""
+    return client_event_fit(v, f, "offset-fetch-dedup-spin", "a consumer spun on a chained OffsetFetch")
 
 
 def sig_librdkafka_5511(v: Verdict, f: RunFacts) -> Fit | None:
     """librdkafka#5511: the clients' send-offsets-stuck event (harness.run.client_events: an
     application's line that send_offsets_to_transaction did not return past its timeout); with
     a stall report as support, without one a doubt."""
-    ev = f.client_events.get("send-offsets-stuck")
-    if not isinstance(ev, dict) or not ev:
-        return None
-    stalls = found(v, *STALL_KINDS)
-    where = f"{ev.get('count', '?')} line(s) in {', '.join(ev.get('logs') or [ev.get('log') or '?'])}"
-    line = f"client event send-offsets-stuck ({where}): {str(ev.get('first', ''))[:200]}"
-    if not stalls:
-        return Fit("send_offsets_to_transaction did not return past its timeout, but no stall was reported", [line],
-                   doubt="no stall report (app-stalled, pipeline-stalled, unavailable) in the verdict")
-    return Fit(f"send_offsets_to_transaction did not return past its timeout ({where}) and the run reports "
-               f"{', '.join(stalls)}", [line, *evidence(v, stalls)])
+    return client_event_fit(v, f, "send-offsets-stuck", "send_offsets_to_transaction did not return past its timeout")
 
 
 def range_librdkafka_5511(f: RunFacts) -> str | None:
