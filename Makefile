@@ -1,20 +1,20 @@
 # Two commands do everything on a fresh machine (root or sudo, Debian 12 or similar, Python 3.11+):
 #   make demo   set up what the demo needs, run scenarios/smoke.yaml on a real 3-node KRaft cluster,
 #               print the verdict and the report's path
-#   make test   set up everything else too (Go/toxiproxy, Chromium, pyspark and Spark's Kafka
-#               connector, Kafka 3.9.1), run the unit and integration tests
+#   make test   set up everything else too (Go/toxiproxy, actionlint, Chromium, pyspark and Spark's
+#               Kafka connector, Kafka 3.9.1), run the unit and integration tests
 # `eos-chaos setup --spark / --docker / --kafka-version V` installs each extra on its own.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup setup-test system-deps test-system-deps venv venv-test artifacts artifacts-test docker-setup demo test unit fuzz-nightly cleanup
+.PHONY: setup setup-test system-deps test-system-deps venv venv-test artifacts artifacts-test actionlint docker-setup demo test unit fuzz-nightly cleanup
 
 # what `make demo` needs: no Go, no Chromium, no Spark, one Kafka version
 setup: system-deps venv artifacts
 # what `make test` needs on top
-setup-test: setup test-system-deps venv-test artifacts-test
+setup-test: setup test-system-deps venv-test artifacts-test actionlint
 
 # apt-get installs what is missing of: iproute2 (namespaces), iptables (partitions), a JDK and
 # Maven (Kafka's jars), python3-venv (Debian's python3 cannot make a venv without it)
@@ -68,6 +68,13 @@ artifacts: venv
 artifacts-test: venv-test
 	$(BIN)/eos-chaos setup --kafka-version 4.3.1 --kafka-version 3.9.1 --spark --flink
 
+# actionlint v1.7.12 (go install, Go module proxy; an older Go fetches Go 1.25 first) into the cache's
+# bin/ beside toxiproxy-server (harness/cluster/artifacts.py actionlint; skipped when it is there):
+# tests/unit/test_workflows.py lints .github/workflows/*.yml and `eos-chaos init`'s workflow with it
+ACTIONLINT_PATH = $(BIN)/python -c 'from harness.cluster.artifacts import actionlint; print(actionlint())'
+actionlint: venv test-system-deps
+	@p="$$($(ACTIONLINT_PATH))" && echo "actionlint: $$p"
+
 # the docker backend's tests: Debian's docker.io when dockerd is missing, dockerd started when none
 # runs (host firewall left alone, networks on 198.19.0.0/16: docs/docker.md), the Kafka image
 # kafka-eos-chaos/kafka:4.3.1 built locally (skipped when it exists)
@@ -77,8 +84,9 @@ docker-setup: venv
 demo: setup
 	$(SUDO) $(BIN)/eos-chaos run scenarios/smoke.yaml
 
+# EOS_CHAOS_ACTIONLINT: the binary the workflow test runs (found again under sudo, whose HOME differs)
 unit: setup-test
-	$(BIN)/python -m pytest tests/unit -q -p no:cacheprovider
+	EOS_CHAOS_ACTIONLINT="$$($(ACTIONLINT_PATH))" $(BIN)/python -m pytest tests/unit -q -p no:cacheprovider
 
 # the fuzz suite (tests/unit/test_fuzz.py, part of `make test` with a few hundred examples) with
 # 20 times its examples, drawn afresh each time (--hypothesis-profile nightly, tests/unit/conftest.py)
@@ -86,7 +94,7 @@ fuzz-nightly: venv-test
 	$(BIN)/python -m pytest tests/unit/test_fuzz.py -q -p no:cacheprovider --hypothesis-profile nightly --hypothesis-show-statistics
 
 test: setup-test docker-setup
-	$(SUDO) $(BIN)/python -m pytest tests -q -p no:cacheprovider --durations=30
+	$(SUDO) env EOS_CHAOS_ACTIONLINT="$$($(ACTIONLINT_PATH))" $(BIN)/python -m pytest tests -q -p no:cacheprovider --durations=30
 
 cleanup: venv
 	$(SUDO) $(BIN)/eos-chaos cleanup

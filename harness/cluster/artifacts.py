@@ -10,6 +10,8 @@ Layout of the cache (``$EOS_CHAOS_CACHE``, default ``~/.cache/kafka-eos-chaos``)
     kafka/<version>/libs/*.jar     the broker classpath
     kafka/<version>/.complete      written last: a classpath without it is re-fetched
     bin/toxiproxy-server           built with ``go install`` (toxiproxy v2.12.0)
+    bin/actionlint                 built with ``go install`` (actionlint v1.7.12; ``make test``
+                                   lints the GitHub workflows with it: tests/unit/test_workflows.py)
 
 Everything here is idempotent and works offline once cached.
 """
@@ -325,6 +327,45 @@ def toxiproxy_server(*, fetch: bool = True) -> Path:
     if proc.returncode != 0:
         raise ArtifactError(f"go install of toxiproxy {TOXIPROXY_VERSION} failed:\n{proc.stderr[-2000:]}")
     (gobin / "server").rename(target)
+    return target
+
+
+#: the GitHub Actions workflow linter ``make test`` runs on .github/workflows/*.yml and on the
+#: workflow ``eos-chaos init`` writes (tests/unit/test_workflows.py); its go.mod asks for Go 1.25
+ACTIONLINT_VERSION = "v1.7.12"
+ACTIONLINT_GO = (1, 25)
+#: fetched as GO_TOOLCHAIN is when the ``go`` on PATH is older than ACTIONLINT_GO
+ACTIONLINT_TOOLCHAIN = "go1.25.14"
+
+
+def actionlint(*, fetch: bool = True) -> Path:
+    """The path of the actionlint binary (``<cache>/bin/actionlint``, beside toxiproxy-server),
+    built with ``go install github.com/rhysd/actionlint/cmd/actionlint@ACTIONLINT_VERSION``
+    when it is not there yet, the way ``toxiproxy_server`` builds toxiproxy: a ``go`` older
+    than ACTIONLINT_GO (Debian 12's 1.19) first fetches Go ACTIONLINT_TOOLCHAIN through the Go
+    module proxy. Raises ArtifactError when there is no ``go`` or the build fails."""
+    target = cache_dir() / "bin" / "actionlint"
+    if target.exists():
+        return target
+    if not fetch:
+        raise ArtifactError(f"actionlint is not cached at {target}: run `make setup-test` (or `make actionlint`)")
+    go = _require("go", "install Go (Debian: apt-get install -y golang-go; an older Go fetches the newer "
+                  "toolchain actionlint needs through the Go module proxy)")
+    version = go_version(go)
+    env = dict(os.environ)
+    if version is None or version < ACTIONLINT_GO:
+        go = str(go_toolchain(go, ACTIONLINT_TOOLCHAIN))
+        env.pop("GOROOT", None)
+        env["GOTOOLCHAIN"] = "local"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="eosc-go-") as tmp:
+        # built into a folder of its own, then moved: a half-built binary never sits at target
+        env.update(GOBIN=tmp, GOFLAGS="-mod=mod")
+        proc = subprocess.run([go, "install", f"github.com/rhysd/actionlint/cmd/actionlint@{ACTIONLINT_VERSION}"],
+                              cwd=tmp, env=env, capture_output=True, text=True)
+        if proc.returncode != 0 or not (Path(tmp) / "actionlint").is_file():
+            raise ArtifactError(f"go install of actionlint {ACTIONLINT_VERSION} failed:\n{proc.stderr[-2000:]}")
+        shutil.move(str(Path(tmp) / "actionlint"), target)
     return target
 
 
