@@ -258,3 +258,11 @@ def test_docs_commands_run(tmp_path, monkeypatch):
         for word in shlex.split(cmd.replace("N", "1"))[1:]:
             if word.startswith("-") or word.endswith(".yaml"):
                 assert word in wf, (cmd, word)
+
+
+def test_actionlint_toolchain_is_new_enough():
+    """An older go (Debian 12's 1.19) fetches ACTIONLINT_TOOLCHAIN to build actionlint, whose go.mod
+    asks for Go 1.25 (built that way here once: go1.25.14 named in the binary's build info)."""
+    major, minor = (int(x) for x in artifacts.ACTIONLINT_TOOLCHAIN.removeprefix("go").split(".")[:2])
+    assert (major, minor) >= artifacts.ACTIONLINT_GO >= (1, 25)
+    assert artifacts.ACTIONLINT_VERSION == "v1.7.12"
