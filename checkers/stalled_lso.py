@@ -6,7 +6,10 @@ import numpy as np
 import polars as pl
 
 from .history import History
-from .log import I64_MAX, OK, index, log
+from .log import I64_MAX, OK, index, log, writes
+
+#: the nemesis info event the runner writes before the final drain (harness.cluster.open_txns)
+OPEN_TXNS_F = "open-transactions"
 
 
 def availability(h: History) -> pl.DataFrame:
@@ -68,6 +71,87 @@ def _ending(row: dict) -> str:
     return " and never read it" if row["next_t"] is None else ""
 
 
+def open_transactions(h: History) -> dict | None:
+    """The value of the history's last ``open-transactions`` event (harness.cluster.open_txns:
+    which transactions held which keys' last stable offset when the writers stopped, which
+    ended while the harness waited, which keys the final drain left out), or None."""
+    for e in reversed(h.nemesis):
+        if e.get("f") == OPEN_TXNS_F and isinstance(e.get("value"), dict):
+            return e["value"]
+    return None
+
+
+def _txn_op(h: History, key: str, offset: int, tid: str | None) -> dict | None:
+    """The op that wrote ``key`` at ``offset`` (of transactional id ``tid`` when given): its
+    ref and invoke time, or None."""
+    if key not in h.keys:
+        return None
+    w = writes(h).filter((pl.col("key") == h.keys.index(key)) & (pl.col("offset") == offset))
+    if tid is not None and w.height:
+        w = w.filter(pl.col("transactional_id") == tid)
+    if not w.height:
+        return None
+    op = int(w["op"][0])
+    return {**h.op_ref(op), "invoke_time": h.ops["invoke_time"][op]}
+
+
+def holder_phrase(h: History, hd: dict) -> str:
+    """'t0/3 last stable offset held at 135 by producer id 1 epoch 0 (eosc-txn-4), open since
+    35.2 s (txn op 860 of process 6), coordinator state Ongoing on broker 2 ...'."""
+    tid = hd.get("transactional_id")
+    out = (f"{hd['key']} last stable offset held at {hd['start_offset']} by producer id {hd['producer_id']} "
+           f"epoch {hd['producer_epoch']}" + (f" ({tid})" if tid else ""))
+    op = _txn_op(h, hd["key"], hd["start_offset"], tid)
+    if op is not None and op["invoke_time"] is not None:
+        out += (f", open since {op['invoke_time'] / 1e9:.1f} s ({op['f']} op {op['invoke_index']} of process "
+                f"{op['process']}, {op['type']})")
+    if hd.get("state"):
+        out += f", coordinator state {hd['state']} on broker {hd.get('coordinator')}"
+        extra = [f"timeout {hd['timeout_ms']} ms" if hd.get("timeout_ms") else None,
+                 f"begun {hd['started_s']:.1f} s by the coordinator's clock" if hd.get("started_s") is not None else None]
+        extra = [x for x in extra if x]
+        if extra:
+            out += f" ({', '.join(extra)})"
+    if hd.get("status") == "hanging":
+        out += f"; a hanging transaction: {hd.get('why')}"
+    elif hd.get("status") == "unknown":
+        out += f"; coordinator state unknown: {hd.get('why')}"
+    if hd.get("released_s") is not None:
+        out += f"; the offset moved on at {hd['released_s']:.1f} s while the harness waited before the final drain"
+    elif hd.get("status") is not None:
+        out += "; still held when the final drain began"
+    return out
+
+
+def _held_by(h: History, ot: dict | None, key: str, stuck: int | None, nxt: int | None) -> list[dict]:
+    """The holders the open-transactions record names for ``key`` that explain a stall between
+    offsets ``stuck`` (last read) and ``nxt`` (the next committed record): start offset in
+    (stuck, nxt]."""
+    if not ot:
+        return []
+    out = []
+    for hd in (ot.get("holders") or {}).get(key) or []:
+        so = hd.get("start_offset")
+        if not isinstance(so, int):
+            continue
+        if (stuck is None or so > stuck) and (nxt is None or so <= nxt):
+            out.append({**hd, "explanation": holder_phrase(h, hd)})
+    return out
+
+
+def unjudged_cases(h: History) -> list[dict]:
+    """One unknown stalled-lso case per key the final drain left out because a transaction its
+    coordinator still lists as open held it past the wait (harness.cluster.open_txns): the
+    verdict says so instead of judging that key's reads (no torn-transaction or unseen for it)."""
+    ot = open_transactions(h)
+    out = []
+    for key, why in sorted(((ot or {}).get("unjudged") or {}).items()):
+        hs = [{**hd, "explanation": holder_phrase(h, hd)} for hd in (ot.get("holders") or {}).get(key) or []]
+        out.append({"anomaly": "stalled-lso", "key": key, "unknown": True, "held_by": hs,
+                    "explanation": why + (f" ({hs[0]['explanation']})" if hs else "")})
+    return out
+
+
 def stalled_lso_cases(h: History, bound_s: float | None = None) -> list[dict]:
     """stalled-lso: a read_committed consumer cannot advance on a key for longer than the
     scenario's bound (``meta.liveness.stalled_lso_bound_s``) while the key has records: a hanging
@@ -83,11 +167,22 @@ def stalled_lso_cases(h: History, bound_s: float | None = None) -> list[dict]:
     owner's reads count). One case per
     (consumer, key): the longest wait over the bound.
 
+    When the history has the runner's ``open-transactions`` event (the brokers asked, before the
+    final drain, which transactions held which keys: harness.cluster.open_txns), a case whose
+    stall a holder explains (its first offset between the last offset read and the next
+    committed one) gets ``held_by`` and says who held it; keys the final drain left out
+    because their holder was still open are unknown cases (``unjudged_cases``).
+
     Example: {"anomaly": "stalled-lso", "key", "process", "stuck_at": {"pos", "offset"},
-    "next": {"pos", "value", "available_ns"}, "stalled_ms", "explanation"}.
+    "next": {"pos", "value", "available_ns"}, "stalled_ms", "held_by": [holder], "explanation"}.
     """
+    unjudged = unjudged_cases(h)
     if bound_s is None:
-        return []
+        return unjudged
+    return _stalls(h, bound_s) + unjudged
+
+
+def _stalls(h: History, bound_s: float) -> list[dict]:
     r = _last_reads(h)
     starts, revokes, gains = [], [], []
     members: dict[str, list[int]] = {}  # consumer group -> its processes
@@ -152,6 +247,7 @@ def stalled_lso_cases(h: History, bound_s: float | None = None) -> list[dict]:
         .sort("process", "key")
     )
     lg = log(h)
+    ot = open_transactions(h)
     out = []
     for row in steps.iter_rows(named=True):
         key = h.keys[row["key"]]
@@ -159,18 +255,22 @@ def stalled_lso_cases(h: History, bound_s: float | None = None) -> list[dict]:
         noff, nval = (nxt["offset"][0], nxt["value"][0]) if nxt.height else (None, None)
         cur = lg.filter((pl.col("key") == row["key"]) & (pl.col("pos") == row["pos"]))
         ms = row["wait"] / 1e6
+        stuck = cur["offset"][0] if cur.height else None
+        held_by = _held_by(h, ot, key, stuck, noff)
         out.append({
             "anomaly": "stalled-lso",
             "key": key,
             "process": row["process"],
-            "stuck_at": {"pos": row["pos"], "offset": cur["offset"][0] if cur.height else None},
+            "stuck_at": {"pos": row["pos"], "offset": stuck},
             "next": {"pos": row["npos"], "offset": noff, "value": nval,
                      "available_ns": row["avail"]},
             "stalled_ms": ms,
+            "held_by": held_by,
             "explanation": (
                 f"process {row['process']} did not read position {row['npos']} of key {key} "
                 f"(value {nval}, offset {noff}) for {ms:.0f} ms after it was committed "
                 f"(bound {bound_s} s)" + _ending(row)
+                + "".join(f"; {hd['explanation']}" for hd in held_by)
             ),
         })
     return out

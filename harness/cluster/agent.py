@@ -12,7 +12,10 @@ Commands: ``describe`` (brokers, controller id, per-partition leader/replicas/IS
 non-internal topics, or of ``topics`` when given), ``create_topics`` (names, partitions,
 replication factor, configs; waits for the result), ``delete_topics`` (names; {name: "deleted" |
 "absent"}), ``delete_groups`` (every consumer group whose id starts with ``prefix``; {group:
-"deleted" | error}), ``watermarks`` (high watermarks of keys).
+"deleted" | error}), ``watermarks`` (high watermarks of keys), ``offsets`` (each key's last stable
+offset and high watermark, ListOffsets read_committed and read_uncommitted: a key whose last
+stable offset is below its high watermark is held by an open transaction, KIP-98;
+harness.cluster.open_txns).
 
 ``config`` (a JSON object, second argument) holds librdkafka settings every client of the
 cluster needs, such as an external cluster's ``security.protocol`` / ``sasl.*`` / ``ssl.*``.
@@ -155,6 +158,31 @@ def _watermarks(bootstrap: str, keys: list[str], timeout: float, config: dict | 
         c.close()
 
 
+def _offsets(admin, keys: list[str], timeout: float) -> dict:
+    """{key: [last stable offset, high watermark]} (ListOffsets latest, read_committed and
+    read_uncommitted). A key whose lookup failed maps to its error text."""
+    from confluent_kafka import IsolationLevel, TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    tps = {}
+    for key in keys:
+        topic, part = key.rsplit("/", 1)
+        tps[key] = TopicPartition(topic, int(part))
+    out: dict[str, Any] = {k: [None, None] for k in keys}
+    for i, level in enumerate((IsolationLevel.READ_COMMITTED, IsolationLevel.READ_UNCOMMITTED)):
+        futs = admin.list_offsets({tp: OffsetSpec.latest() for tp in tps.values()},
+                                  isolation_level=level, request_timeout=timeout)
+        by_tp = {(tp.topic, tp.partition): f for tp, f in futs.items()}
+        for key, tp in tps.items():
+            if not isinstance(out[key], list):
+                continue
+            try:
+                out[key][i] = by_tp[(tp.topic, tp.partition)].result().offset
+            except Exception as exc:  # one partition without a leader: said, the others answered
+                out[key] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
 def serve(bootstrap: str, config: dict | None = None) -> None:
     """Answer requests from stdin until it closes."""
     from confluent_kafka.admin import AdminClient
@@ -177,6 +205,8 @@ def serve(bootstrap: str, config: dict | None = None) -> None:
                 res = _delete_groups(admin, req["prefix"], timeout)
             elif cmd == "watermarks":
                 res = _watermarks(bootstrap, req["keys"], timeout, config)
+            elif cmd == "offsets":
+                res = _offsets(admin, req["keys"], timeout)
             else:
                 raise ValueError(f"unknown agent command {cmd!r}")
             reply = {"ok": True, "result": res}

@@ -130,6 +130,23 @@ def _broker_events(meta: dict) -> list[dict]:
             for name, ev in sorted(evs.items(), key=lambda kv: str(kv[0])) if isinstance(ev, dict)]
 
 
+def _open_txns(h: "History") -> dict | None:
+    """The runner's open-transactions record (harness.cluster.open_txns, the history's
+    ``open-transactions`` event) as the report shows it: one row per holder of a key's last
+    stable offset when the writers stopped, the wait, the keys left out of the drain."""
+    from checkers.stalled_lso import holder_phrase, open_transactions
+
+    ot = open_transactions(h)
+    if ot is None:
+        return None
+    rows = [{"key": k, "lso_hw": "/".join(str(x) for x in (ot.get("held") or {}).get(k) or []),
+             "status": hd.get("status") or "", "text": holder_phrase(h, hd)}
+            for k, hs in sorted((ot.get("holders") or {}).items()) for hd in hs]
+    return {"rows": rows, "held": sorted(ot.get("held") or {}), "waited_s": ot.get("waited_s"),
+            "bound_s": ot.get("bound_s"), "unjudged": ot.get("unjudged") or {}, "notes": ot.get("notes") or [],
+            "open_at_end": ot.get("open_at_end") or []}
+
+
 def _context(h: "History", verdict: "Verdict | dict | None", scenario: dict, meta: dict | None,
              warnings: list[str] | None, run_dir: Path | None) -> dict[str, Any]:
     meta = meta or {}
@@ -195,8 +212,9 @@ def _context(h: "History", verdict: "Verdict | dict | None", scenario: dict, met
         "replay": _replay_command(scenario),
         "scenario_yaml": yaml.safe_dump(scenario, sort_keys=False, default_flow_style=False,
                                         allow_unicode=True) if scenario else "",
-        "meta_rows": _flatten({k: v for k, v in meta.items() if k != "broker_events"}),
+        "meta_rows": _flatten({k: v for k, v in meta.items() if k not in ("broker_events", "open_transactions")}),
         "broker_events": _broker_events(meta),
+        "open_txns": _open_txns(h),  # beside stalled-lso: who held which key before the final drain
         # the reprocessed ranges have their own table in the eos-duplicate section
         "stats_rows": _flatten({k: v for k, v in verdict.stats.items() if k != "reprocessed_ranges"}),
         "counts": ops.op_counts(h),

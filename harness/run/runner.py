@@ -302,6 +302,9 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         problems += pool.stop(writers, timeout=90)
         drain_spec = workload.drain()
         if drain_spec is not None:
+            # a transaction the writers left open holds its partitions' last stable offset until
+            # its coordinator aborts it: wait for that before the drain reads (issue 46)
+            drain_spec = _settle_open_transactions(scn, service, history, run_dir, meta, drain_spec, progress)
             drain = pool.spawn(drain_spec)
             if not drain.wait(timeout=180):
                 problems.append("final drain did not finish in 180 s; killed")
@@ -327,6 +330,44 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         meta["teardown_problems"] += [f"meta.json: {b}" for b in bad]
         RunDir(run_dir).write_meta(run_meta if not bad else meta)  # atomically: never a truncated file
     return meta, problems
+
+
+def _settle_open_transactions(scn: Scenario, service: ClusterService, history: HistoryWriter, run_dir: Path,
+                              meta: dict, drain_spec, progress: Progress):
+    """harness.cluster.open_txns.settle between the writers' stop and the final drain: wait (bounded)
+    for the transactions that hold a key's last stable offset to end, record which were open
+    (open-transactions.json, logs/kafka-transactions.txt, meta.json ``open_transactions``, a
+    nemesis info event ``open-transactions``) and leave out of the drain the keys still held by
+    a transaction its coordinator lists as open. Returns the drain's spec; never raises."""
+    from harness.cluster import open_txns
+
+    keys = meta.get("keys") or []
+    if not keys or not getattr(service, "agent", None):
+        return drain_spec
+    progress.phase = "open transactions"
+    interval = int(scn.cluster.broker.get("transaction.abort.timed.out.transaction.cleanup.interval.ms",
+                                          open_txns.ABORT_INTERVAL_MS))
+    tool, why = None, ""
+    if scn.cluster.backend == "external" and service.client_config:
+        why = "the external cluster's clients need settings kafka-transactions.sh is not given"
+    else:
+        tool, why = open_txns.make_tool(scn.cluster.kafka_version, service.backend.bootstrap,
+                                        service.client_host.exec_prefix(), run_dir / "logs" / "kafka-transactions.txt")
+    try:
+        res = open_txns.settle(lambda: service.agent.request("offsets", timeout=10, keys=keys), tool,
+                               run_s=lambda: history.now() / 1e9, abort_interval_ms=interval, tool_note=why)
+        res.write(run_dir)
+    except Exception as exc:  # the record is a help, never a reason for a run to fail
+        meta["open_transactions"] = {"notes": [f"not asked: {type(exc).__name__}: {exc}"[:300]]}
+        return drain_spec
+    value = res.event_value()
+    history.append({"process": NEMESIS, "type": "info", "f": open_txns.EVENT_F, "value": value})
+    meta["open_transactions"] = value
+    cfg_keys = drain_spec.cfg.get("keys") if isinstance(drain_spec.cfg, dict) else None
+    if res.unjudged and isinstance(cfg_keys, list):
+        cfg = dict(drain_spec.cfg, keys=[k for k in cfg_keys if k not in res.unjudged])
+        drain_spec = type(drain_spec)(drain_spec.name, drain_spec.role, cfg)
+    return drain_spec
 
 
 def _load(scn: Scenario, run_dir: Path, ctx: NemesisContext, history: HistoryWriter,
