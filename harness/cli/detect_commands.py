@@ -16,6 +16,8 @@ ZOO_DIR = Path("scenarios/zoo")
 
 
 def zoo(
+    args: list[str] = typer.Argument(None, metavar="[merge OUT SHARD_DIR...]",
+                                     help="`merge OUT SHARD_DIR...`: one zoo folder OUT from shard folders"),
     runs: Optional[int] = typer.Option(None, "--runs", help="runs per mutant and per control, seeds first-seed, "
                                        "first-seed+1, ... (default 10, or the selection file's runs)"),
     duration: Optional[float] = typer.Option(None, help="seconds of load for every run (default: each file's own)"),
@@ -28,32 +30,73 @@ def zoo(
     results: Path = typer.Option(Path("results"), help="results root folder"),
     zoo_out: Optional[Path] = typer.Option(None, "--out", help="zoo folder (default RESULTS/suites/zoo)"),
     fresh: bool = typer.Option(False, "--fresh", help="forget earlier zoo runs and run every cell"),
+    shard: Optional[str] = typer.Option(None, "--shard", metavar="K/N",
+                                        help="run only shard K of N (counted from 1; docs/nightly.md)"),
+    shards: Optional[int] = typer.Option(None, "--shards", metavar="N",
+                                         help="with --dry-run: plan N shards (machine time, slowest shard)"),
+    setup_args: bool = typer.Option(False, "--setup-args",
+                                    help="print the `eos-chaos setup` arguments the runs (of --shard) need; run nothing"),
 ) -> None:
     """Run the bug zoo (scenarios/zoo/*.yaml): each mutant must be caught, each control must come
     out valid. Writes zoo.json and zoo.html (detection rate with a 95 % Wilson interval, median
     time to detect, false positives) beside the suite outputs; resumes like `suite`.
+    With --shard K/N only shard K's runs; `zoo merge OUT SHARD_DIR...` joins shard folders.
     Exit 0 every mutant run caught and no control invalid, 1 otherwise, 2 runs missing or bad input."""
+    from harness.detect import shards as sh
     from harness.detect import suite as st
     from harness.detect import zoo as zm
     from harness.detect.suite_outputs import RichSuiteProgress, print_plan, run_with_heartbeat
 
+    if args:
+        if args[0] != "merge" or len(args) < 3:
+            console.print("[red]error:[/] `eos-chaos zoo` takes no file argument; to merge shards: "
+                          "`eos-chaos zoo merge OUT SHARD_DIR...`")
+            raise typer.Exit(2)
+        try:
+            zsum, _summary, missing, paths = zm.merge_zoo(args[1], [Path(a) for a in args[2:]])
+        except (sh.ShardError, zm.ZooError) as exc:
+            console.print(f"[red]error:[/] {exc}")
+            raise typer.Exit(2)
+        _print_zoo(zsum, paths, as_json)
+        if missing:
+            out.print(f"cells no shard ran ({len(missing)}): {', '.join(missing)}", highlight=False, soft_wrap=True)
+        code = zm.exit_code(zsum)
+        raise typer.Exit(1 if code == 1 else 2 if missing else code)
+    given_zoo = str(zoo_dir)
     try:
+        which = sh.parse_shard(shard) if shard is not None else None
+        if shards is not None and (not dry_run or shards < 1):
+            raise sh.ShardError("--shards N plans N shards with --dry-run (N >= 1); to run one use --shard K/N")
         if zoo_dir.is_file():  # a selection: its folder, entries (--only narrows them) and runs
             zoo_dir, chosen, file_runs = zm.load_selection(zoo_dir)
             only = list(only) if only else chosen
             runs = runs if runs is not None else file_runs
         runs = 10 if runs is None else runs
         entries = zm.load_zoo(zoo_dir, only or None)
-    except zm.ZooError as exc:
+    except (zm.ZooError, sh.ShardError) as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2)
-    d = zoo_out or st.default_suite_dir(results, "zoo")
-    if dry_run:
+    d = zoo_out or st.default_suite_dir(results, "zoo" if which is None else f"zoo-shard-{which[0]}-of-{which[1]}")
+    if dry_run or setup_args:
         try:
             cells = zm.cells(entries, d, runs=runs, duration=duration, first_seed=first_seed, write=False)
         except zm.ZooError as exc:
             console.print(f"[red]error:[/] {exc}")
             raise typer.Exit(2)
+        every = cells
+        if which is not None:
+            cells = sh.shard_cells(cells, which, st.DEFAULT_OVERHEAD_S)
+        if setup_args:
+            out.print(" ".join(sh.setup_args(cells)), highlight=False, soft_wrap=True)
+            raise typer.Exit(0)
+        if shards is not None:
+            p = sh.plan(every, shards, st.DEFAULT_OVERHEAD_S)
+            for row in p["shards"]:
+                out.print(f"shard {row['index']:>3}/{shards}  {row['runs']:>4} runs  ~{st.fmt_s(row['estimate_s'])}",
+                          highlight=False)
+            out.print(f"{len(every)} runs in {shards} shards: machine time ~{st.fmt_s(p['machine_s'])}, slowest "
+                      f"shard {p['slowest_shard']}/{shards} ~{st.fmt_s(p['slowest_s'])} of wall time", highlight=False)
+            raise typer.Exit(0)
         by_name = {e.name: e for e in entries}
 
         def describe(c):
@@ -75,11 +118,19 @@ def zoo(
     command = "eos-chaos " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     box = run_with_heartbeat(lambda: zm.run_zoo(entries, results, d, runs=runs, duration=duration,
                                             first_seed=first_seed, stop=stop, listener=ui, fresh=fresh,
-                                            command=command), ui)
+                                            command=command, shard=which,
+                                            source={"zoo": given_zoo, "only": list(only or [])}), ui)
     if "error" in box:
         console.print(f"[red]error:[/] {type(box['error']).__name__}: {box['error']}")
         raise typer.Exit(2)
     summary, paths = box["result"]
+    _print_zoo(summary, paths, as_json)
+    raise typer.Exit(zm.exit_code(summary))
+
+
+def _print_zoo(summary: dict, paths: dict, as_json: bool) -> None:
+    from harness.detect import zoo as zm
+
     if as_json:
         out.print_json(json.dumps(zm.public_json(summary), default=str))
     else:
@@ -98,7 +149,6 @@ def zoo(
                       + (f"  {c['anomalies']}" if c["anomalies"] else ""), highlight=False, soft_wrap=True)
         for name, p in paths.items():
             out.print(f"{name + ':':<9} {p}", soft_wrap=True)
-    raise typer.Exit(zm.exit_code(summary))
 
 
 def register(app: typer.Typer) -> None:

@@ -257,57 +257,6 @@ def _dry_run(scn, source: Path) -> None:
 
 
 @app.command()
-def suite(
-    suite_file: Path = typer.Argument(..., help="suite YAML file (top-level `suite:` key), e.g. scenarios/nightly.yaml"),
-    seed: list[int] = typer.Option(None, "--seed", help="seeds instead of the suite's (repeatable)"),
-    kafka_version: list[str] = typer.Option(None, "--kafka-version", help="Kafka versions instead of the suite's (repeatable)"),
-    duration: Optional[float] = typer.Option(None, help="seconds of load for every run"),
-    results: Path = typer.Option(Path("results"), help="results root folder"),
-    suite_out: Optional[Path] = typer.Option(None, "--out", help="suite folder (default RESULTS/suites/SUITE)"),
-    fresh: bool = typer.Option(False, "--fresh", help="forget earlier runs of this suite and run every cell"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="list the runs and what is left; run nothing"),
-    backend: list[str] = typer.Option(None, "--backend", help="cluster backends instead of the suite's "
-                                      "(netns, docker, external; repeatable)"),
-) -> None:
-    """Run a matrix of scenarios x seeds x Kafka versions (x backends), resuming where an earlier call stopped;
-    write index.html, junit.xml and summary.json. Exit 0 all valid, 1 any invalid, 2 otherwise."""
-    from harness.detect import suite as st
-    from harness.detect import suite_run
-    from harness.detect.suite_outputs import RichSuiteProgress, print_plan, run_with_heartbeat
-
-    try:
-        spec = st.load_suite(suite_file)
-        cells = st.expand(spec, suite_file.parent, seeds=seed or None, kafka_versions=kafka_version or None,
-                          duration=duration, backends=backend or None)
-    except st.SuiteError as exc:
-        console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2)
-    suite_dir = suite_out or st.default_suite_dir(results, spec.suite)
-    if dry_run:
-        print_plan(out, cells, suite_dir, fresh=fresh, kind="suite", describe=lambda c: f"({c.source})")
-        raise typer.Exit(0)
-    require_root()
-    stop = threading.Event()
-    # Ctrl-C or SIGTERM: the run under way heals, drains and checks, is recorded as interrupted;
-    # no further run starts. The same command later resumes.
-    stop_on_signals(stop)
-    ui = RichSuiteProgress(console)
-    box = run_with_heartbeat(lambda: suite_run.run_suite(cells, results, suite_dir, name=spec.suite, source=str(suite_file),
-                                                  stop=stop, listener=ui, fresh=fresh), ui)
-    if "error" in box:
-        console.print(f"[red]error:[/] {type(box['error']).__name__}: {box['error']}")
-        raise typer.Exit(2)
-    res = box["result"]
-    t = res.summary["totals"]
-    out.print(f"suite {spec.suite}: {t['runs']} runs: valid {t['valid']}, invalid {t['invalid']}, "
-              f"unknown {t['unknown']}, error {t['error']}, interrupted {t['interrupted']}, not run {t['not-run']} "
-              f"({len(res.ran)} run now, {len(res.skipped)} finished earlier)", soft_wrap=True)
-    for name, p in res.paths.items():
-        out.print(f"{name + ':':<8} {p}", soft_wrap=True)
-    raise typer.Exit(res.exit_code)
-
-
-@app.command()
 def check(
     history: Path = typer.Argument(..., help="history.jsonl of a run, or its run folder"),
     as_json: bool = typer.Option(False, "--json", help="print the verdict as JSON"),
@@ -584,6 +533,10 @@ from harness.cli.bench_commands import bench_app  # noqa: E402 (eos-chaos bench 
 
 app.add_typer(bench_app, name="bench")
 
+
+from harness.cli.suite_commands import register as _register_suite  # noqa: E402 (eos-chaos suite)
+
+_register_suite(app)
 
 from harness.cli.detect_commands import register as _register_zoo  # noqa: E402 (eos-chaos zoo, explore)
 

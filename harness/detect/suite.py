@@ -95,6 +95,24 @@ class SuiteEntry(Strict):
         return _versions(v)
 
 
+class ZooPart(Strict):
+    """One ``zoos:`` entry of a suite (a tier): the zoo folder or selection file (relative to the
+    suite file; harness.detect.zoo), ``runs`` per entry (seeds from the suite's first seed on),
+    ``only`` the entries to take (default: the selection's, or every reproduced entry)."""
+
+    path: str
+    runs: int = Field(1, ge=1, le=100)
+    only: list[str] | None = None
+
+
+class Budget(Strict):
+    """A tier's budget: at most ``runners`` machines of 2 cores, each shard at most ``wall_min``
+    minutes of wall time (``eos-chaos suite --dry-run --shards N`` checks the plan against it)."""
+
+    runners: int = Field(ge=1, le=1000)
+    wall_min: float = Field(gt=0, le=24 * 60)
+
+
 class Suite(Strict):
     suite: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
@@ -125,6 +143,12 @@ class Suite(Strict):
             protocol, _, assignor = x.partition("/")
             check_assignor(protocol, assignor or None)
         return v
+
+    #: zoo parts (a tier, harness.detect.tiers): zoo folders or selection files, relative to the
+    #: suite file, each entry run ``runs`` times; their cells join the matrix
+    zoos: list[ZooPart] = Field(default_factory=list)
+    #: what the suite may cost: ``--dry-run --shards N`` compares its plan with it
+    budget: Budget | None = None
 
     @field_validator("seeds")
     @classmethod
@@ -175,6 +199,13 @@ class Cell:
 
     scenario: Scenario
     source: str  # the scenario file, as a path relative to the working directory when possible
+    #: scenario (must come out valid), or a zoo cell of a tier: mutant (must fail with one of
+    #: ``must_find``) or control (must come out valid); ``entry`` is its zoo entry's name
+    kind: str = "scenario"
+    must_find: tuple[str, ...] = ()
+    entry: str | None = None
+    #: a zoo cell's bar (harness.detect.nights): the rate below which its entry goes red
+    bar: float | None = None
 
     @property
     def name(self) -> str:

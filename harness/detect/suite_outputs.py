@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from harness.detect.suite_records import FAIL, PASS, cause, outcome
 from harness.detect.suite import (DEFAULT_OVERHEAD_S, ERROR, INTERRUPTED, INVALID, NOT_RUN, RECORDS, UNKNOWN, VALID, Cell,
                            SuiteListener, describe_verdict, estimate_left, fmt_s, overhead_s, pending, read_records)
 
@@ -53,13 +54,17 @@ def junit_xml(summary: dict) -> str:
         for k, v in (r.get("versions") or {}).items():
             ET.SubElement(p, "property", name=f"version.{k}", value=str(v))
         status = r["status"]
+        judged = r.get("outcome") or outcome(r)
         title = f"{r['scenario']} (seed {r['seed']}, Kafka {r['kafka_version']})"
         text = describe_verdict(title, r, report=r.get("report"), run_dir=r.get("run_dir"),
                                 problems=r.get("problems") or [])
         counts = ", ".join(f"{k} x{n}" for k, n in sorted((r.get("anomaly_counts") or {}).items()))
-        if status == INVALID:
-            failing = ", ".join(r.get("failing") or []) or counts
-            ET.SubElement(tc, "failure", type="invalid", message=f"INVALID: {failing}").text = text
+        if judged == PASS:
+            pass  # a scenario or control valid, a mutant caught
+        elif judged == FAIL and r.get("kind") == "mutant":
+            ET.SubElement(tc, "failure", type="missed", message=cause(r)[:1000]).text = text
+        elif status == INVALID:
+            ET.SubElement(tc, "failure", type="invalid", message=cause(r)[:1000]).text = text
         elif status == UNKNOWN:
             msg = "; ".join(r.get("unknown_reasons") or []) or "verdict unknown"
             ET.SubElement(tc, "error", type="unknown", message=f"UNKNOWN: {msg}"[:1000]).text = text

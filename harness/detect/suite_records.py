@@ -105,9 +105,7 @@ def make_record(cell: Any, suite_dir: str | Path, *, status: str, started: float
     suite_dir = Path(suite_dir)
     v = Verdict.coerce(verdict) if verdict is not None else Verdict()
     return {
-        "id": cell.id, "fingerprint": cell.fingerprint, "scenario": cell.name, "source": cell.source,
-        "seed": cell.seed, "kafka_version": cell.kafka_version, "duration_s": cell.duration,
-        "group_protocol": cell.group_protocol, "group_protocol_arg": cell.group_protocol_arg,
+        **cell_fields(cell),
         "status": status, "valid": v.valid if verdict is not None else None,
         "anomaly_counts": v.anomaly_counts,
         "failing": v.failing,
@@ -163,30 +161,97 @@ def rows(cells: list[Any], records: dict[str, dict]) -> list[dict]:
     for c in cells:
         rec = current_record(c, records)
         if rec is None:
-            rec = {"id": c.id, "fingerprint": c.fingerprint, "scenario": c.name, "source": c.source,
-                   "seed": c.seed, "kafka_version": c.kafka_version, "duration_s": c.duration,
-                   "group_protocol": c.group_protocol, "group_protocol_arg": c.group_protocol_arg,
+            rec = {**cell_fields(c),
                    "status": NOT_RUN, "valid": None, "anomaly_counts": {}, "failing": [], "allowed": [],
                    "first_examples": {}, "unknown_reasons": [], "problems": [], "error": None,
                    "run_dir": None, "report": None, "started_at": None, "wall_s": None, "waited_s": None}
+        rec = dict(rec, outcome=outcome(rec))
+        rec["cause"] = cause(rec)
+        rec["flaky"] = "[flaky:" in rec["cause"]
         out.append(rec)
     return out
 
 
+def cell_fields(cell: Any) -> dict:
+    """What a record says of its cell (identity, matrix coordinates, and for a tier's zoo cell
+    its kind, entry and ``must_find``); also the shape of a shard's matrix rows."""
+    return {"id": cell.id, "fingerprint": cell.fingerprint, "scenario": cell.name, "source": cell.source,
+            "seed": cell.seed, "kafka_version": cell.kafka_version, "duration_s": cell.duration,
+            "group_protocol": cell.group_protocol, "group_protocol_arg": cell.group_protocol_arg,
+            "kind": getattr(cell, "kind", "scenario"), "entry": getattr(cell, "entry", None),
+            "must_find": list(getattr(cell, "must_find", ()) or ()), "bar": getattr(cell, "bar", None)}
+
+
+#: a cell's outcome: PASS (a scenario or control valid, a mutant caught), FAIL (a scenario or
+#: control invalid, a mutant missed), else its status (unknown, error, interrupted, not-run)
+PASS, FAIL = "pass", "fail"
+
+
+def outcome(rec: dict) -> str:
+    """PASS, FAIL or the record's status. A mutant (``kind`` mutant) passes when its run is
+    invalid and one of its ``must_find`` anomalies is among the failing ones (harness.detect.zoo's
+    *detected*); it fails when its run is valid or fails for other anomalies only."""
+    status = rec.get("status")
+    if status not in (VALID, INVALID):
+        return status or NOT_RUN
+    if rec.get("kind") == "mutant":
+        caught = status == INVALID and bool(set(rec.get("failing") or []) & set(rec.get("must_find") or []))
+        return PASS if caught else FAIL
+    return PASS if status == VALID else FAIL
+
+
+def cause(rec: dict) -> str:
+    """Why a cell is not green, in one line (empty for a passed cell): a failing cell names its
+    failing anomalies and its known-bug match (checkers.known_bugs) or says ``new``; a missed
+    mutant what it had to find; an unknown cell its reasons; an errored one its error. A cell
+    whose replay (same seed, same schedule) came out valid says ``flaky``."""
+    o = rec.get("outcome") or outcome(rec)
+    if o == PASS:
+        return ""
+    counts = rec.get("anomaly_counts") or {}
+    failing = ", ".join(f"{n} x{counts.get(n, '?')}" for n in rec.get("failing") or [])
+    bugs = [known_bug_phrase(m) for m in rec.get("known_bugs") or [] if m.get("match") == "looks-like"]
+    named = "; ".join(bugs) if bugs else "new (no catalogued bug looks like it)"
+    if o == FAIL and rec.get("kind") == "mutant":
+        text = (f"missed: must find one of {', '.join(rec.get('must_find') or [])}; the run was "
+                + (f"invalid for {failing}" if rec.get("status") == INVALID else "valid"))
+    elif o == FAIL:
+        text = f"invalid: {failing or 'failing'}; {named}"
+    elif o == UNKNOWN:
+        text = "unknown: " + ("; ".join(rec.get("unknown_reasons") or []) or "no reason recorded")
+    elif o == ERROR:
+        text = f"error: {rec.get('error') or 'no message'}"
+    elif o == INTERRUPTED:
+        text = "interrupted: the load was cut short; runs again on resume"
+    else:
+        text = "not run"
+    replay = rec.get("replay") or {}
+    if replay.get("status") == VALID and o in (FAIL, UNKNOWN) and rec.get("kind") != "mutant":
+        text += f" [flaky: its replay (seed {rec.get('seed')}, same schedule) came out valid]"
+    elif replay.get("status"):
+        text += f" [replayed (seed {rec.get('seed')}, same schedule): {replay['status']} again]"
+    return text
+
+
 def exit_code(statuses: Iterable[str]) -> int:
-    """1 when any run is invalid; else 2 when any is unknown, errored, interrupted or not run; else 0."""
-    s = set(statuses)
+    """1 when any run is invalid; else 2 when any is unknown, errored, interrupted or not run; else 0.
+    Takes statuses or outcomes (``outcome``: PASS counts as valid, FAIL as invalid)."""
+    s = {VALID if x == PASS else INVALID if x == FAIL else x for x in statuses}
     if INVALID in s:
         return 1
     return 2 if s - {VALID} else 0
 
 
-def summarize(name: str, source: str | None, cells: list[Any], records: dict[str, dict]) -> dict:
+def summarize(name: str, source: str | None, cells: list[Any], records: dict[str, dict],
+              meta: dict | None = None) -> dict:
     """The summary.json document: ``{suite, source, generated_at, host, complete, exit_code,
-    totals: {runs, valid, invalid, unknown, error, interrupted, not-run}, anomaly_counts:
-    {name: cases over all runs}, wall_s, runs: [row, ...]}``."""
+    totals: {runs, valid, invalid, unknown, error, interrupted, not-run, pass, fail}, anomaly_counts:
+    {name: cases over all runs}, wall_s, runs: [row, ...]}`` plus ``meta`` (a shard's
+    ``shard`` block, harness.detect.shards). Each row has an ``outcome`` (``outcome``); the exit
+    code is the outcomes' (a tier's mutant caught counts as passed)."""
     rs = rows(cells, records)
-    totals = {"runs": len(rs), **{s: sum(r["status"] == s for r in rs) for s in STATUSES}}
+    totals = {"runs": len(rs), **{s: sum(r["status"] == s for r in rs) for s in STATUSES},
+              PASS: sum(r["outcome"] == PASS for r in rs), FAIL: sum(r["outcome"] == FAIL for r in rs)}
     anomalies: dict[str, int] = {}
     for r in rs:
         for k, n in (r.get("anomaly_counts") or {}).items():
@@ -196,10 +261,11 @@ def summarize(name: str, source: str | None, cells: list[Any], records: dict[str
         "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "host": socket.gethostname(),
         "complete": all(r["status"] in FINISHED for r in rs),
-        "exit_code": exit_code(r["status"] for r in rs),
+        "exit_code": exit_code(r["outcome"] for r in rs),
         "totals": totals, "anomaly_counts": dict(sorted(anomalies.items())),
         "wall_s": round(sum(r.get("wall_s") or 0 for r in rs), 1),
         "runs": rs,
+        **(meta or {}),
     }
 
 

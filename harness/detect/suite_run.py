@@ -13,6 +13,16 @@ from typing import Any, Callable
 from harness.detect.suite import (ERROR, INTERRUPTED, RECORDS, Cell, SuiteListener, append_record, clocked_progress,
                                   make_record, overhead_s, pending, read_records, run_dir_since, status_of, summarize)
 from harness.detect.suite_outputs import write_outputs
+from harness.detect.suite_records import FAIL, UNKNOWN, outcome
+
+
+def same_schedule(suite_dir: Path, a: str | None, b: str | None) -> bool | None:
+    """Whether two run folders (relative to ``suite_dir``) hold the same schedule.json (the
+    fault steps drawn for the seed); None when either is missing."""
+    try:
+        return (suite_dir / a / "schedule.json").read_bytes() == (suite_dir / b / "schedule.json").read_bytes()
+    except (OSError, TypeError):
+        return None
 
 
 @dataclass
@@ -30,7 +40,7 @@ class SuiteResult:
 def run_suite(cells: list[Cell], results_root: str | Path, suite_dir: str | Path, *, name: str,
               source: str | None = None, runner: Callable[..., Any] | None = None,
               stop: threading.Event | None = None, listener: SuiteListener | None = None,
-              fresh: bool = False) -> SuiteResult:
+              fresh: bool = False, meta: dict | None = None, replay_failing: bool = False) -> SuiteResult:
     """Run the cells not finished earlier, one after another; after each, append its record and
     rewrite the outputs. Returns the summary (also in ``suite_dir``).
 
@@ -38,6 +48,11 @@ def run_suite(cells: list[Cell], results_root: str | Path, suite_dir: str | Path
     the current run's load early (it still heals, drains and checks; it is recorded as
     interrupted) and runs no further cell. A runner exception is recorded as an error and the
     suite goes on. ``fresh`` moves an existing runs.jsonl aside (``runs-<time>.jsonl``) first.
+    ``meta`` joins the summary (a shard's ``shard`` block, harness.detect.shards).
+    ``replay_failing``: after the matrix, each scenario or control cell that came out invalid or
+    unknown is run once more with the same seed (hence the same fault schedule); its record
+    gets ``replay: {status, failing, run_dir, same_schedule}`` and a valid replay marks the cell
+    flaky (harness.detect.suite_records.cause). Mutants are judged over nights, not replayed.
     """
     if runner is None:
         from harness.run.runner import run_scenario as runner
@@ -56,10 +71,9 @@ def run_suite(cells: list[Cell], results_root: str | Path, suite_dir: str | Path
     overhead = overhead_s(records.values())
     listener.begin(cells, todo, overhead, d)
     ran: list[str] = []
-    paths = write_outputs(d, summarize(name, source, cells, records))
-    for cell in todo:
-        if stop.is_set():
-            break
+    paths = write_outputs(d, summarize(name, source, cells, records, meta))
+
+    def run_one(cell: Cell) -> dict:
         progress = clocked_progress()
         listener.run_started(cell, progress)
         started, t0 = time.time(), time.monotonic()
@@ -77,13 +91,33 @@ def run_suite(cells: list[Cell], results_root: str | Path, suite_dir: str | Path
         else:
             rec = make_record(cell, d, status=status, verdict=res.verdict, run_dir=res.run_dir,
                               report=res.report, problems=list(res.problems), **timing)
+        return rec
+
+    for cell in todo:
+        if stop.is_set():
+            break
+        rec = run_one(cell)
         append_record(rec_path, rec)
         records[cell.id] = rec
         ran.append(cell.id)
         overhead = overhead_s(records.values())
         listener.run_finished(cell, rec, overhead)
-        paths = write_outputs(d, summarize(name, source, cells, records))
-    summary = summarize(name, source, cells, records)
+        paths = write_outputs(d, summarize(name, source, cells, records, meta))
+    for cell in cells if replay_failing else []:
+        rec = records.get(cell.id)
+        if stop.is_set() or rec is None or cell.kind == "mutant" or rec.get("replay") \
+                or rec.get("fingerprint") != cell.fingerprint or outcome(rec) not in (FAIL, UNKNOWN):
+            continue
+        again = run_one(cell)
+        rec = dict(rec, replay={"status": again["status"], "failing": again.get("failing") or [],
+                                "run_dir": again.get("run_dir"), "report": again.get("report"),
+                                "same_schedule": same_schedule(d, rec.get("run_dir"), again.get("run_dir"))})
+        append_record(rec_path, rec)
+        records[cell.id] = rec
+        ran.append(cell.id + " (replay)")
+        listener.run_finished(cell, again, overhead_s(records.values()))
+        paths = write_outputs(d, summarize(name, source, cells, records, meta))
+    summary = summarize(name, source, cells, records, meta)
     paths = write_outputs(d, summary)
     listener.end(summary, paths)
     return SuiteResult(summary, paths, ran, skipped)

@@ -49,7 +49,7 @@ from harness.detect.suite_run import run_suite
 from harness.detect.zoo_releases import (AFFECTED, FIXED, SIDES, UpstreamBug, release_rows, side_name,
                                          side_overrides)
 
-ZOO_KEYS = ("base", "must_find", "control", "upstream")
+ZOO_KEYS = ("base", "must_find", "control", "upstream", "bar")
 ZOO_JSON, ZOO_HTML = "zoo.json", "zoo.html"
 MUTANT, CONTROL = "mutant", "control"
 
@@ -73,6 +73,9 @@ class ZooEntry:
     upstream: UpstreamBug | None = None
     side: str | None = None
     release: str | None = None
+    #: judged over nights (harness.detect.nights): the rate (caught, or valid for a control)
+    #: below which the entry goes red; None: the default of its kind
+    bar: float | None = None
 
     @property
     def name(self) -> str:
@@ -115,6 +118,9 @@ def load_entries(path: str | Path) -> list[ZooEntry]:
         if not must or control:
             raise ZooError(f"{p}: a release entry (upstream: ...) needs must_find: [anomaly, ...] for its "
                            "affected side; its fixed side is the control")
+    bar = zoo.get("bar")
+    if bar is not None and not (isinstance(bar, (int, float)) and not isinstance(bar, bool) and 0 < bar <= 1):
+        raise ZooError(f"{p}: bar must be a rate from 0 (exclusive) to 1, e.g. bar: 0.5")
     if bool(must) == bool(control):
         raise ZooError(f"{p}: give either must_find: [anomaly, ...] (a mutant) or control: true")
     if must is not None and not (isinstance(must, list) and all(isinstance(x, str) for x in must)):
@@ -130,7 +136,7 @@ def load_entries(path: str | Path) -> list[ZooEntry]:
             raise ZooError(f"{p}: base {zoo['base']} is not a scenario file")
         merged = deep_merge(base, data)
     if upstream is None:
-        return [ZooEntry(p, MUTANT if must else CONTROL, tuple(must or ()), _scenario(p, merged, must))]
+        return [ZooEntry(p, MUTANT if must else CONTROL, tuple(must or ()), _scenario(p, merged, must), bar=bar)]
     name = str(merged.get("name", p.stem))
     out = []
     for side in SIDES:
@@ -138,7 +144,7 @@ def load_entries(path: str | Path) -> list[ZooEntry]:
         fields["name"] = side_name(name, side)
         scn = _scenario(p, fields, must if side == AFFECTED else None, f" ({side} side)")
         out.append(ZooEntry(p, MUTANT if side == AFFECTED else CONTROL, tuple(must) if side == AFFECTED else (),
-                            scn, upstream=upstream, side=side, release=name))
+                            scn, upstream=upstream, side=side, release=name, bar=bar))
     return out
 
 
@@ -229,7 +235,8 @@ def cells(entries: list[ZooEntry], zoo_dir: str | Path, *, runs: int, duration: 
                 scn = with_overrides(e.scenario, seed=seed, duration=float(duration) if duration else None)
             except ScenarioError as exc:
                 raise ZooError(str(exc)) from None
-            out.append(Cell(scn, sources[e.name]))
+            out.append(Cell(scn, sources[e.name], kind=e.kind, must_find=e.must_find, entry=e.name,
+                            bar=e.bar))
     return out
 
 
@@ -460,11 +467,22 @@ class ZooListener(SuiteListener):
 def run_zoo(entries: list[ZooEntry], results_root: str | Path, zoo_dir: str | Path, *, runs: int,
             duration: float | None = None, first_seed: int = 1, runner: Callable[..., Any] | None = None,
             stop: threading.Event | None = None, listener: SuiteListener | None = None,
-            fresh: bool = False, command: str = "") -> tuple[dict, dict[str, Path]]:
+            fresh: bool = False, command: str = "", shard: tuple[int, int] | None = None,
+            source: dict | None = None) -> tuple[dict, dict[str, Path]]:
     """Run the zoo (resuming) and write its outputs; returns (zoo summary, paths). ``runner``
-    is harness.run.runner.run_scenario unless given (tests inject a fake)."""
+    is harness.run.runner.run_scenario unless given (tests inject a fake). ``shard`` (K, N):
+    only shard K's cells (harness.detect.shards), the folder then a shard folder whose summary
+    carries ``source`` (how to load the entries again at the merge: ``{zoo, only}``)."""
+    from harness.detect.shards import shard_cells, shard_meta
+    from harness.detect.suite import DEFAULT_OVERHEAD_S
+
     zoo_dir = Path(zoo_dir)
-    all_cells = cells(entries, zoo_dir, runs=runs, duration=duration, first_seed=first_seed)
+    every = cells(entries, zoo_dir, runs=runs, duration=duration, first_seed=first_seed)
+    all_cells = every if shard is None else shard_cells(every, shard, DEFAULT_OVERHEAD_S)
+    suite_meta = None
+    if shard is not None:
+        suite_meta = shard_meta(every, shard, DEFAULT_OVERHEAD_S)
+        suite_meta["shard"]["zoo"] = dict(source or {}, runs=runs, duration=duration, first_seed=first_seed)
     cache: dict[str, dict] = {}
     meta = {"command": command, "runs_per_entry": runs, "duration_s": duration, "first_seed": first_seed}
     paths: dict[str, Path] = {}
@@ -475,11 +493,46 @@ def run_zoo(entries: list[ZooEntry], results_root: str | Path, zoo_dir: str | Pa
 
     res = run_suite(all_cells, results_root, zoo_dir, name="zoo", source=command or "eos-chaos zoo",
                     runner=runner, stop=stop, listener=ZooListener(listener or SuiteListener(), update),
-                    fresh=fresh)
+                    fresh=fresh, meta=suite_meta)
     update()
     summary = zoo_summary(entries, all_cells, read_records(zoo_dir / "runs.jsonl"), zoo_dir, cache)
     paths.update(res.paths)
     return summary, paths
+
+
+def merge_zoo(out: str | Path, folders: list[str | Path]) -> tuple[dict, dict, list[str], dict[str, Path]]:
+    """Merge zoo shard folders (``eos-chaos zoo --shard K/N``) into ``out``: the suite outputs
+    (harness.detect.shards.merge) and zoo.json / zoo.html over every shard's runs, the entries
+    loaded again from the zoo folder the shards ran (``shard.zoo`` of their summaries). Returns
+    (zoo summary, suite summary, cells no shard ran, paths). Raises ShardError (bad shards) or
+    ZooError (the zoo files cannot be loaded, or changed since the shards ran)."""
+    from harness.detect.shards import ShardError, matrix_id, merge, read_shard
+    from harness.detect.suite_outputs import write_outputs
+
+    if not folders:
+        raise ShardError("give at least one shard folder to merge")
+    src = read_shard(folders[0])["shard"].get("zoo")
+    if not isinstance(src, dict) or not src.get("zoo"):
+        raise ShardError(f"{folders[0]} is not a zoo shard (no shard.zoo in its summary.json): "
+                         "merge suite shards with `eos-chaos suite merge`")
+    summary, missing = merge(out, folders)
+    zoo_path = Path(src["zoo"])
+    if zoo_path.is_file():
+        zoo_path, chosen, _ = load_selection(zoo_path)
+        entries = load_zoo(zoo_path, src.get("only") or chosen)
+    else:
+        entries = load_zoo(zoo_path, src.get("only") or None)
+    every = cells(entries, out, runs=int(src["runs"]), duration=src.get("duration"),
+                  first_seed=int(src.get("first_seed") or 1))
+    if matrix_id(every) != summary["merged"]["matrix"]:
+        raise ZooError(f"the zoo files in {src['zoo']} are not the ones the shards ran (another matrix): "
+                       "merge with the same checkout the shards ran")
+    zsum = zoo_summary(entries, every, read_records(Path(out) / "runs.jsonl"), out)
+    paths = write_outputs(out, summary)
+    paths.update(write_zoo_outputs(out, zsum, {"command": "eos-chaos zoo merge", "runs_per_entry": src["runs"],
+                                               "duration_s": src.get("duration"),
+                                               "first_seed": src.get("first_seed"), "merged": summary["merged"]}))
+    return zsum, summary, missing, paths
 
 
 def public_json(summary: dict) -> dict:
