@@ -86,7 +86,9 @@ def run_facts(meta: RunMeta | dict | None, workload: dict | None = None) -> RunF
 @dataclass(frozen=True)
 class Fit:
     """A signature's fit: ``why`` (one line), ``evidence`` (report names with example op refs,
-    broker events), ``doubt``: set when the signature fits only in part (then "resembles")."""
+    broker events), ``doubt``: set when the signature fits only in part (then "resembles"),
+    ``rests_on``: the report names it needs failing to name a bug at all, ``also``: what else
+    would explain the same anomalies."""
 
     why: str
     evidence: list[str]
@@ -94,6 +96,13 @@ class Fit:
     #: entries whose looking-like does not demote this fit: they cannot explain the anomaly it
     #: rests on (F1 explains a lost write, not an aborted write read as committed)
     not_explained_by: tuple[str, ...] = ()
+    #: the report names the fit rests on: the entry is named ("looks like", "resembles") only
+    #: when one of them fails the run; otherwise the match is "seen" (a valid run, or a failure
+    #: it does not explain: checkers.known_bugs.match). () rests on nothing: always "seen"
+    rests_on: tuple[str, ...] = ()
+    #: other causes the history does not rule out, said in the verdict even where the name stays
+    #: ("looks like ...; also explained by ...")
+    also: str | None = None
 
 
 # -- evidence helpers -------------------------------------------------------------------

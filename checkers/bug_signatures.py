@@ -50,7 +50,8 @@ def kafka_20734_fit(v: Verdict, facts: RunFacts, kinds: frozenset[str] = F2_KIND
         return None
     return Fit(f"the coordinator skipped the markers of {', '.join(ev.get('transactional_ids') or []) or '?'} on "
                f"leaderless {', '.join(ev.get('partitions') or []) or '?'}; verdict INVALID with "
-               f"{', '.join(sorted(bad))}", [event_text("skipped-txn-markers", ev), *evidence(v, sorted(bad))])
+               f"{', '.join(sorted(bad))}", [event_text("skipped-txn-markers", ev), *evidence(v, sorted(bad))],
+               rests_on=tuple(sorted(bad)))
 
 
 def restarted_ranges(v: Verdict) -> list[dict] | None:
@@ -86,15 +87,35 @@ def range_kafka_20734(f: RunFacts) -> str | None:
                          "kept its markers queued (before the Java KRaftMetadataCache, docs/findings/F2.md)")
 
 
+def g1a_read_committed(v: Verdict, f: RunFacts) -> tuple[list[str], str | None]:
+    """(["G1a"] or [], doubt): whether the failing G1a came from a read_committed reader. Per
+    example case, the reader's isolation level (``reader_isolation_level``, checkers/g1a.py: its
+    process's assign or poll meta), else the run's (meta.json or scenario.yaml
+    ``isolation_level``). A read_uncommitted reader returns aborted writes by design: such
+    cases do not count. Cases of an unknown reader count, with a doubt."""
+    if "G1a" not in v.failing_names:
+        return [], None
+    cases = [c for c in v.anomalies.get("G1a") or [] if isinstance(c, dict)]
+    levels = [c.get("reader_isolation_level") or f.isolation_level for c in cases] or [f.isolation_level]
+    if "read_committed" in levels:
+        return ["G1a"], None
+    if all(x == "read_uncommitted" for x in levels):
+        return [], None
+    return ["G1a"], ("the G1a's reader is not known to have read committed (no isolation_level in its ops, "
+                     "meta.json or scenario.yaml): a read_uncommitted consumer returns aborted writes by design")
+
+
 def sig_kafka_14402(v: Verdict, f: RunFacts) -> Fit | None:
     """A late Produce appended after its transaction ended opens a transaction on the partition
     that its coordinator does not know: either nothing ends it (the last stable offset stops:
     stalled-lso, with unseen, torn-transaction, lost-write or poll-skip failing the run) or a
     later transaction of the same producer id ends it with its own marker and commits the
-    aborted record (G1a under read_committed; measured: scenarios/zoo/kafka-14402.yaml, 3.5.2)."""
+    aborted record (G1a from a read_committed reader; measured: scenarios/zoo/kafka-14402.yaml,
+    3.5.2). Skipped transaction markers (the brokers' skipped-txn-markers event) explain both
+    another way: KAFKA-20734, no fit here."""
     if skipped_markers(f) or v.valid is not False:
         return None  # with skipped markers the brokers say why the LSO hangs: KAFKA-20734
-    g1a = failing(v, "G1a") if f.isolation_level != "read_uncommitted" else []
+    g1a, g1a_doubt = g1a_read_committed(v, f)
     hang = failing(v, "stalled-lso", "unseen", "torn-transaction", "lost-write", "poll-skip") \
         if found(v, "stalled-lso") else []
     if not (g1a or hang):
@@ -103,11 +124,13 @@ def sig_kafka_14402(v: Verdict, f: RunFacts) -> Fit | None:
         names = ["stalled-lso", *[n for n in found(v, "unseen", "torn-transaction", "lost-write") if n != "stalled-lso"]]
         return Fit("a read_committed consumer stalled behind a last stable offset that did not move (stalled-lso) "
                    f"and the run fails with {', '.join(hang)}, with no skipped-txn-markers broker event: a hanging "
-                   "transaction (a late Produce after its transaction ended)", evidence(v, names + g1a))
+                   "transaction (a late Produce after its transaction ended)", evidence(v, names + g1a),
+                   rests_on=tuple(hang + g1a))
     torn = failing(v, "torn-transaction", "lost-write", "unseen")
-    return Fit("an aborted transaction's write read as committed (G1a) with no skipped-txn-markers broker event: a "
-               "late Produce appended after its transaction was aborted, then ended by a later transaction's "
-               "marker of the same producer id", evidence(v, g1a + torn))
+    return Fit("an aborted transaction's write read as committed (G1a) by a read_committed reader, with no "
+               "skipped-txn-markers broker event: a late Produce appended after its transaction was aborted, then "
+               "ended by a later transaction's marker of the same producer id", evidence(v, g1a + torn),
+               g1a_doubt, rests_on=("G1a",))
 
 
 def range_kafka_14402(f: RunFacts) -> str | None:
@@ -116,9 +139,13 @@ def range_kafka_14402(f: RunFacts) -> str | None:
 
 
 def sig_kafka_17754(v: Verdict, f: RunFacts) -> Fit | None:
-    bad = failing(v, "G1a", "lost-write", "torn-transaction")
-    if f.isolation_level == "read_uncommitted":  # aborted reads are what such a consumer is for
-        bad = [n for n in bad if n != "G1a"]
+    """G1a, lost-write or torn-transaction failing on a run whose producers used transaction
+    version 1. The same lost or torn write is F1's when the producer is librdkafka's (its abort
+    with records in flight): with librdkafka, or an unknown client, and no G1a (which F1 never
+    makes) the fit doubts unless F1 itself looks like the cause (then it yields to F1). Where
+    the name stays, ``also`` says what else explains the anomalies."""
+    g1a, g1a_doubt = g1a_read_committed(v, f)
+    bad = g1a + failing(v, "lost-write", "torn-transaction")
     if not bad:
         return None
     ev = skipped_markers(f)
@@ -129,12 +156,30 @@ def sig_kafka_17754(v: Verdict, f: RunFacts) -> Fit | None:
         # txn-producer starts a new instance: its later transactions have another epoch
         doubt = ("the txn-producer replaces its producer after an abort with records in flight "
                  "(inflight_abort: replace), so no later transaction shares the aborted one's epoch")
+    f1_fits = not g1a and f.client in ("librdkafka", None)
+    if doubt is None and f1_fits and f.inflight_abort != "reuse":
+        # reuse: F1 looks like the cause and this entry yields to it (match)
+        doubt = ("F1 explains it as well: " + ("the producer is librdkafka's" if f.client == "librdkafka" else
+                                                "the run's client is not known (librdkafka's would be F1's)")
+                 + ", whose abort with records in flight loses the next transaction's write, and whether an "
+                 "aborted producer was used again (inflight_abort) is not known")
+    if doubt is None and g1a_doubt and not failing(v, "lost-write", "torn-transaction"):
+        doubt = g1a_doubt
+    others = []
+    if failing(v, "lost-write", "torn-transaction"):
+        if f1_fits:
+            others.append("librdkafka's abort with records in flight (F1)")
+        others += ["a write the brokers lost (an unclean leader election, unsynced writes lost in a crash)",
+                   "a transaction left open or its markers skipped (KAFKA-14402 before 3.6.0, KAFKA-20734)"]
+    if g1a:
+        others.append("a late Produce of an older epoch appended without verification (KAFKA-14402, before 3.6.0)")
     return Fit(f"{', '.join(bad)}: an aborted write read as committed, or committed writes lost or torn, as a "
                "delayed Produce or EndTxn applied to a later transaction of the same producer epoch makes them",
                evidence(v, bad) + ([event_text("skipped-txn-markers", ev)] if ev else []),
                doubt,
                # F1 loses the next transaction's write; it never commits an aborted one (G1a)
-               not_explained_by=("F1",) if "G1a" in bad else ())
+               not_explained_by=("F1",) if g1a else (),
+               rests_on=tuple(bad), also="; ".join(others) or None)
 
 
 def range_kafka_17754(f: RunFacts) -> str | None:
@@ -164,7 +209,7 @@ def sig_f1(v: Verdict, f: RunFacts) -> Fit | None:
     return Fit(f"{', '.join(bad)} with librdkafka's producer: an abort with records in flight drops a possibly "
                "written record without an epoch bump, and the next transaction's record is acknowledged as its "
                "duplicate" + (" (an offset acknowledged below one already read: impossible G0-realtime)"
-                              if impossible else ""), ev, doubt)
+                              if impossible else ""), ev, doubt, rests_on=tuple(bad))
 
 
 def range_f1(f: RunFacts) -> str | None:
@@ -182,7 +227,7 @@ def sig_f4(v: Verdict, f: RunFacts) -> Fit | None:
                + (", with another transaction's offsets pending across the assign" if pending else ""),
                [range_text(r) for r in (pending or reset)[:4]],
                None if pending else "no other transaction was open across the assign in the history (F4 needs "
-               "pending offsets; F5 also restarts a consumer at auto.offset.reset)")
+               "pending offsets; F5 also restarts a consumer at auto.offset.reset)", rests_on=("eos-duplicate",))
 
 
 def range_f4(f: RunFacts) -> str | None:
@@ -200,7 +245,7 @@ def sig_f5(v: Verdict, f: RunFacts) -> Fit | None:
                "assign: committed offsets answered from a coordinator shard not yet loaded",
                [range_text(r) for r in (behind + reset)[:4]],
                None if behind else "only restarts at auto.offset.reset: F4 with pending offsets the history "
-               "does not show fits as well")
+               "does not show fits as well", rests_on=("eos-duplicate",))
 
 
 def range_f5(f: RunFacts) -> str | None:
@@ -225,7 +270,8 @@ def sig_f6(v: Verdict, f: RunFacts) -> Fit | None:
                "the marker up to the delivery-count limit and dead-letters it",
                [f"share-dlq-spurious ({v.counts.get('share-dlq-spurious', 0)}, {len(markers)} marker-shaped): e.g. {ex}"],
                None if len(markers) == len(cases) else
-               f"{len(cases) - len(markers)} other share-dlq-spurious case(s) are no marker: something else as well")
+               f"{len(cases) - len(markers)} other share-dlq-spurious case(s) are no marker: something else as well",
+               rests_on=("share-dlq-spurious",))
 
 
 def range_f6(f: RunFacts) -> str | None:
@@ -234,19 +280,45 @@ def range_f6(f: RunFacts) -> str | None:
             or kafka_between(f, (4, 4, 0), None, "share groups' dead-letter queues (KIP-1191) came with 4.4.0"))
 
 
+#: the protocol errors KAFKA-15653 returns (3.6.0's upgrade note: "InvalidRecordExceptions and
+#: UnknownServerExceptions"; the NullPointerException of the shared BufferSupplier answers
+#: UNKNOWN_SERVER_ERROR, a corrupted decompression INVALID_RECORD)
+KAFKA_15653_ERRORS = ("UNKNOWN_SERVER_ERROR", "INVALID_RECORD")
+
+
 def sig_kafka_15653(v: Verdict, f: RunFacts) -> Fit | None:
+    """The server-error report (checkers/server_error.py) with KAFKA-15653's own mark: a case of
+    a transactional op (verification runs for transactional produce only) answered
+    UNKNOWN_SERVER_ERROR or INVALID_RECORD. Doubts: producers not known to compress, or did
+    not (the bug is in the decompression buffer); every marked case with a broker fault while
+    its op was in flight (``node_faults``: a broker killed or restarted under the request is
+    another cause). Named only when server-error fails the run (``rests_on``)."""
     if not found(v, "server-error"):
         return None
+    cases = [c for c in v.anomalies.get("server-error") or [] if isinstance(c, dict)]
+    marked = [c for c in cases if c.get("protocol_error") in KAFKA_15653_ERRORS
+              and (c.get("op") or {}).get("transactional_id")]
+    if not marked:
+        return None
     ev = evidence(v, ["server-error"])
-    doubt = None
-    if f.producer is not None:
-        comp = f.producer.get("compression.type") or f.producer.get("compression.codec")
-        if comp and str(comp) != "none":
-            ev.append(f"producer compression.type {comp}")
-        else:
-            doubt = "the producers did not compress (no compression.type in the workload's producer settings)"
-    return Fit("a valid transactional produce answered with an error a correct broker never returns "
-               "(server-error: UNKNOWN_SERVER_ERROR, InvalidRecordException, CORRUPT_MESSAGE)", ev, doubt)
+    doubts = []
+    comp = (f.producer or {}).get("compression.type") or (f.producer or {}).get("compression.codec")
+    if comp and str(comp) != "none":
+        ev.append(f"producer compression.type {comp}")
+    elif f.producer is None:
+        doubts.append("whether the producers compressed is not known (no scenario.yaml workload): the bug needs "
+                      "compressed batches")
+    else:
+        doubts.append("the producers did not compress (no compression.type in the workload's producer settings)")
+    faulted = [c for c in marked if c.get("node_faults")]
+    if faulted and len(faulted) == len(marked):
+        what = ", ".join(f"{e.get('f')} node {(e.get('value') or {}).get('node')}"
+                         for e in faulted[0]["node_faults"][:3])
+        doubts.append(f"a broker fault was on while each such op was in flight (e.g. {what}): a broker killed, "
+                      "paused or restarting under the request explains the error as well")
+    return Fit(f"{len(marked)} transactional op(s) answered {'/'.join(sorted({c['protocol_error'] for c in marked}))} "
+               "(server-error), an error a correct broker never returns to a valid request, as 3.6.0's verification "
+               "callback does to compressed batches", ev, "; ".join(doubts) or None, rests_on=("server-error",))
 
 
 def range_kafka_15653(f: RunFacts) -> str | None:
@@ -254,10 +326,19 @@ def range_kafka_15653(f: RunFacts) -> str | None:
 
 
 def sig_epoch_exhausted(v: Verdict, f: RunFacts) -> Fit | None:
+    """KAFKA-19367, KAFKA-20090: epoch-exhausted cases that show the epoch's end
+    (``epoch_evidence``, checkers/epoch_exhausted.py: the last ok init's epoch near 32767, or an
+    init error naming the overflow). A case without it (a verdict written before the checker
+    read the epoch) is not this bug's mark: no fit. Named only when epoch-exhausted fails the run
+    (``rests_on``)."""
     if not found(v, "epoch-exhausted"):
         return None
+    cases = [c for c in v.anomalies.get("epoch-exhausted") or [] if isinstance(c, dict) and c.get("epoch_evidence")]
+    if not cases:
+        return None
     return Fit("a transactional.id whose producer epoch reached its end (32767) could not initialise or "
-               "complete a transaction again (epoch-exhausted)", evidence(v, ["epoch-exhausted"]))
+               f"complete a transaction again (epoch-exhausted): {cases[0]['epoch_evidence']}",
+               evidence(v, ["epoch-exhausted"]), rests_on=("epoch-exhausted",))
 
 
 def range_kafka_19367(f: RunFacts) -> str | None:
@@ -286,7 +367,8 @@ def client_event_fit(v: Verdict, f: RunFacts, name: str, happened: str) -> Fit |
     if not stalls:
         return Fit(f"{happened}, but no stall was reported", [line],
                    doubt="no stall report (app-stalled, pipeline-stalled, unavailable) in the verdict")
-    return Fit(f"{happened} ({where}) and the run reports {', '.join(stalls)}", [line, *evidence(v, stalls)])
+    return Fit(f"{happened} ({where}) and the run reports {', '.join(stalls)}", [line, *evidence(v, stalls)],
+               rests_on=tuple(stalls))
 
 
 def sig_kafka_20765(v: Verdict, f: RunFacts) -> Fit | None:
@@ -345,7 +427,7 @@ def sig_f7(v: Verdict, f: RunFacts) -> Fit | None:
     what = ("a Flink TaskManager was lost after the KafkaSink writer's close() threw" if threw
             else "a Flink TaskManager was lost")
     why = what + (f" and the run reports {', '.join(stalls)}" if stalls else "")
-    return Fit(why, [*lines, *evidence(v, stalls)], doubt="; ".join(doubts) or None)
+    return Fit(why, [*lines, *evidence(v, stalls)], doubt="; ".join(doubts) or None, rests_on=tuple(stalls))
 
 
 def range_f7(f: RunFacts) -> str | None:

@@ -17,7 +17,8 @@ def g1a_cases(h: History) -> list[dict]:
     consumers list G1a in ``allowed``.
 
     Example: {"anomaly": "G1a", "key", "value", "offset", "writer": op ref,
-    "reader": op ref, "explanation"}.
+    "reader": op ref, "reader_isolation_level": the reader process's isolation level as its
+    assign ops' meta say it (None when they do not, or disagree), "explanation"}.
     """
     aborted = writes(h).filter(pl.col("type") == "fail").select(
         "key", "value", writer="op", write_offset="offset")
@@ -34,15 +35,18 @@ def g1a_cases(h: History) -> list[dict]:
         .sort("key", "value", "op", maintain_order=True)
     )
     out = []
+    levels = _isolation_by_process(h)
     for row in bad.iter_rows(named=True):
         key = h.keys[row["key"]]
+        reader = h.op_ref(row["op"])
         out.append({
             "anomaly": "G1a",
             "key": key,
             "value": row["value"],
             "offset": row["offset"],
             "writer": h.op_ref(row["writer"]),
-            "reader": h.op_ref(row["op"]),
+            "reader": reader,
+            "reader_isolation_level": levels.get(reader["process"]),
             "explanation": (
                 f"value {row['value']} of key {key}, written by {describe_op(h, row['writer'])} "
                 f"which aborted, was returned at offset {row['offset']} by "
@@ -50,3 +54,15 @@ def g1a_cases(h: History) -> list[dict]:
             ),
         })
     return out
+
+
+def _isolation_by_process(h: History) -> dict:
+    """process -> the one ``meta.isolation_level`` its non-bulk ops (assign) name; a process
+    whose ops name none, or more than one, is left out."""
+    seen: dict = {}
+    proc = h.ops["process"]
+    for op, ex in h.extras.items():
+        iso = (ex.get("meta") or {}).get("isolation_level")
+        if isinstance(iso, str):
+            seen.setdefault(proc[op], set()).add(iso)
+    return {p: next(iter(s)) for p, s in seen.items() if len(s) == 1}

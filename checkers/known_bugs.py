@@ -17,9 +17,13 @@ verdict.json dict; ``meta`` a ``RunMeta`` or meta.json dict (``kafka_version``/`
 compression.type, txn-queue's ``inflight_abort``) when known. A fit in range is "looks-like";
 a fit outside the range (release, client or transaction protocol version), or one the
 signature itself doubts, is "resembles" with the reason after "but": never a guess presented
-as a fact. "looks-like" first, then "resembles", each in catalogue order. Never raises (an
-entry whose signature raises is skipped). ``checkers.verdict`` sets ``Verdict.known_bugs``
-from it (``fold`` with meta.json, ``check_run`` again with scenario.yaml's workload).
+as a fact. A name is given only for what fails the run: a fit none of whose ``rests_on``
+names fails it (every fit of a valid run, or a report beside a failure it does not explain)
+is "seen", listed apart (``Verdict.known_bugs_seen``, the report's "Seen in a valid run"
+heading), never "looks-like". "looks-like" first, then "resembles", each in catalogue order,
+then "seen". Never raises (an entry whose signature raises is skipped). ``checkers.verdict``
+sets ``Verdict.known_bugs`` and ``known_bugs_seen`` with ``assign`` (``fold`` with
+meta.json, ``check_run`` again with scenario.yaml's workload).
 
 Adding an entry: a ``KnownBug`` below, its signature and range in checkers/bug_signatures.py
 (keyed on report names: a name no finder reports yet never fits), a row in docs/known-bugs.md,
@@ -74,7 +78,7 @@ def fixed_text(fixed: str | None) -> str:
 class KnownBugMatch:
     """What ``match`` returns for one entry; ``as_dict`` is a ``Verdict.known_bugs`` item:
     {id, title, match: "looks-like" | "resembles", why, evidence: [str], affected, fixed (None:
-    no fixed release), link, doc}."""
+    no fixed release), link, doc}, or a ``Verdict.known_bugs_seen`` item (match "seen")."""
 
     id: str
     title: str
@@ -92,8 +96,9 @@ class KnownBugMatch:
 
 def describe(m: dict) -> str:
     """One verdict-line phrase of a ``Verdict.known_bugs`` item: "looks like KAFKA-14402
-    (hanging transaction; Kafka <= 3.5.x, fixed in 3.6.0)" or "resembles ..."."""
-    word = "looks like" if m.get("match") == "looks-like" else "resembles"
+    (hanging transaction; Kafka <= 3.5.x, fixed in 3.6.0)" or "resembles ..."; a "seen" item
+    (``Verdict.known_bugs_seen``) is "seen: KAFKA-... (...)", never "looks like"."""
+    word = {"looks-like": "looks like", "seen": "seen:"}.get(m.get("match"), "resembles")
     return f"{word} {m.get('id')} ({m.get('title')}; {m.get('affected')}, {fixed_text(m.get('fixed'))})"
 
 
@@ -115,10 +120,11 @@ CATALOGUE: tuple[KnownBug, ...] = (
     KnownBug(
         id="KAFKA-14402", title="hanging transaction", component="kafka", affected="Kafka <= 3.5.x", fixed="3.6.0",
         clients="any",
-        signature_text="stalled-lso found and the run failing (stalled-lso through fail_on, or unseen, "
-        "torn-transaction, lost-write, poll-skip), or G1a failing under read_committed (the late write ended by a "
-        "later transaction's marker of the same producer id: scenarios/zoo/kafka-14402.yaml on 3.5.2), with no "
-        "skipped-txn-markers broker event (that is KAFKA-20734)",
+        signature_text="stalled-lso found and the run failing (stalled-lso through fail_on, or unseen, torn-transaction,"
+        " lost-write, poll-skip), or G1a failing from a read_committed reader (the case's "
+        "reader_isolation_level, else the run's isolation_level; unknown: resembles) (the late write "
+        "ended by a later transaction's marker of the same producer id: scenarios/zoo/kafka-14402.yaml on"
+        " 3.5.2), with no skipped-txn-markers broker event (that is KAFKA-20734)",
         link=JIRA + "KAFKA-14402", doc=None,
         notes="KAFKA-14402 is KIP-890's umbrella (an improvement, affects 3.5.0, no fix version of its own). Part 1 "
         "(verification of transactional produce on the partition leader, transaction.partition.verification."
@@ -131,8 +137,10 @@ CATALOGUE: tuple[KnownBug, ...] = (
         component="kafka", affected="any release, producers on transaction version 1",
         fixed="4.0.0 (transaction version 2 producers only)", clients="any on transaction version 1 (librdkafka "
         "always: it implements v1 only); Java 4.0+ clients with transaction.version 2 avoid it",
-        signature_text="G1a, lost-write or torn-transaction failing the run, on a run whose producers used "
-        "transaction version 1 (meta.json transaction_version.client)",
+        signature_text="G1a (from a read_committed reader), lost-write or torn-transaction failing the run, on a run "
+        "whose producers used transaction version 1 (meta.json transaction_version.client); a lost or "
+        "torn write with no G1a on librdkafka or an unknown client only resembles (F1 explains it as "
+        "well); the verdict says what else would explain it",
         link=JIRA + "KAFKA-17754", doc=None,
         notes="Found by Jepsen's Bufstream analysis (2024) with the Java client; resolved upstream 2026-08-12 'by "
         "KIP-890 and related fixes', i.e. for transaction version 2 (epoch bump per transaction, Kafka 4.0.0). "
@@ -198,8 +206,9 @@ CATALOGUE: tuple[KnownBug, ...] = (
     KnownBug(
         id="KAFKA-15653", title="compressed transactional produce fails under verification", component="kafka",
         affected="Kafka 3.6.0", fixed="3.6.1", clients="any, compressed batches (compression.type)",
-        signature_text="the server-error report (a valid produce answered UNKNOWN_SERVER_ERROR, "
-        "InvalidRecordException, CORRUPT_MESSAGE) found on 3.6.0; the producers' compression.type as support",
+        signature_text="the server-error report failing the run with a transactional op answered UNKNOWN_SERVER_ERROR or"
+        " INVALID_RECORD (3.6.0's upgrade note); doubts: producers not known to compress or not "
+        "compressing, every such op in flight during a broker fault (node_faults)",
         link=JIRA + "KAFKA-15653", doc=None,
         notes="3.6.0's upgrade note: 'Workloads with compression can experience InvalidRecordExceptions and "
         "UnknownServerExceptions', fixed in 3.6.1; transaction.partition.verification.enable=false avoids it. "
@@ -208,7 +217,9 @@ CATALOGUE: tuple[KnownBug, ...] = (
     KnownBug(
         id="KAFKA-19367", title="transaction version 2 epoch overflow on InitProducerId", component="kafka",
         affected="Kafka 4.0.0, transaction version 2", fixed="4.0.1", clients="Java 4.0+ (transaction version 2)",
-        signature_text="the epoch-exhausted report on a run whose producers used transaction version 2",
+        signature_text="the epoch-exhausted report failing the run, its case showing the epoch's end (last ok init's "
+        "epoch near 32766, or an error naming the overflow), on a run whose producers used transaction "
+        "version 2",
         link=JIRA + "KAFKA-19367", doc=None,
         notes="apache/kafka#19910 (merged 2025-06-06): InitProducerId aborting an open transaction bumped the "
         "epoch twice; at 32766 the second bump overflowed. Checked in the release jars' bytecode: 4.0.0 writes "
@@ -218,7 +229,9 @@ CATALOGUE: tuple[KnownBug, ...] = (
     KnownBug(
         id="KAFKA-20090", title="epoch exhaustion with a timed-out transaction and a late EndTxn", component="kafka",
         affected="Kafka 4.0.0-4.2.x, transaction version 2", fixed="4.3.0", clients="Java 4.0+ (transaction version 2)",
-        signature_text="the epoch-exhausted report on a run whose producers used transaction version 2",
+        signature_text="the epoch-exhausted report failing the run, its case showing the epoch's end (last ok init's "
+        "epoch near 32766, or an error naming the overflow), on a run whose producers used transaction "
+        "version 2",
         link=JIRA + "KAFKA-20090", doc=None,
         notes="apache/kafka#21469 and #21506 (merged 2026-02/03): a timeout abort at epoch 32766 bumps to 32767 "
         "and a delayed EndTxn(ABORT) is taken for a retry without rotating the producer id, leaving the "
@@ -240,7 +253,8 @@ CATALOGUE: tuple[KnownBug, ...] = (
         "stalled ~74 s, 707 such lines, then 'Timeout of 60000ms expired before the last committed offset for "
         "partitions [in-2] could be determined'. The message is in kafka-clients 4.3.1's CommitRequestManager and "
         "gone from 4.4.0's (checked in the jars), so the line itself places the client in the range. Liveness only: "
-        "the run stayed exactly-once.",
+        "the run stayed exactly-once, and VALID (app-stalled a liveness report), so since issue 43 it lists "
+        "KAFKA-20765 as seen, not named: a name needs a stall that fails the run.",
         signature=s.sig_kafka_20765, in_range=s.range_any),
     KnownBug(
         id="librdkafka#5511", title="send_offsets_to_transaction() hangs once the group coordinator's broker "
@@ -278,8 +292,9 @@ CATALOGUE: tuple[KnownBug, ...] = (
         "for shutdown-caused failures only. Met by app-flink-short-txn-timeout (pauses past a 5 s "
         "transaction.timeout.ms): 9 of 9 writer failures with two 'Kafka request failed' WARNs ended in the FATAL, "
         "0 of 16 with one; 7 of seeds 1-10. Liveness only: the runs' losses are the dropped commits the scenario is "
-        "about. Without a stall (flink_app.py's watchdog restarts the job) it only resembles; a valid run is not "
-        "matched at all.",
+        "about. F7 rests on the stall: where the stall does not fail the run (those runs fail on eos-loss, which F7 "
+        "does not explain; a valid run), or without a stall (flink_app.py's watchdog restarts the job), it is only "
+        "seen, never named.",
         signature=s.sig_f7, in_range=s.range_f7),
 )
 
@@ -292,12 +307,15 @@ BY_ID: dict[str, KnownBug] = {b.id: b for b in CATALOGUE}
 def match(verdict: Verdict | dict, meta: RunMeta | dict | None = None,
           workload: dict | None = None) -> list[KnownBugMatch]:
     """The catalogue entries whose signature ``verdict`` shows (module docstring); [] for a
-    verdict with no anomaly."""
+    verdict with no anomaly. A fit none of whose ``rests_on`` names fails the run (every fit
+    of a valid run) is "seen": never "looks-like", listed apart (``Verdict.known_bugs_seen``)."""
     v = Verdict.coerce(verdict)
     if not v.counts:
         return []
     facts = run_facts(meta, workload)
+    failing_now = v.failing_names if v.valid is False else set()
     fits: list[tuple[KnownBug, Fit, list[str]]] = []
+    seen: list[KnownBugMatch] = []
     for bug in CATALOGUE:
         try:
             fit = bug.signature(v, facts)
@@ -306,7 +324,13 @@ def match(verdict: Verdict | dict, meta: RunMeta | dict | None = None,
             outside = bug.in_range(facts)
         except Exception:  # noqa: BLE001 - one entry's defect never breaks a verdict
             continue
-        fits.append((bug, fit, [d for d in (fit.doubt, outside) if d]))
+        doubts = [d for d in (fit.doubt, outside) if d]
+        if not set(fit.rests_on) & failing_now:
+            shows = ", ".join(fit.rests_on) or "nothing the verdict reports"
+            seen.append(_as_match(bug, fit, "seen", [
+                f"{shows} does not fail this run, so the run does not show the bug ({SEEN_NOTE})", *doubts]))
+            continue
+        fits.append((bug, fit, doubts))
     looks = {bug.id for bug, _, doubts in fits if not doubts}
     out = []
     for bug, fit, doubts in fits:
@@ -318,17 +342,36 @@ def match(verdict: Verdict | dict, meta: RunMeta | dict | None = None,
             continue  # a doubtful fit another entry explains: not worth a line
         if better:
             doubts = [f"{', '.join(better)} explains the same anomalies more specifically"]
-        out.append(KnownBugMatch(
-            id=bug.id, title=bug.title, match="resembles" if doubts else "looks-like",
-            why=fit.why + "".join(f"; but {d}" for d in doubts), evidence=list(fit.evidence),
-            affected=bug.affected, fixed=bug.fixed, link=bug.link, doc=bug.doc))
-    return sorted(out, key=lambda m: m.match != "looks-like")
+        out.append(_as_match(bug, fit, "resembles" if doubts else "looks-like", doubts))
+    return sorted(out, key=lambda m: m.match != "looks-like") + seen
+
+
+#: why a "seen" match names no bug
+SEEN_NOTE = "a name is given only for an anomaly or report that fails the run"
+
+
+def _as_match(bug: KnownBug, fit: Fit, how: str, doubts: list[str]) -> KnownBugMatch:
+    also = f"; also explained by {fit.also}" if fit.also else ""
+    return KnownBugMatch(
+        id=bug.id, title=bug.title, match=how,
+        why=fit.why + "".join(f"; but {d}" for d in doubts) + also, evidence=list(fit.evidence),
+        affected=bug.affected, fixed=bug.fixed, link=bug.link, doc=bug.doc)
 
 
 def match_dicts(verdict: Verdict | dict, meta: RunMeta | dict | None = None,
                 workload: dict | None = None) -> list[dict]:
-    """``match`` as ``Verdict.known_bugs`` items."""
+    """``match`` as ``Verdict.known_bugs`` items, the "seen" ones included."""
     return [m.as_dict() for m in match(verdict, meta, workload)]
+
+
+def assign(v: Verdict, meta: RunMeta | dict | None = None, workload: dict | None = None) -> Verdict:
+    """Set ``v.known_bugs`` (the entries named: "looks-like", "resembles") and
+    ``v.known_bugs_seen`` (the "seen" ones: a valid run's, or a failure's they do not explain)
+    from ``match``; returns ``v``."""
+    ms = match_dicts(v, meta, workload)
+    v.known_bugs = [m for m in ms if m["match"] != "seen"]
+    v.known_bugs_seen = [m for m in ms if m["match"] == "seen"]
+    return v
 
 
 def scenario_workload(path: str | Path) -> dict | None:

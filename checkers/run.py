@@ -201,7 +201,11 @@ class Verdict(BaseModel):
     * ``versions``: meta.json's ``versions`` (what exactly was tested), when it has them.
     * ``known_bugs``: the known bugs whose signature the verdict shows (checkers/known_bugs.py
       ``match``): [{id, title, match: "looks-like" | "resembles", why, evidence, affected,
-      fixed, link, doc}]; [] in files written before it.
+      fixed, link, doc}]; [] in files written before it. Only fits that rest on a name failing
+      the run: a valid run's list is always [].
+    * ``known_bugs_seen``: the catalogued signatures seen without being named (match "seen":
+      every fit of a valid run, or a report beside a failure it does not explain), listed
+      apart and never "looks like"; [] in files written before it.
 
     Extra keys are kept (``extra="allow"``): a later format's fields survive a round trip.
     Older files and suite rows are read with :meth:`coerce`.
@@ -225,6 +229,7 @@ class Verdict(BaseModel):
     stats: dict[str, Any] = Field(default_factory=dict)
     versions: dict[str, Any] | None = None
     known_bugs: list[dict[str, Any]] = Field(default_factory=list)
+    known_bugs_seen: list[dict[str, Any]] = Field(default_factory=list)
 
     @property
     def status(self) -> Literal["valid", "invalid", "unknown"]:

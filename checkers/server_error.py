@@ -70,7 +70,10 @@ def server_error_cases(h: History) -> list[dict]:
     Example: {"anomaly": "server-error", "op": {op reference: op, invoke_index,
     complete_index, process, f, type, transactional_id}, "error": the history's error name,
     "protocol_error": e.g. "UNKNOWN_SERVER_ERROR", "time_ns": its completion (ns since the
-    run started), "explanation"}.
+    run started), "node_faults": the nemesis events on a broker from ``FAULT_LEAD_S`` before
+    the op's invoke to its completion (``node_faults_near``; a broker killed or restarted
+    under the request is another cause than a broker defect, which the known-bug catalogue
+    weighs), "explanation"}.
     """
     ops = h.ops
     if ops.is_empty():
@@ -81,20 +84,49 @@ def server_error_cases(h: History) -> list[dict]:
         .sort("t", "op")
     )
     out = []
-    for op, err, t in hit.select("op", "error", "t").iter_rows():
+    for op, err, t, t0 in hit.select("op", "error", "t", "invoke_time").iter_rows():
         ref = h.op_ref(int(op))
         proto = SERVER_ERRORS[err]
         who = f"process {ref['process']}" + (f" ({ref['transactional_id']})" if ref["transactional_id"] else "")
+        faults = node_faults_near(h, t0, t)
         out.append({
             "anomaly": "server-error",
             "op": ref,
             "error": err,
             "protocol_error": proto,
             "time_ns": t,
+            "node_faults": faults,
             "explanation": (
                 f"{ref['f']} op {op} of {who} completed {ref['type']} with {err} ({proto}) "
                 f"{t / 1e9:.1f} s into the run: an error a correct broker never returns to a "
                 "valid request"
+                + (f"; broker fault(s) while it was in flight: {', '.join(fault_text(e) for e in faults)}"
+                   if faults else "")
             ),
         })
     return out
+
+
+#: how long before an op's invoke a broker fault still counts as "while it was in flight": a
+#: request the client sent before the fault is answered (or cut) after it, and a restarted
+#: broker takes seconds to load its logs
+FAULT_LEAD_S = 5.0
+
+
+def node_faults_near(h: History, invoke_ns, complete_ns) -> list[dict]:
+    """The nemesis events that act on a broker (their value names a ``node``: kill, pause,
+    start, lose-unsynced, clock-skew, ...) from ``FAULT_LEAD_S`` before ``invoke_ns`` to
+    ``complete_ns``, at most 5: {"index", "f", "value"}."""
+    lo = (invoke_ns if invoke_ns is not None else complete_ns) - int(FAULT_LEAD_S * 1e9)
+    hi = complete_ns if complete_ns is not None else invoke_ns
+    out = []
+    for e in h.nemesis:
+        t, v = e.get("time"), e.get("value")
+        if isinstance(t, int) and lo <= t <= hi and isinstance(v, dict) and v.get("node") is not None:
+            out.append({"index": e.get("index"), "f": e.get("f"), "value": v})
+    return out[:5]
+
+
+def fault_text(e: dict) -> str:
+    v = e.get("value") or {}
+    return f"{e.get('f')} node {v.get('node')}" + (f" ({v['result']})" if v.get("result") else "")

@@ -34,7 +34,7 @@ from .event_order import impossible_cycle_cases
 from .g1a import g1a_cases
 from .history import History, as_history
 from .inconsistent_offsets import inconsistent_offsets_cases
-from .known_bugs import match_dicts as match_known_bugs
+from .known_bugs import assign as assign_known_bugs
 from .known_bugs import scenario_workload
 from .log import final_keys, index, log
 from .lost_write import lost_write_cases
@@ -244,7 +244,7 @@ def fold(results: list, unknown: list[str], *, meta: RunMeta, allowed: list[str]
         suspect=suspect,
         stats=stats,
     )
-    v.known_bugs = match_known_bugs(v, meta)  # checkers/known_bugs.py; check_run adds scenario.yaml's workload
+    assign_known_bugs(v, meta)  # known_bugs(_seen), checkers/known_bugs.py; check_run adds scenario.yaml's workload
     return v
 
 
@@ -346,7 +346,7 @@ def check_run(run_dir: str | Path, max_examples: int = 10, history: Any = None,
                   max_examples=max_examples)
     if meta.versions:
         v.versions = meta.versions
-    v.known_bugs = match_known_bugs(v, meta, scenario_workload(d.scenario))
+    assign_known_bugs(v, meta, scenario_workload(d.scenario))
     if not d.meta.is_file():
         v.stats.setdefault("notes", []).append(
             f"no {d.META} beside the history: default liveness bounds, no pipeline or sink checks")

@@ -27,7 +27,8 @@ Columnar layout (polars):
     A send appears once, with the offset its completion reported (null if unknown); a poll
     micro-op contributes one row per returned record.
 
-``History.extras`` maps op id -> {"value", "completion_value", "meta"} for ops other than
+``History.extras`` maps op id -> {"value", "completion_value", "meta"} (and "error": the
+completion's whole ``error``, name and message, when it has one) for ops other than
 send/poll/txn (``assign``, ``subscribe``, ``init``, unknown ``f``s): they are few.
 
 How a file is read (the fast path; see docs/checkers.md "The loader"):

@@ -211,6 +211,8 @@ def _extras(ev: _Events, ops: pl.DataFrame) -> dict[int, dict]:
             cm = c.get("meta")
             if isinstance(cm, dict):
                 ex["meta"] = {**ex["meta"], **cm}
+            if c.get("error") is not None:  # the whole error, message too (checkers/epoch_exhausted.py)
+                ex["error"] = c.get("error")
         out[op] = ex
     return out
 

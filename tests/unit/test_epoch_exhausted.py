@@ -56,17 +56,47 @@ def test_new_producer_id_at_the_epoch_limit_is_no_case():
     assert epoch_exhausted_cases(load_history(_exhausted(rotated=True).events)) == []
 
 
+OVERFLOW = ["IllegalStateException", "Cannot fence producer with epoch equal to Short.MaxValue since this would overflow"]
+
+
 def test_a_short_streak_or_a_later_ok_is_no_case():
     b = HistoryBuilder()
     _init(b, 1, "a", "ok", 0)
-    _init(b, 2, "a", "fail", 1 * S, error=["CoordinatorNotAvailableException", "x"])
-    _init(b, 3, "a", "fail", 2 * S, error=["CoordinatorNotAvailableException", "x"])  # 1 s: below the bound
-    _init(b, 10, "b", "fail", 1 * S, error=["TimeoutException", "x"])
-    _init(b, 11, "b", "fail", 20 * S, error=["TimeoutException", "x"])
+    _init(b, 2, "a", "fail", 1 * S, error=OVERFLOW)
+    _init(b, 3, "a", "fail", 2 * S, error=OVERFLOW)  # 1 s: below the bound
+    _init(b, 10, "b", "fail", 1 * S, error=OVERFLOW)
+    _init(b, 11, "b", "fail", 20 * S, error=OVERFLOW)
     _init(b, 12, "b", "ok", 25 * S)  # initialised again: no case
     h = load_history(b.events)
     assert epoch_exhausted_cases(h) == []
     assert [c["transactional_id"] for c in epoch_exhausted_cases(h, bound_s=0.5)] == ["a"]
+
+
+def test_a_streak_that_does_not_show_the_epochs_end_is_no_case():
+    """Failed inits over more than the bound until the end, but nothing says the epoch ran out:
+    a coordinator cut off (TimeoutException "awaiting InitProducerId", COORDINATOR_NOT_AVAILABLE),
+    or an UNKNOWN_SERVER_ERROR after an ok init at an ordinary epoch. Before issue 43 each was a
+    case (any streak of >= 2 failed inits over > 10 s)."""
+    b = HistoryBuilder()
+    _init(b, 1, "a", "ok", 0)  # no epoch recorded (librdkafka)
+    _init(b, 2, "a", "fail", 1 * S, error=["TimeoutException", "Timeout expired after 10000ms while awaiting "
+                                             "InitProducerId"])
+    _init(b, 3, "a", "fail", 12 * S, error=["COORDINATOR_NOT_AVAILABLE", "Coordinator not available"])
+    _init(b, 10, "b", "ok", 0, meta={"producer_id": 4, "producer_epoch": 1200})
+    _init(b, 11, "b", "fail", 1 * S, error=["UnknownServerException", "The server experienced an unexpected error"])
+    _init(b, 12, "b", "fail", 15 * S, error=["UnknownServerException", "The server experienced an unexpected error"])
+    assert epoch_exhausted_cases(load_history(b.events)) == []
+    # the same streaks at the end of the epochs: a's error names the overflow, b's epoch is near it
+    b = HistoryBuilder()
+    _init(b, 1, "a", "ok", 0)
+    _init(b, 2, "a", "fail", 1 * S, error=OVERFLOW)
+    _init(b, 3, "a", "fail", 12 * S, error=OVERFLOW)
+    _init(b, 10, "b", "ok", 0, meta={"producer_id": 4, "producer_epoch": 32710})
+    _init(b, 11, "b", "fail", 1 * S, error=["UnknownServerException", "x"])
+    _init(b, 12, "b", "fail", 15 * S, error=["UnknownServerException", "x"])
+    cases = {c["transactional_id"]: c for c in epoch_exhausted_cases(load_history(b.events))}
+    assert "overflow" in cases["a"]["epoch_evidence"] and cases["a"]["epoch_reached"] is None
+    assert cases["b"]["epoch_reached"] == 32710 and "within 64 of 32766" in cases["b"]["epoch_evidence"]
 
 
 def test_a_liveness_report_fails_only_through_fail_on():
