@@ -202,6 +202,8 @@ def _context(h: "History", verdict: "Verdict | dict | None", scenario: dict, met
         "verdict": verdict,
         "unknown_reasons": list(verdict.unknown_reasons),
         "known_bugs": list(verdict.known_bugs),  # checkers/known_bugs.py
+        # signatures seen where nothing they rest on fails the run: never "looks like"
+        "known_bugs_seen": list(getattr(verdict, "known_bugs_seen", None) or []),
         "found": found,
         "open_examples": OPEN_EXAMPLES,
         "allowed_found": others,
