@@ -65,6 +65,21 @@ def test_smoke_run_leaves_artifacts_and_report(smoke_run):
     assert (d / "logs" / "n1.log").stat().st_size > 0
 
 
+def test_smoke_run_asks_the_brokers_which_transactions_are_open(smoke_run):
+    """issue 46: before the final drain the runner asks which transactions hold a key's last
+    stable offset (kafka-transactions.sh list at least once a run) and records the answer."""
+    d = smoke_run.run_dir
+    rec = json.loads((d / "open-transactions.json").read_text())
+    assert rec["snapshots"] and not rec["snapshots"][0]["errors"], rec
+    listed = {t["transactional_id"] for t in rec["snapshots"][0]["transactions"]}
+    assert {f"eosc-txn-{i}" for i in range(4)} <= listed, listed  # smoke.yaml: 4 transactional producers
+    assert "TransactionalId" in (d / "logs" / "kafka-transactions.txt").read_text()
+    ev = [e for e in _events(d) if e["process"] == "nemesis" and e["f"] == "open-transactions"]
+    assert len(ev) == 1 and ev[0]["value"]["unjudged"] == {}, ev
+    meta = json.loads((d / "meta.json").read_text())
+    assert meta["open_transactions"]["held"] == ev[0]["value"]["held"]
+
+
 def test_read_uncommitted_consumers_are_caught_reading_aborted_writes(results_root):
     """Negative control: the same run with read_uncommitted consumers must show G1a."""
     res = run_scenario(_scenario(isolation_level="read_uncommitted"), results_root, source=str(SMOKE))
