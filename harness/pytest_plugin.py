@@ -1,15 +1,20 @@
 """pytest plugin ``eos_chaos`` (entry point pytest11): scenario files as test items, and fixtures.
 
 Collection is opt-in: a YAML file becomes test items only when it is named on the pytest
-command line (``pytest scenarios/smoke.yaml``; a suite file named so gives one item per cell),
-or lies under a named folder and inside a folder called ``scenarios`` below the rootdir
-(``pytest scenarios/``, ``pytest scenarios/more``, ``pytest .``) and looks like a scenario (a
-mapping with ``name`` and one of workload/cluster/nemesis/duration/expected, no ``suite``, not
-a run folder's scenario.yaml).
+command line (``pytest scenarios/smoke.yaml``; a suite file named with nothing but suite files
+gives one item per cell), or lies under a named folder and inside a folder called
+``scenarios`` below the rootdir (``pytest scenarios/``, ``pytest scenarios/more``,
+``pytest .``) and looks like a scenario (a mapping with ``name`` and one of
+workload/cluster/nemesis/duration/expected, no ``suite``, no zoo key, not a run folder's
+scenario.yaml).
 Paths from ``testpaths`` or the current folder are never searched, and ``pytest tests`` finds
 no ``scenarios`` folder, so the project's own test run never starts a scenario. A named or
-found file that does not load is a collection error saying what to fix. Suite files found in a
-folder are skipped: run them with ``eos-chaos suite``.
+found file that looks like a scenario but does not load is a collection error saying what to
+fix. Zoo files (base/must_find/control/upstream keys: scenarios/zoo/), zoo selections (suite
+and zoo keys: scenarios/releases.yaml) and suite files, named or found (a suite file named
+among scenario files or folders, as ``pytest scenarios/*.yaml`` names them), are skipped:
+one skipped collection report each, with a one-line reason naming the eos-chaos command
+that runs them (``-rs`` lists them).
 
 Each scenario file gives one item per (seed, Kafka version) of the options below. An item runs
 the scenario on a fresh real cluster (root needed) and fails unless the verdict is valid; the
@@ -37,6 +42,7 @@ scenario run attempted while the session cluster is up fails at once instead of 
 """
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,43 +100,103 @@ def _named_paths(config: pytest.Config) -> list[Path]:
     return [(base / a.split("::")[0]).resolve() for a in config.args]
 
 
-def _looks_like_scenario(path: Path) -> bool:
-    """A YAML mapping with ``name``, a scenario key and no ``suite``, not a run folder's
-    scenario.yaml (results/<scenario>/<run-id>/ has history.jsonl and logs/ beside it)."""
+def _read(path: Path) -> Any:
+    """The file's YAML (checkers.safe_load's limits), or None when it cannot be read; read once
+    per session for an unchanged file (the collection asks about a file several times)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return _read_cached(path.resolve(), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=1024)
+def _read_cached(path: Path, mtime_ns: int, size: int) -> Any:
     from checkers.safe_load import file_problem, read_yaml
 
     if file_problem(path):
-        return False
+        return None
     try:
-        data = read_yaml(path)
+        return read_yaml(path)
     except (OSError, ValueError, yaml.YAMLError):
-        return False
-    in_run_folder = (path.parent / "history.jsonl").exists() or (path.parent / "logs").is_dir()
-    return (isinstance(data, dict) and "suite" not in data and "name" in data
-            and bool(_SCENARIO_KEYS & set(data)) and not in_run_folder)
+        return None
 
 
-def _is_suite(path: Path) -> bool:
-    from harness.detect.suite import is_suite_file
+def kind_of(path: Path) -> str:
+    """What a YAML file is: "selection" (a zoo selection: ``suite`` and ``zoo``, such as
+    scenarios/releases.yaml), "suite" (a top-level ``suite``), "zoo" (a zoo file: one of
+    harness.detect.zoo.ZOO_KEYS, such as base, must_find, control, upstream), "run" (a run
+    folder's scenario.yaml: history.jsonl or logs/ beside it), "scenario" (a mapping with ``name`` and one of workload, cluster,
+    nemesis, duration, expected) or "other" (anything else, unreadable files included)."""
+    from harness.detect.zoo import ZOO_KEYS
 
-    return is_suite_file(path)
+    data = _read(path)
+    if not isinstance(data, dict):
+        return "other"
+    if "suite" in data:
+        return "selection" if "zoo" in data else "suite"
+    if set(ZOO_KEYS) & set(data):
+        return "zoo"
+    if (path.parent / "history.jsonl").exists() or (path.parent / "logs").is_dir():
+        return "run"
+    return "scenario" if "name" in data and _SCENARIO_KEYS & set(data) else "other"
+
+
+def _shown(config: pytest.Config, path: Path) -> str:
+    """``path`` relative to the invocation folder when below it (as the user would type it)."""
+    try:
+        return str(path.relative_to(Path(config.invocation_params.dir).resolve()))
+    except ValueError:
+        return str(path)
+
+
+def skip_reason(config: pytest.Config, path: Path, kind: str) -> str:
+    """The one line a skipped zoo file, zoo selection or suite file is reported with."""
+    shown = _shown(config, path)
+    if kind == "zoo":
+        from harness.detect.zoo import ZOO_KEYS
+
+        data = _read(path)
+        keys = [k for k in ZOO_KEYS if isinstance(data, dict) and k in data]
+        return (f"zoo file ({'/'.join(keys)}), not a scenario to run alone: "
+                f"eos-chaos zoo --zoo {_shown(config, path.parent)} --only {path.stem}")
+    if kind == "selection":
+        return f"zoo selection (suite + zoo keys), not a scenario: eos-chaos zoo --zoo {shown}"
+    return (f"suite file, its scenarios are collected from their own files: eos-chaos suite {shown} "
+            f"(or name only suite files for one item per cell)")
+
+
+def _all_suites(config: pytest.Config) -> bool:
+    """Every path named on the command line is a suite file (``pytest scenarios/nightly.yaml``)."""
+    named = _named_paths(config)
+    return bool(named) and all(p.is_file() and kind_of(p) == "suite" for p in named)
 
 
 def wants(config: pytest.Config, path: Path) -> str | None:
     """How ``path`` is collected (the opt-in rule in the module docstring): "scenario",
-    "suite" (a suite file named on the command line itself), or None (not collected)."""
+    "suite" (a suite file named on the command line, with nothing but suite files named),
+    "skip" (a zoo file, zoo selection or suite file named or found, reported as skipped with
+    skip_reason), or None (not collected)."""
     if path.suffix not in (".yaml", ".yml"):
         return None
     path = path.resolve()
     named = _named_paths(config)
     if path in named:
-        return "suite" if _is_suite(path) else "scenario"
+        kind = kind_of(path)
+        if kind in ("zoo", "selection"):
+            return "skip"
+        if kind == "suite":
+            return "suite" if _all_suites(config) else "skip"
+        return "scenario"  # a named file always counts: one that does not load is an error
     root = Path(config.rootpath).resolve()
     for p in named:
         if p in path.parents:
             base = root if root in path.parents else p.parent
             if "scenarios" in path.relative_to(base).parts[:-1]:
-                return "scenario" if _looks_like_scenario(path) else None
+                kind = kind_of(path)
+                if kind in ("zoo", "selection", "suite"):
+                    return "skip"
+                return "scenario" if kind == "scenario" else None  # run folders, other YAML: silent
     return None
 
 
@@ -140,6 +206,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
         return ScenarioFile.from_parent(parent, path=file_path)
     if kind == "suite":
         return SuiteFile.from_parent(parent, path=file_path)
+    if kind == "skip":
+        return SkippedFile.from_parent(parent, path=file_path)
     return None
 
 
@@ -195,6 +263,28 @@ class ScenarioFile(pytest.File):
                     raise self.CollectError(f"{self.path} with --eos-backend {opt('eos_backend')}: {exc}") from exc
                 name = f"{scn.name}[s{seed}-kafka-{version}]" if many else scn.name
                 yield ScenarioItem.from_parent(self, name=name, scenario=cell)
+
+
+class SkippedFile(pytest.File):
+    """A zoo file, zoo selection or suite file under a named path: no items, one skipped
+    collection report whose reason (skip_reason) says what runs it instead."""
+
+    @functools.cached_property
+    def reason(self) -> str:
+        return skip_reason(self.config, Path(self.path).resolve(), kind_of(Path(self.path)))
+
+    def collect(self):
+        pytest.skip(self.reason)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector):
+    """A SkippedFile's skip is reported at the YAML file (not at the line of this plugin that
+    raised it): ``SKIPPED [1] scenarios/zoo/x.yaml: zoo file ...`` under ``-rs``."""
+    rep = yield
+    if isinstance(collector, SkippedFile) and rep.skipped and isinstance(rep.longrepr, tuple):
+        rep.longrepr = (str(collector.path), None, f"Skipped: {collector.reason}")
+    return rep
 
 
 class SuiteFile(pytest.File):

@@ -103,7 +103,8 @@ class ExploreProgress:
 
 
 def explore(
-    scenario: Path = typer.Argument(..., help="scenario YAML file whose faults the search draws from"),
+    scenario: Path = typer.Argument(..., help="scenario YAML file whose faults the search draws from "
+                                    "(scenarios/NAME.yaml: also found among the packaged scenarios from any folder)"),
     budget_s: float = typer.Option(1800.0, "--budget-s", help="seconds for search and shrinking (replays come on top)"),
     runs_per_example: int = typer.Option(3, "--runs-per-example", "-k",
                                          help="runs per shrink step (failing when any is invalid with an original anomaly) and final replays"),
@@ -123,10 +124,11 @@ def explore(
     none, 2 on bad input."""
     from harness.detect.explore import Explorer, replay_command
     from harness.detect.explore_strategy import ExploreError, schedules, size
+    from harness.run.locate import find_scenario_path
     from harness.run.scenario import ScenarioError, load_scenario
 
     try:
-        scn = load_scenario(scenario)
+        scn = load_scenario(find_scenario_path(scenario))  # as given, else scenarios/... of the package
         if duration is not None:
             scn = scn.model_copy(update={"duration": float(duration)})
         schedules(scn, max_faults=max_faults)  # fails now on a scenario it cannot explore

@@ -233,7 +233,7 @@ def test_collection_rule_is_pure_on_paths(project):
     config = project.parseconfig(*FAST, "scenarios")
     sc = project.path / "scenarios"
     assert plugin.wants(config, sc / "alpha.yaml") == "scenario"
-    assert plugin.wants(config, sc / "nightly.yaml") is None
+    assert plugin.wants(config, sc / "nightly.yaml") == "skip"
     assert plugin.wants(config, sc / "notes.yaml") is None
     assert plugin.wants(config, sc / "old-results" / "alpha" / "run-1" / "scenario.yaml") is None
     assert plugin.wants(project.parseconfig(*FAST, "scenarios/nightly.yaml"), sc / "nightly.yaml") == "suite"
@@ -241,3 +241,56 @@ def test_collection_rule_is_pure_on_paths(project):
     data = project.path / "tests" / "data" / "fixture.yaml"
     assert plugin.wants(project.parseconfig(*FAST, "tests"), data) is None
     assert plugin.wants(project.parseconfig(*FAST, "."), data) is None
+
+
+def zoo_project(project):
+    """The project plus a zoo folder (a mutant, a control, a release entry) and a zoo selection."""
+    sc = project.path / "scenarios"
+    (sc / "zoo").mkdir()
+    (sc / "zoo" / "mutant.yaml").write_text("base: ../alpha.yaml\nname: mutant\nmust_find: [G1a]\n")
+    (sc / "zoo" / "control-alpha.yaml").write_text("base: ../alpha.yaml\nname: control-alpha\ncontrol: true\n")
+    (sc / "zoo" / "kafka-1.yaml").write_text(SCENARIO.format(name="kafka-1") + "must_find: [G1a]\nupstream: {}\n")
+    (sc / "releases.yaml").write_text("suite: releases\nzoo: zoo\nentries: [kafka-1]\nruns: 2\n")
+    return project
+
+
+def skip_lines(res) -> dict[str, str]:
+    return dict(line.removeprefix("SKIPPED [1] ").split(": ", 1) for line in res.outlines
+                if line.startswith("SKIPPED [1] "))
+
+
+def test_zoo_files_selections_and_suites_in_a_folder_are_skipped_with_one_line_each(project, stand_in):
+    zoo_project(project)
+    res = project.runpytest(*FAST, "--collect-only", "-q", "-rs", "scenarios")
+    assert res.ret == 0
+    assert collected(res) == ["scenarios/alpha.yaml::alpha", "scenarios/more/beta.yaml::beta"]
+    assert skip_lines(res) == {
+        "scenarios/nightly.yaml": "suite file, its scenarios are collected from their own files: "
+                                  "eos-chaos suite scenarios/nightly.yaml (or name only suite files for one item per cell)",
+        "scenarios/releases.yaml": "zoo selection (suite + zoo keys), not a scenario: eos-chaos zoo --zoo scenarios/releases.yaml",
+        "scenarios/zoo/control-alpha.yaml": "zoo file (base/control), not a scenario to run alone: "
+                                            "eos-chaos zoo --zoo scenarios/zoo --only control-alpha",
+        "scenarios/zoo/kafka-1.yaml": "zoo file (must_find/upstream), not a scenario to run alone: "
+                                      "eos-chaos zoo --zoo scenarios/zoo --only kafka-1",
+        "scenarios/zoo/mutant.yaml": "zoo file (base/must_find), not a scenario to run alone: "
+                                     "eos-chaos zoo --zoo scenarios/zoo --only mutant"}
+    assert "error" not in res.outlines[-1]
+    res = project.runpytest(*FAST, "scenarios")  # a run: the scenarios pass, the rest is skipped
+    res.assert_outcomes(passed=2, skipped=5)
+    assert sorted(c["name"] for c in stand_in.calls) == ["alpha", "beta"]
+
+
+def test_named_files_as_a_shell_glob_names_them_skip_suites_zoo_files_and_selections(project):
+    zoo_project(project)
+    res = project.runpytest(*FAST, "--collect-only", "-q", "-rs", "scenarios/alpha.yaml", "scenarios/nightly.yaml",
+                            "scenarios/releases.yaml", "scenarios/zoo/mutant.yaml")
+    assert res.ret == 0
+    assert collected(res) == ["scenarios/alpha.yaml::alpha"]
+    assert sorted(skip_lines(res)) == ["scenarios/nightly.yaml", "scenarios/releases.yaml", "scenarios/zoo/mutant.yaml"]
+    res = project.runpytest(*FAST, "--collect-only", "-q", "-rs", "scenarios/zoo/")
+    assert res.ret == 5 and collected(res) == []  # no item, no error
+    assert len(skip_lines(res)) == 3
+    # suite files named with nothing else: one item per cell, as docs/pytest.md shows
+    res = project.runpytest(*FAST, "--collect-only", "-q", "scenarios/nightly.yaml", "scenarios/more/../nightly.yaml")
+    assert len(collected(res)) == 4 and not skip_lines(res)
+
