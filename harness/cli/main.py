@@ -142,7 +142,8 @@ def _progress_text(p) -> Text:
 
 @app.command()
 def run(
-    scenario: Path = typer.Argument(..., help="scenario YAML file"),
+    scenario: Path = typer.Argument(..., help="scenario YAML file (scenarios/NAME.yaml: also found among the "
+                                    "packaged scenarios from any folder)"),
     seed: Optional[int] = typer.Option(None, metavar="N", help="seed of the workload and the fault schedule"),
     duration: Optional[float] = typer.Option(None, metavar="SECONDS", help="seconds of load and faults"),
     kafka_version: Optional[str] = typer.Option(None, metavar="VERSION",
@@ -161,9 +162,11 @@ def run(
 ) -> None:
     """Run SCENARIO on a fresh cluster; print the verdict and the report's path."""
     from harness.run.runner import Progress, run_scenario
+    from harness.run.locate import find_scenario_path
     from harness.run.scenario import BACKENDS, ScenarioError, load_scenario, with_backend, with_group_protocol, with_overrides
 
     try:
+        scenario = find_scenario_path(scenario)  # as given, else scenarios/... of the package
         if backend is not None and backend not in BACKENDS:
             raise ScenarioError(f"--backend {backend}: choose one of {', '.join(BACKENDS)}")
         scn = with_backend(load_scenario(scenario), backend)
