@@ -261,7 +261,8 @@ class ScenarioFile(pytest.File):
                                          backend=opt("eos_backend"))
                 except ValueError as exc:
                     raise self.CollectError(f"{self.path} with --eos-backend {opt('eos_backend')}: {exc}") from exc
-                name = f"{scn.name}[s{seed}-kafka-{version}]" if many else scn.name
+                seed_part = "" if seed is None else f"s{seed}-"  # no seed: a random one, drawn by the run
+                name = f"{scn.name}[{seed_part}kafka-{version}]" if many else scn.name
                 yield ScenarioItem.from_parent(self, name=name, scenario=cell)
 
 

@@ -103,3 +103,107 @@ def test_a_named_suite_file_alone_gives_its_cells():
     assert res.returncode == 0, res.stdout[-3000:]
     assert items(res) == {"scenarios/ci.yaml"} and not skipped(res)
     assert re.search(r"^scenarios/ci.yaml::smoke/s\d+/kafka-", res.stdout, re.M), res.stdout[:2000]
+
+
+# ---------------------------------------------------------------- docs/pytest.md, command by command
+
+DOC = ROOT / "docs" / "pytest.md"
+#: prints what each collected scenario item would run, and the results root (loaded with -p)
+PROBE = '''
+import harness.pytest_plugin as plugin
+
+def pytest_collection_finish(session):
+    print("EOS-RESULTS", plugin.results_root(session.config))
+    for it in session.items:
+        s = getattr(it, "scenario", None)
+        if s is not None:
+            print("EOS", it.nodeid, s.seed, s.duration, s.cluster.kafka_version, s.cluster.backend)
+'''
+
+
+def doc_commands() -> list[list[str]]:
+    """The pytest commands of the first code block of docs/pytest.md, as argument lists after
+    `[sudo] .venv/bin/python -m pytest` (continuation lines joined, comments dropped)."""
+    import shlex
+
+    block = re.search(r"```\n(.*?)```", DOC.read_text(), re.S).group(1).replace("\\\n", " ")
+    out = []
+    for line in block.splitlines():
+        words = shlex.split(line, comments=True)
+        if words[:1] == ["sudo"]:
+            words = words[1:]
+        assert words[:3] == [".venv/bin/python", "-m", "pytest"], line
+        out.append(words[3:])
+    return out
+
+
+def probe(tmp_path, *args: str) -> tuple[subprocess.CompletedProcess, list[list[str]], str]:
+    """Collect ``args`` with the probe plugin: (process, one [nodeid, seed, duration, kafka,
+    backend] per scenario item, the results root)."""
+    import os
+
+    (tmp_path / "eos_doc_probe.py").write_text(PROBE)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    res = subprocess.run([sys.executable, "-m", "pytest", *args, "--collect-only", "-q", "-s", *QUIET,
+                          "-p", "eos_doc_probe"], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    rows = [line.split()[1:] for line in res.stdout.splitlines() if line.startswith("EOS ")]
+    root = next((line.split(None, 1)[1] for line in res.stdout.splitlines() if line.startswith("EOS-RESULTS ")), "")
+    return res, rows, root
+
+
+def test_every_command_of_docs_pytest_md_collects_what_the_page_says(tmp_path):
+    from harness.detect.suite import expand, load_suite
+
+    cmds = doc_commands()
+    k = kinds(SC.rglob("*.yaml"))
+    scenario_files = {str(p.relative_to(ROOT)) for p in k["scenario"]}
+    assert [c[0] for c in cmds] == ["scenarios/", "scenarios/smoke.yaml", "scenarios/nightly.yaml", "scenarios/",
+                                    "scenarios/"], "a command the test does not know: add its check here"
+    # pytest scenarios/: every scenario, once
+    res, rows, root = probe(tmp_path, *cmds[0])
+    assert res.returncode == 0 and {r[0].split("::")[0] for r in rows} == scenario_files
+    assert len(rows) == len(scenario_files) and root == str(ROOT / "results")
+    # scenarios/smoke.yaml --eos-duration 20 --eos-seed 3: one item with that seed and duration
+    assert cmds[1][1:] == ["--eos-duration", "20", "--eos-seed", "3"]
+    res, rows, _ = probe(tmp_path, *cmds[1])
+    assert res.returncode == 0 and rows == [["scenarios/smoke.yaml::smoke", "3", "20.0", "4.3.1", "netns"]], res.stdout
+    # scenarios/nightly.yaml -v: one item per cell of the matrix, ids SCENARIO/sSEED/kafka-V
+    assert cmds[2][1:] == ["-v"]
+    res, rows, _ = probe(tmp_path, *cmds[2])
+    cells = expand(load_suite(SC / "nightly.yaml"), SC)
+    assert res.returncode == 0 and [r[0] for r in rows] == [f"scenarios/nightly.yaml::{c.id}" for c in cells]
+    assert re.fullmatch(r"scenarios/nightly.yaml::smoke/s\d+/kafka-[\d.]+", rows[0][0])
+    # scenarios/ --eos-kafka-version 4.3.1 --eos-kafka-version 3.9.1 --junitxml=...: one item per version
+    junit = cmds[3][-1]
+    assert cmds[3][1:-1] == ["--eos-kafka-version", "4.3.1", "--eos-kafka-version", "3.9.1"]
+    assert junit == "--junitxml=results/scenarios.xml"
+    res, rows, _ = probe(tmp_path, *cmds[3][:-1], f"--junitxml={tmp_path / 'scenarios.xml'}")
+    assert res.returncode == 0 and (tmp_path / "scenarios.xml").is_file()
+    assert len(rows) == 2 * len(scenario_files)
+    assert {r[3] for r in rows} == {"4.3.1", "3.9.1"}
+    ids = {r[0] for r in rows}
+    assert {"scenarios/smoke.yaml::smoke[kafka-4.3.1]", "scenarios/smoke.yaml::smoke[kafka-3.9.1]"} <= ids  # no seed
+    assert all(re.fullmatch(r"scenarios/\S+\.yaml::[^\[]+\[kafka-(4\.3\.1|3\.9\.1)\]", i) for i in ids), ids
+    # scenarios/ --collect-only -q -rs: the skipped files with their reasons
+    assert cmds[4][1:] == ["--collect-only", "-q", "-rs"]
+    res = subprocess.run([sys.executable, "-m", "pytest", *cmds[4], *QUIET], cwd=ROOT, capture_output=True,
+                         text=True, timeout=600)
+    assert res.returncode == 0
+    assert set(skipped(res)) == {str(p.relative_to(ROOT)) for p in k["zoo"] + k["suite"] + k["selection"]}
+    for line in re.search(r"one-line reason naming the command that runs it; `-rs` lists them:\n\n```\n(.*?)```",
+                          DOC.read_text(), re.S).group(1).splitlines():
+        assert line in res.stdout.splitlines(), line  # the page's example lines, verbatim
+
+
+def test_the_options_table_and_the_plugin_switch(tmp_path):
+    """--eos-results and --eos-backend (docs/pytest.md "Options"), `-p no:eos_chaos`."""
+    res, rows, root = probe(tmp_path, "scenarios/smoke.yaml", "--eos-results", str(tmp_path / "r"),
+                            "--eos-backend", "docker")
+    assert res.returncode == 0 and root == str(tmp_path / "r")
+    assert [r[-1] for r in rows] == ["docker"]
+    res, rows, _ = probe(tmp_path, "scenarios/smoke.yaml", "--eos-backend", "external")
+    assert res.returncode != 0 and not rows
+    assert "scenarios/smoke.yaml with --eos-backend external" in res.stdout  # a collection error saying why
+    res = subprocess.run([sys.executable, "-m", "pytest", "scenarios/", "-p", "no:eos_chaos", "--collect-only", "-q",
+                          *QUIET], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 5 and ".yaml" not in res.stdout, res.stdout[-2000:]  # no item, no skip, no error
