@@ -92,8 +92,9 @@ def suite(
         print_plan(out, mine, suite_dir, fresh=fresh, kind="suite" if which is None else f"shard {shard}",
                    describe=lambda c: f"({c.source})" + (f" {c.kind}" if c.kind != "scenario" else ""))
         if spec.budget:
-            out.print(f"budget: {spec.budget.runners} runners, {spec.budget.wall_min:g} min of wall time a shard "
-                      f"(`--dry-run --shards {spec.budget.runners}` checks it)", highlight=False)
+            n = spec.budget.runners
+            out.print(f"budget: {n} runner{'s' if n != 1 else ''}, {spec.budget.wall_min:g} min of wall time a shard "
+                      f"(`--dry-run --shards {n}` checks it)", highlight=False)
         raise typer.Exit(0)
     require_root()
     stop = threading.Event()
@@ -134,7 +135,7 @@ def _print_shard_plan(spec, cells, n: int, overhead: float) -> None:
     b = spec.budget
     if b is not None:
         ok = n <= b.runners and p["slowest_s"] <= b.wall_min * 60
-        out.print(f"budget {b.runners} runners, {b.wall_min:g} min a shard: "
+        out.print(f"budget {b.runners} runner{'s' if b.runners != 1 else ''}, {b.wall_min:g} min a shard: "
                   + ("within budget" if ok else "[red]over budget[/]")
                   + ("" if n <= b.runners else f" ({n} shards > {b.runners} runners)"), highlight=False)
 

@@ -64,7 +64,7 @@ def junit_xml(summary: dict) -> str:
         elif judged == FAIL and r.get("kind") == "mutant":
             ET.SubElement(tc, "failure", type="missed", message=cause(r)[:1000]).text = text
         elif status == INVALID:
-            ET.SubElement(tc, "failure", type="invalid", message=cause(r)[:1000]).text = text
+            ET.SubElement(tc, "failure", type="invalid", message=("INVALID" + cause(r)[len("invalid"):])[:1000]).text = text
         elif status == UNKNOWN:
             msg = "; ".join(r.get("unknown_reasons") or []) or "verdict unknown"
             ET.SubElement(tc, "error", type="unknown", message=f"UNKNOWN: {msg}"[:1000]).text = text

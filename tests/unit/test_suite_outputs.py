@@ -41,7 +41,7 @@ def summary(tmp_path: Path) -> dict:
 def test_summary_totals_rows_and_relative_paths(tmp_path):
     s = summary(tmp_path)
     assert s["totals"] == {"runs": 5, "valid": 1, "invalid": 1, "unknown": 1, "error": 1, "interrupted": 0,
-                           "not-run": 1}
+                           "not-run": 1, "pass": 1, "fail": 1}
     assert s["exit_code"] == 1 and s["complete"] is False
     assert s["anomaly_counts"] == {"G0": 3, "G1a": 3}
     assert [r["id"] for r in s["runs"]] == ["smoke/s1/kafka-4.3.1", "smoke/s1/kafka-3.9.1", "zombie/s2/kafka-4.3.1",
@@ -63,7 +63,7 @@ def test_junit_has_a_testcase_per_cell_with_failures_errors_skips_and_report(tmp
     props = {p.get("name"): p.get("value") for p in cases[0].find("properties")}
     assert props["report"] == "../../smoke/20261121T000000Z-s1/report.html" and props["kafka_version"] == "4.3.1"
     failure = cases[1].find("failure")
-    assert failure.get("message") == "INVALID: G1a"
+    assert failure.get("message") == "INVALID: G1a x3; new (no catalogued bug looks like it)"
     assert "G1a: 3 case(s)" in failure.text and "<script>alert(1)</script> of aborted txn" in failure.text
     assert "G0: 1 case(s) (allowed)" in failure.text
     assert "report: ../../smoke/20261121T000000Z-s1/report.html" in failure.text
