@@ -64,6 +64,12 @@ def zoo(
         raise typer.Exit(1 if code == 1 else 2 if missing else code)
     given_zoo = str(zoo_dir)
     try:
+        from harness.run.locate import ScenarioNotFound, find_scenario_path
+
+        try:  # as given, else scenarios/zoo (or a selection) of the package, from any folder
+            zoo_dir = find_scenario_path(zoo_dir)
+        except ScenarioNotFound as exc:
+            raise zm.ZooError(str(exc)) from None
         which = sh.parse_shard(shard) if shard is not None else None
         if shards is not None and (not dry_run or shards < 1):
             raise sh.ShardError("--shards N plans N shards with --dry-run (N >= 1); to run one use --shard K/N")

@@ -57,8 +57,14 @@ def suite(
         console.print(f"[red]error:[/] give one suite file (got {len(args)} arguments); "
                       "or `eos-chaos suite merge OUT SHARD_DIR...`")
         raise typer.Exit(2)
-    suite_file = Path(args[0])
     from harness.detect import suite as st
+    from harness.run.locate import ScenarioNotFound, find_scenario_path
+
+    try:  # as given, else scenarios/... of the package: a tier runs from any folder
+        suite_file = find_scenario_path(args[0])
+    except ScenarioNotFound as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
     from harness.detect import shards as sh
     from harness.detect import suite_run
     from harness.detect.suite_outputs import RichSuiteProgress, print_plan, run_with_heartbeat

@@ -516,7 +516,12 @@ def merge_zoo(out: str | Path, folders: list[str | Path]) -> tuple[dict, dict, l
         raise ShardError(f"{folders[0]} is not a zoo shard (no shard.zoo in its summary.json): "
                          "merge suite shards with `eos-chaos suite merge`")
     summary, missing = merge(out, folders)
-    zoo_path = Path(src["zoo"])
+    from harness.run.locate import ScenarioNotFound, find_scenario_path
+
+    try:
+        zoo_path = find_scenario_path(src["zoo"])
+    except ScenarioNotFound as exc:
+        raise ZooError(str(exc)) from None
     if zoo_path.is_file():
         zoo_path, chosen, _ = load_selection(zoo_path)
         entries = load_zoo(zoo_path, src.get("only") or chosen)

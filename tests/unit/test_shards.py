@@ -330,3 +330,13 @@ def test_readme_suite_and_zoo_lines_name_only_flags_the_commands_have():
     from harness.detect.suite import fmt_s
     assert f"{len(cells)} runs, ~{fmt_s(p['machine_s'])} of machine time" in " ".join(text.split())
     assert f"~{fmt_s(p['slowest_s'])}" in text
+
+
+def test_suite_and_zoo_find_the_packaged_scenarios_from_any_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(app, ["suite", "scenarios/tiers/pr.yaml", "--dry-run"])
+    assert res.exit_code == 0 and "1 runs, 1 to run" in res.output, res.output
+    res = CliRunner().invoke(app, ["zoo", "--dry-run", "--runs", "1", "--only", "control-smoke"])
+    assert res.exit_code == 0 and "control-smoke/s1" in res.output, res.output
+    res = CliRunner().invoke(app, ["suite", "scenarios/nope.yaml", "--dry-run"])
+    assert res.exit_code == 2 and "nor among the packaged scenarios" in res.output
