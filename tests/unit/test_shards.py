@@ -340,3 +340,13 @@ def test_suite_and_zoo_find_the_packaged_scenarios_from_any_folder(tmp_path, mon
     assert res.exit_code == 0 and "control-smoke/s1" in res.output, res.output
     res = CliRunner().invoke(app, ["suite", "scenarios/nope.yaml", "--dry-run"])
     assert res.exit_code == 2 and "nor among the packaged scenarios" in res.output
+
+
+def test_one_machine_nightly_suite_counts_its_comment_gives():
+    from harness.detect.suite import fmt_s
+
+    text = (SC / "nightly.yaml").read_text()
+    cells = st.expand(st.load_suite(SC / "nightly.yaml"), SC)
+    est = sum(sh.estimate_s(c, st.DEFAULT_OVERHEAD_S) for c in cells)
+    assert f"{len(cells)} runs" in text and f"~{fmt_s(est)}" in text
+    assert f"{len(cells)} runs, ~10 h on one machine" in " ".join((ROOT / "docs" / "nightly.md").read_text().split())
