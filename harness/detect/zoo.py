@@ -46,8 +46,8 @@ from harness.run.scenario import (START_AFTER_OK, Scenario, ScenarioError, read_
                                   with_overrides)
 from harness.detect.suite import (FINISHED, INVALID, Cell, SuiteListener, current_record, read_records)
 from harness.detect.suite_run import run_suite
-from harness.detect.zoo_releases import (AFFECTED, FIXED, SIDES, UpstreamBug, release_rows, side_name,
-                                         side_overrides)
+from harness.detect.zoo_releases import (AFFECTED, FIXED, SIDES, UpstreamBug, epochs_reached, release_rows,
+                                         side_differences, side_name, side_overrides, side_view, unsupported)
 
 ZOO_KEYS = ("base", "must_find", "control", "upstream", "bar")
 ZOO_JSON, ZOO_HTML = "zoo.json", "zoo.html"
@@ -138,13 +138,24 @@ def load_entries(path: str | Path) -> list[ZooEntry]:
     if upstream is None:
         return [ZooEntry(p, MUTANT if must else CONTROL, tuple(must or ()), _scenario(p, merged, must), bar=bar)]
     name = str(merged.get("name", p.stem))
-    out = []
+    blocked = unsupported(upstream)  # a side this harness cannot set up (feature levels): never run
+    if blocked and upstream.reproduced:
+        raise ZooError(f"{p}: {blocked}; keep the entry as reproduced: false (with tried:) until it can run")
+    out, views = [], {}
     for side in SIDES:
         fields = deep_merge(merged, side_overrides(getattr(upstream, side)))
         fields["name"] = side_name(name, side)
         scn = _scenario(p, fields, must if side == AFFECTED else None, f" ({side} side)")
+        views[side] = side_view(scn, getattr(upstream, side))
         out.append(ZooEntry(p, MUTANT if side == AFFECTED else CONTROL, tuple(must) if side == AFFECTED else (),
                             scn, upstream=upstream, side=side, release=name, bar=bar))
+    # the control must differ from the bug's side in the fix alone (harness.detect.zoo_releases)
+    bad, fix_differs = side_differences(views[AFFECTED], views[FIXED], upstream.fix or "")
+    if bad:
+        raise ZooError(f"{p}: release entry {name}'s sides differ in {bad[0]}; only the fix "
+                       f"({upstream.fix}) may differ" + (f" (and {len(bad) - 1} more field(s))" if len(bad) > 1 else ""))
+    if not fix_differs:
+        raise ZooError(f"{p}: release entry {name}'s sides do not differ in its fix ({upstream.fix})")
     return out
 
 
@@ -183,6 +194,9 @@ def load_zoo(folder: str | Path, only: Iterable[str] | None = None) -> list[ZooE
         if missing:
             raise ZooError(f"no zoo entry named {missing}; known: {sorted(e.name for e in entries)}")
         entries = [e for e in entries if e.name in wanted or e.path.stem in wanted or e.release in wanted]
+        blocked = next(((e, why) for e in entries if e.upstream is not None and (why := unsupported(e.upstream))), None)
+        if blocked:
+            raise ZooError(f"{blocked[0].release} cannot run on this harness yet: {blocked[1]}")
     else:  # a release entry not reproduced so far is a measurement, run only when named
         entries = [e for e in entries if e.upstream is None or e.upstream.reproduced]
     return sorted(entries, key=lambda e: (e.kind != MUTANT, e.name))
@@ -351,6 +365,9 @@ def run_facts(zoo_dir: Path, rec: dict, entry: ZooEntry, cache: dict[str, dict])
             facts["time_to_detect_s"] = time_to_detect(verdict, run_dir / "history.jsonl", sched, hit)
         except (OSError, ValueError):  # no time to detect: the run still counts as detected
             pass
+    if entry.upstream is not None and entry.side == FIXED and entry.upstream.must_reach_epoch is not None:
+        # did the control reach the bug's boundary (harness.detect.zoo_releases.epoch_judgement)
+        facts["epochs"] = epochs_reached(run_dir / "history.jsonl") if run_dir is not None else None
     cache[key] = facts
     return facts
 
@@ -401,6 +418,8 @@ def zoo_summary(entries: list[ZooEntry], all_cells: list[Cell], records: dict[st
             k = sum(f["invalid"] for f in fs)
             row.update(invalid=k, rate=round(k / len(fs), 4) if fs else None, ci95=wilson(k, len(fs)),
                        invalid_seeds=[f["seed"] for f in fs if f["invalid"]])
+            if e.upstream is not None and e.upstream.must_reach_epoch is not None:  # release_rows judges them
+                row["epoch_runs"] = [{"seed": f["seed"], "invalid": f["invalid"], "epochs": f.get("epochs")} for f in fs]
             controls.append(row)
     total_controls = sum(c["runs"] for c in controls)
     releases = release_rows(entries, mutants, controls)
