@@ -347,8 +347,8 @@ def release_rows(entries: list[Any], mutants: list[dict], controls: list[dict]) 
 
 def release_line(row: dict) -> str:
     """One terminal line for a release row: ``KAFKA-14402  Kafka 3.5.2: caught 3/3 (median 21.0 s)
-    | Kafka 3.6.0: 0/3 invalid``; with an epoch boundary ``Kafka 4.0.1: 0/2 invalid of 2 judged,
-    1 did not exercise (never reached producer epoch 32766)``."""
+    | Kafka 3.6.0: 0/3 invalid``; with an epoch boundary ``Kafka 4.0.1: 0/2 invalid, 2 clean at
+    producer epoch >= 32766, 1 did not exercise (never reached it)`` (invalid of the judged runs)."""
     parts = [f"{row['id']:<12}"]
     a, f = row.get(AFFECTED), row.get(FIXED)
     if a:
@@ -357,10 +357,9 @@ def release_line(row: dict) -> str:
     if f:
         ep = f.get("epoch")
         if ep:
-            parts.append(f"{f['on']}: {f['invalid']}/{ep['judged']} invalid"
-                         + (f", {ep['did_not_exercise']} did not exercise (never reached producer epoch "
-                            f"{ep['must_reach_epoch']})" if ep["did_not_exercise"] else
-                            f", every run reached producer epoch {ep['must_reach_epoch']}" if f["runs"] else ""))
+            parts.append(f"{f['on']}: {f['invalid']}/{ep['judged']} invalid, {ep['clean']} clean at producer epoch "
+                         f">= {ep['must_reach_epoch']}"
+                         + (f", {ep['did_not_exercise']} did not exercise (never reached it)" if ep["did_not_exercise"] else ""))
         else:
             parts.append(f"{f['on']}: {f['invalid']}/{f['runs']} invalid")
     if not row.get("reproduced"):
