@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import dataclass
 from typing import Callable, TypeVar
 
 T = TypeVar("T")
@@ -46,3 +47,25 @@ def wait_until(condition: Callable[[], T], timeout: float, message: str, interva
             detail = f" (last error: {last_exc})" if last_exc else ""
             raise WaitTimeout(f"timed out after {timeout:.0f} s waiting for {message}{detail}")
         time.sleep(interval)
+
+
+@dataclass(frozen=True)
+class ErrorFacts:
+    """What confluent-kafka tells about an error; built from a KafkaError or by hand in tests.
+    Read by the workers' error table (harness.workers.outcomes) and the admin agent
+    (harness.cluster.agent)."""
+
+    name: str
+    fatal: bool = False
+    retriable: bool = False
+    txn_requires_abort: bool = False
+
+    @classmethod
+    def of(cls, err) -> "ErrorFacts":
+        """From a confluent_kafka.KafkaError (or a KafkaException wrapping one)."""
+        if hasattr(err, "args") and err.args and hasattr(err.args[0], "name"):
+            err = err.args[0]
+        if not hasattr(err, "name"):
+            return cls(name=type(err).__name__)
+        return cls(name=err.name(), fatal=err.fatal(), retriable=err.retriable(),
+                   txn_requires_abort=err.txn_requires_abort())

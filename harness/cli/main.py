@@ -476,9 +476,11 @@ def setup(kafka_version: list[str] = typer.Option(None, "--kafka-version", metav
         if docker:
             from harness.cluster.docker import DockerError
             from harness.cluster.docker.setup import setup_docker
+            from harness.examples.docker_image import build_copy_service_image
 
             try:
-                setup_docker(kafka_version or [DEFAULT_KAFKA_VERSION], say=out.print)
+                setup_docker(kafka_version or [DEFAULT_KAFKA_VERSION], say=out.print,
+                             images=[(build_copy_service_image, "the app workload's example")])
             except DockerError as exc:
                 raise ArtifactError(str(exc)) from exc
     except ArtifactError as exc:

@@ -30,9 +30,8 @@ import threading
 import time
 from typing import Any
 
-from harness.workers.outcomes import ErrorFacts
 from harness.cluster.namespaces import Host
-from harness.util import CONFIG_ENV, config_from
+from harness.util import CONFIG_ENV, ErrorFacts, config_from
 
 
 def _describe(admin, topics: list[str] | None, timeout: float) -> dict:

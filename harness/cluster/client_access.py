@@ -19,10 +19,12 @@ the brokers, so:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
-from harness.workloads.base import WorkerSpec
+#: a worker spec (harness.workloads.base.WorkerSpec, a frozen dataclass with ``cfg``), copied
+#: with ``dataclasses.replace``: harness.cluster imports nothing of harness.workloads
+Spec = TypeVar("Spec")
 
 #: librdkafka settings whose name and meaning are the same in the Java client
 SHARED_SECURITY_KEYS = ("security.protocol", "sasl.mechanism", "sasl.mechanisms")
@@ -80,13 +82,13 @@ def java_security(client: dict[str, str], java_client: dict[str, str]) -> dict[s
     return {("sasl.mechanism" if k == "sasl.mechanisms" else k): v for k, v in client.items()}
 
 
-def with_security(spec: WorkerSpec, client: dict[str, str], java_client: dict[str, str]) -> WorkerSpec:
+def with_security(spec: Spec, client: dict[str, str], java_client: dict[str, str]) -> Spec:
     """``spec`` with ``cfg["security"]``: ``java_security(...)`` for a Java worker
     (``cfg["client"] == "java"``), else ``client``. Unchanged when there is nothing to add."""
     sec = java_security(client, java_client) if spec.cfg.get("client") == "java" else dict(client)
     if not sec:
         return spec
-    return WorkerSpec(spec.name, spec.role, {**spec.cfg, "security": sec})
+    return replace(spec, cfg={**spec.cfg, "security": sec})
 
 
 class SecureWorkload:
@@ -101,16 +103,16 @@ class SecureWorkload:
     def __getattr__(self, name: str):
         return getattr(self._w, name)
 
-    def _add(self, specs: list[WorkerSpec]) -> list[WorkerSpec]:
+    def _add(self, specs: list[Spec]) -> list[Spec]:
         return [with_security(s, self._client, self._java) for s in specs]
 
-    def readers(self) -> list[WorkerSpec]:
+    def readers(self) -> list:
         return self._add(self._w.readers())
 
-    def writers(self) -> list[WorkerSpec]:
+    def writers(self) -> list:
         return self._add(self._w.writers())
 
-    def drain(self) -> WorkerSpec | None:
+    def drain(self):
         d = self._w.drain()
         return None if d is None else self._add([d])[0]
 

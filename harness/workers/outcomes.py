@@ -17,6 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+# ErrorFacts lives in harness.util so that the admin agent (harness.cluster.agent) reads errors
+# alike without importing the workers
+from harness.util import ErrorFacts
+
 
 class Action(str, Enum):
     RETRY = "retry"  # call the same API again (librdkafka allows it for retriable errors)
@@ -31,26 +35,6 @@ class Decision:
     #: the producer instance is unusable (fatal error, or unknown state): the worker replaces
     #: it with a new instance, which is a new logical process in the history.
     replace: bool
-
-
-@dataclass(frozen=True)
-class ErrorFacts:
-    """What confluent-kafka tells about an error; built from a KafkaError or by hand in tests."""
-
-    name: str
-    fatal: bool = False
-    retriable: bool = False
-    txn_requires_abort: bool = False
-
-    @classmethod
-    def of(cls, err) -> "ErrorFacts":
-        """From a confluent_kafka.KafkaError (or a KafkaException wrapping one)."""
-        if hasattr(err, "args") and err.args and hasattr(err.args[0], "name"):
-            err = err.args[0]
-        if not hasattr(err, "name"):
-            return cls(name=type(err).__name__)
-        return cls(name=err.name(), fatal=err.fatal(), retriable=err.retriable(),
-                   txn_requires_abort=err.txn_requires_abort())
 
 
 #: (phase, condition) -> decision. Conditions are checked in this order; first match wins.

@@ -1,6 +1,7 @@
 """The layout docs/architecture.md describes, checked on the source (ast, nothing imported):
 no import cycle among the modules of harness, checkers and nemesis (function-local imports
-count), checkers imports neither harness nor nemesis, nemesis does not import harness, at most
+count), checkers imports neither harness nor nemesis, nemesis does not import harness,
+harness.cluster (the lowest stage) imports none of harness.workloads, workers, examples, at most
 6 modules at the top of harness/, one file name per module, and no pointer to the design notes
 outside the repository."""
 from __future__ import annotations
@@ -140,6 +141,16 @@ def test_checkers_imports_neither_harness_nor_nemesis():
 def test_nemesis_does_not_import_harness():
     bad = _edges_into("nemesis", "harness")
     assert not bad, f"nemesis reaches the cluster through nemesis.core's protocols only: {bad}"
+
+
+def test_harness_cluster_imports_no_stage_above_it():
+    # the cluster stage is the ground floor: the workloads, the workers and the examples build on
+    # it (jars from harness.cluster.artifacts), never the other way round; what both need lives
+    # low (harness.util.ErrorFacts) or is passed in (setup_docker's ``images``)
+    above = ("harness.workloads", "harness.workers", "harness.examples")
+    bad = sorted(f"{m} -> {d}" for m, ds in GRAPH.items() if m.startswith("harness.cluster")
+                 for d in ds if d.startswith(above))
+    assert not bad, f"harness.cluster imports a stage above it: {bad}"
 
 
 def test_few_modules_at_the_top_of_harness():

@@ -55,8 +55,9 @@ Broker containers (harness.cluster.docker.nodes)
         in a container's network namespace.
 
 Setup (harness.cluster.docker.setup)
-    setup_docker(versions, say=print) -> list[str]     engine + base + one image per version
-        (what ``eos-chaos setup --docker`` runs); the image tags.
+    setup_docker(versions, say=print, images=()) -> list[str]     engine + base + one image per
+        version + the caller's ``(build, what)`` images (what ``eos-chaos setup --docker`` runs,
+        with the app example image); the Kafka image tags.
 
 Cleanup (harness.cluster.docker.cleanup)
     cleanup(run_id=None, client=None) -> list[str]
