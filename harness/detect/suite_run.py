@@ -16,6 +16,10 @@ from harness.detect.suite_outputs import write_outputs
 from harness.detect.suite_records import FAIL, UNKNOWN, outcome
 
 
+class PreflightFailed(RuntimeError):
+    """A cell's preflight said what is missing; the cell is an error, the suite goes on."""
+
+
 def same_schedule(suite_dir: Path, a: str | None, b: str | None) -> bool | None:
     """Whether two run folders (relative to ``suite_dir``) hold the same schedule.json (the
     fault steps drawn for the seed); None when either is missing."""
@@ -40,7 +44,8 @@ class SuiteResult:
 def run_suite(cells: list[Cell], results_root: str | Path, suite_dir: str | Path, *, name: str,
               source: str | None = None, runner: Callable[..., Any] | None = None,
               stop: threading.Event | None = None, listener: SuiteListener | None = None,
-              fresh: bool = False, meta: dict | None = None, replay_failing: bool = False) -> SuiteResult:
+              fresh: bool = False, meta: dict | None = None, replay_failing: bool = False,
+              check: Callable[[Any], Any] | None = None) -> SuiteResult:
     """Run the cells not finished earlier, one after another; after each, append its record and
     rewrite the outputs. Returns the summary (also in ``suite_dir``).
 
@@ -48,12 +53,17 @@ def run_suite(cells: list[Cell], results_root: str | Path, suite_dir: str | Path
     the current run's load early (it still heals, drains and checks; it is recorded as
     interrupted) and runs no further cell. A runner exception is recorded as an error and the
     suite goes on. ``fresh`` moves an existing runs.jsonl aside (``runs-<time>.jsonl``) first.
+    ``check`` runs before each cell (default, with the real runner: harness.run.preflight,
+    what ``run --dry-run`` checks); a ValueError it raises records the cell as an error with
+    its line, and no cluster starts for it.
     ``meta`` joins the summary (a shard's ``shard`` block, harness.detect.shards).
     ``replay_failing``: after the matrix, each scenario or control cell that came out invalid or
     unknown is run once more with the same seed (hence the same fault schedule); its record
     gets ``replay: {status, failing, run_dir, same_schedule}`` and a valid replay marks the cell
     flaky (harness.detect.suite_records.cause). Mutants are judged over nights, not replayed.
     """
+    if check is None and runner is None:
+        from harness.run.preflight import preflight as check  # what `run --dry-run` checks
     if runner is None:
         from harness.run.runner import run_scenario as runner
 
@@ -78,7 +88,15 @@ def run_suite(cells: list[Cell], results_root: str | Path, suite_dir: str | Path
         listener.run_started(cell, progress)
         started, t0 = time.time(), time.monotonic()
         try:
+            if check is not None:
+                try:  # a cell whose tools, jars or release are missing says so before a cluster starts
+                    check(cell.scenario)
+                except ValueError as exc:
+                    raise PreflightFailed(f"preflight: {exc} (eos-chaos suite ... --setup-args names what to install)") \
+                        from None
             res = runner(cell.scenario, results_root, source=cell.source, progress=progress, stop=stop)
+        except PreflightFailed as exc:
+            res, status, error = None, ERROR, str(exc)
         except Exception as exc:  # recorded, shown, and the suite goes on
             res, status, error = None, INTERRUPTED if stop.is_set() else ERROR, f"{type(exc).__name__}: {exc}"
         else:

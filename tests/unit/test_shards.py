@@ -350,3 +350,17 @@ def test_one_machine_nightly_suite_counts_its_comment_gives():
     est = sum(sh.estimate_s(c, st.DEFAULT_OVERHEAD_S) for c in cells)
     assert f"{len(cells)} runs" in text and f"~{fmt_s(est)}" in text
     assert f"{len(cells)} runs, ~10 h on one machine" in " ".join((ROOT / "docs" / "nightly.md").read_text().split())
+
+
+def test_a_cell_whose_preflight_fails_is_an_error_with_its_line_and_never_runs(tmp_path):
+    cells = wide_cells()[:2]
+
+    def check(scn):
+        if scn.name == "idempotent":
+            raise ValueError("toxiproxy is not cached and Go is not on PATH to build it: run `eos-chaos setup`")
+
+    runner = StandInRunner({})
+    res = sr.run_suite(cells, tmp_path / "r", tmp_path / "d", name="n", runner=runner, check=check)
+    by = {r["scenario"]: r for r in res.summary["runs"]}
+    assert by["idempotent"]["status"] == "error" and "preflight: toxiproxy is not cached" in by["idempotent"]["cause"]
+    assert [c[0] for c in runner.calls] == ["smoke"] and res.exit_code == 2
