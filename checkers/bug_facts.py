@@ -3,23 +3,23 @@
 client events, producer settings: ``run_facts`` builds them from meta.json and the scenario's
 workload), a signature's ``Fit``, the evidence helpers that turn a verdict's cases into short
 lines (``evidence``, ``case_ref``), and the range helpers (``kafka_between``, ``needs_tv2``,
-``needs_client``). Releases compare as tuples (``release("3.5.2") < release("3.6.0")``). Pure
+``needs_client``). Versions are read with checkers.version_numbers, the one parser
+(``release`` is its ``version_tuple``: ``release("3.5.2") < release("3.6.0")``). Pure
 functions; checkers never import harness.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from .run import RunMeta, Verdict
+from .version_numbers import between, older_than, version_tuple
 
 
 def release(version: Any) -> tuple[int, ...] | None:
     """A release as a tuple of ints ("3.5.2" -> (3, 5, 2); "4.0.0-rc1" -> (4, 0, 0); "4.1" ->
-    (4, 1, 0)); None when ``version`` does not start with a number."""
-    m = re.match(r"\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?", str(version or ""))
-    return tuple(int(g or 0) for g in m.groups()) if m else None
+    (4, 1, 0)); None when ``version`` does not start with a number (checkers.version_numbers)."""
+    return version_tuple(version)
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,9 @@ def run_facts(meta: RunMeta | dict | None, workload: dict | None = None) -> RunF
     tvm = m.get("transaction_version")
     tv = tuple(sorted({int(x) for x in (tvm.get("client") or []) if isinstance(x, int)})) \
         if isinstance(tvm, dict) else ()
-    if not tv and (client == "librdkafka" or (release(kafka) or (9,)) < (4, 0, 0)):
+    # transaction version 2 came in Kafka 4.0.0 (KIP-890 part 2; harness.cluster.releases
+    # Release.supports_transaction_version_2): an older release, or librdkafka, ran version 1
+    if not tv and (client == "librdkafka" or older_than(kafka, "4.0.0")):
         tv = (1,)
     prod = w.get("producer") if isinstance(w.get("producer"), dict) else (None if not w else {})
     if prod is not None and w.get("compression") and "compression.type" not in prod:
@@ -158,12 +160,13 @@ def event_text(name: str, ev: dict) -> str:
 
 
 # -- ranges ---------------------------------------------------------------------------------
-def kafka_between(f: RunFacts, lo: tuple | None, hi: tuple | None, why_outside: str) -> str | None:
-    """None when lo <= the run's Kafka < hi (None: unbounded); else why not."""
-    k = f.kafka_v
-    if k is None:
+def kafka_between(f: RunFacts, lo: str | None, hi: str | None, why_outside: str) -> str | None:
+    """None when lo <= the run's Kafka < hi (releases such as "4.0.0"; None: unbounded); else
+    why not."""
+    inside = between(f.kafka, lo, hi)
+    if inside is None:
         return "meta.json names no Kafka release, so the affected range cannot be checked"
-    if (lo is not None and k < lo) or (hi is not None and k >= hi):
+    if not inside:
         return f"the run is on Kafka {f.kafka}: {why_outside}"
     return None
 

@@ -21,10 +21,10 @@ from .bug_facts import (
     kafka_between,
     needs_client,
     needs_tv2,
-    release,
     skipped_markers,
 )
 from .run import Verdict
+from .version_numbers import older_than
 
 #: what a hanging transaction does to a read_committed history (docs/anomalies.md): writes of
 #: committed transactions never seen (unseen, torn-transaction, lost-write), readers stopped
@@ -83,7 +83,7 @@ def sig_kafka_20734(v: Verdict, f: RunFacts) -> Fit | None:
 
 
 def range_kafka_20734(f: RunFacts) -> str | None:
-    return kafka_between(f, (4, 0, 0), None, "older releases resolved a leaderless partition to noNode and "
+    return kafka_between(f, "4.0.0", None, "older releases resolved a leaderless partition to noNode and "
                          "kept its markers queued (before the Java KRaftMetadataCache, docs/findings/F2.md)")
 
 
@@ -134,7 +134,7 @@ def sig_kafka_14402(v: Verdict, f: RunFacts) -> Fit | None:
 
 
 def range_kafka_14402(f: RunFacts) -> str | None:
-    return kafka_between(f, None, (3, 6, 0), "from 3.6.0 the partition leader verifies a transactional produce "
+    return kafka_between(f, None, "3.6.0", "from 3.6.0 the partition leader verifies a transactional produce "
                          "against the coordinator (KIP-890 part 1, transaction.partition.verification.enable)")
 
 
@@ -249,7 +249,7 @@ def sig_f5(v: Verdict, f: RunFacts) -> Fit | None:
 
 
 def range_f5(f: RunFacts) -> str | None:
-    return kafka_between(f, (4, 0, 0), None, "the group coordinator of KIP-848's runtime, where F5 is, is the "
+    return kafka_between(f, "4.0.0", None, "the group coordinator of KIP-848's runtime, where F5 is, is the "
                          "default only from 4.0")
 
 
@@ -277,7 +277,7 @@ def sig_f6(v: Verdict, f: RunFacts) -> Fit | None:
 def range_f6(f: RunFacts) -> str | None:
     return (needs_client(f, "librdkafka", "kafka-clients' KafkaShareConsumer acknowledges control-record offsets "
                          "as GAP (apache/kafka#19295)")
-            or kafka_between(f, (4, 4, 0), None, "share groups' dead-letter queues (KIP-1191) came with 4.4.0"))
+            or kafka_between(f, "4.4.0", None, "share groups' dead-letter queues (KIP-1191) came with 4.4.0"))
 
 
 #: the protocol errors KAFKA-15653 returns (3.6.0's upgrade note: "InvalidRecordExceptions and
@@ -322,7 +322,7 @@ def sig_kafka_15653(v: Verdict, f: RunFacts) -> Fit | None:
 
 
 def range_kafka_15653(f: RunFacts) -> str | None:
-    return kafka_between(f, (3, 6, 0), (3, 6, 1), "KAFKA-15653 is in 3.6.0 only")
+    return kafka_between(f, "3.6.0", "3.6.1", "KAFKA-15653 is in 3.6.0 only")
 
 
 def sig_epoch_exhausted(v: Verdict, f: RunFacts) -> Fit | None:
@@ -342,11 +342,11 @@ def sig_epoch_exhausted(v: Verdict, f: RunFacts) -> Fit | None:
 
 
 def range_kafka_19367(f: RunFacts) -> str | None:
-    return kafka_between(f, (4, 0, 0), (4, 0, 1), "KAFKA-19367 is in 4.0.0 only") or needs_tv2(f)
+    return kafka_between(f, "4.0.0", "4.0.1", "KAFKA-19367 is in 4.0.0 only") or needs_tv2(f)
 
 
 def range_kafka_20090(f: RunFacts) -> str | None:
-    return kafka_between(f, (4, 0, 0), (4, 3, 0), "KAFKA-20090 is in 4.0.0-4.2.x") or needs_tv2(f)
+    return kafka_between(f, "4.0.0", "4.3.0", "KAFKA-20090 is in 4.0.0-4.2.x") or needs_tv2(f)
 
 
 #: the liveness reports a consumer that stopped making progress on its partitions leaves
@@ -392,8 +392,7 @@ def range_librdkafka_5511(f: RunFacts) -> str | None:
     ev = f.client_events.get("send-offsets-stuck")
     m = re.search(r"librdkafka (\d+\.\d+\.\d+)", str((ev or {}).get("first", "")))
     version = m.group(1) if m else (f.client_version if f.client != "java" else None)
-    r = release(version)
-    if r is not None and r < (2, 10, 0):
+    if older_than(version, "2.10.0"):
         return (f"librdkafka {version} is older than 2.10.0, which began decommissioning brokers: a stuck "
                 "send_offsets_to_transaction there is #5456's alone")
     return None
@@ -436,8 +435,7 @@ def range_f7(f: RunFacts) -> str | None:
     failure as a suppressed one (checked in the 2.1.0, 2.1.1, 2.2.0, 2.2.1 and 2.3.0 sources).
     Unknown counts as in range."""
     version = f.versions.get("flink") if isinstance(f.versions, dict) else None
-    r = release(version)
-    if r is not None and r < (2, 2, 0):
+    if older_than(version, "2.2.0"):
         return (f"Flink {version} is older than 2.2.0: its Task adds an exception from a failed task's cleanup to "
                 "the failure as a suppressed one, the TaskManager survives")
     return None

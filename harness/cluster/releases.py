@@ -16,13 +16,20 @@ production level the storage tool picks): a run tests the release as an operator
 
     release(version) -> Release        the differences for one release; UnsupportedRelease
                                        (one line, naming OLDEST) for what the harness cannot run
+    Release(version)                   the same without the OLDEST check (a kafka-clients version)
+      .supports_consumer_group_protocol() .supports_streams_protocol() .supports_share_groups()
+      .supports_share_dlq() .supports_transaction_version_2() .has_kip890_verification()
+      .supports_elr()                  what the release supports, asked by name: every caller
+                                       asks these, none compares version numbers itself
+    first_release(name) -> str         the release a DIFFERENCES row came with ("4.0.0")
     check_release(version) -> str      version, or UnsupportedRelease
     broker_override_problems(version, keys) -> list[str]   overrides the release does not know
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+
+from checkers.version_numbers import version_tuple
 
 #: the oldest release the harness runs: the oldest tried here (docs/scenarios.md "Kafka
 #: releases"); KRaft itself is production-ready from 3.3 (KIP-833), 3.3 and 3.4 are untried
@@ -31,8 +38,6 @@ OLDEST = "3.5.0"
 #: newest rows (nothing is known to differ yet) rather than refused
 NEWEST_TRIED = "4.4.0"
 
-_NUMBERS = re.compile(r"([0-9]{1,4})(?:\.([0-9]{1,4}))?(?:\.([0-9]{1,4}))?(?:\.[0-9]{1,4})?(?:[-+].*)?")
-
 
 class UnsupportedRelease(ValueError):
     """A Kafka version the harness cannot run; the message is one line and names OLDEST."""
@@ -40,12 +45,13 @@ class UnsupportedRelease(ValueError):
 
 def parse(version: str) -> tuple[int, int, int]:
     """(major, minor, patch) of ``version`` ("3.5.2", "4.0", "4.0.0-rc1" -> (4, 0, 0)); a
-    pre-release counts as its release. UnsupportedRelease when it is not a version."""
-    m = _NUMBERS.fullmatch(version) if isinstance(version, str) else None
-    if m is None:
+    pre-release counts as its release. UnsupportedRelease when it is not a version. The numbers
+    are read by checkers.version_numbers, the one version parser."""
+    v = version_tuple(version, whole=True)
+    if v is None:
         raise UnsupportedRelease(f"Kafka version {version!r} is not a version like {OLDEST}: the harness "
                                  f"runs Kafka {OLDEST} to {NEWEST_TRIED}")
-    return int(m[1]), int(m[2] or 0), int(m[3] or 0)
+    return v
 
 
 def check_release(version: str) -> str:
@@ -140,6 +146,11 @@ DIFFERENCES: tuple[Difference, ...] = (
                "KIP-848; Kafka's broker configs group.consumer.session.timeout.ms, "
                "group.consumer.min.session.timeout.ms, group.consumer.heartbeat.interval.ms, "
                "group.consumer.min.heartbeat.interval.ms"),
+    Difference("streams_protocol", "4.2.0", False, True,
+               "KIP-1071's streams rebalance protocol (group.protocol=streams, a streams group the "
+               "broker assigns) is production-ready for its core feature set from 4.2.0 (early "
+               "access in 4.1.0); the harness's Kafka Streams example leaves it to the application.",
+               "KIP-1071; Kafka 4.2 upgrade notes"),
     Difference("dynamic_quorum", "3.9.0", False, True,
                "controller.quorum.bootstrap.servers and dynamic voters exist from 3.9.0; the "
                "harness uses a static quorum everywhere (module docstring).",
@@ -254,10 +265,49 @@ class Release:
                 args += ["--feature", f"{name}={int(level)}"]
         return args
 
+    # -- what the release supports, asked by name (kafkatest's KafkaVersion does the same);
+    # -- each reads its DIFFERENCES row, which names the release that brought it and the source
+
+    def supports_consumer_group_protocol(self) -> bool:
+        """group.protocol=consumer (KIP-848) is generally available: 4.0.0 on (early access in
+        3.7, preview in 3.8/3.9)."""
+        return bool(self.value("consumer_group_protocol"))
+
+    def supports_streams_protocol(self) -> bool:
+        """group.protocol=streams (KIP-1071, streams groups) is production-ready: 4.2.0 on
+        (early access in 4.1.0)."""
+        return bool(self.value("streams_protocol"))
+
+    def supports_share_groups(self) -> bool:
+        """Share groups (KIP-932) are on in a freshly formatted cluster (share.version >= 1):
+        4.2.0 on, where they are GA (4.0/4.1: early access/preview, off by default)."""
+        return int(self.value("share.version")) >= 1
+
+    def supports_share_dlq(self) -> bool:
+        """A share group may name a dead-letter queue topic (KIP-1191, share.version 2): 4.4.0 on."""
+        return bool(self.value("share_dlq"))
+
+    def supports_transaction_version_2(self) -> bool:
+        """A freshly formatted cluster finalises transaction.version 2 (KIP-890 part 2: the epoch
+        bumped every transaction): 4.0.0 on."""
+        return int(self.value("transaction.version")) >= 2
+
+    def has_kip890_verification(self) -> bool:
+        """Leaders verify a transactional produce against the coordinator
+        (transaction.partition.verification.enable, KIP-890 part 1, the fix of KAFKA-14402):
+        3.6.0 on."""
+        return self.value("transaction.partition.verification.enable") is not None
+
+    def supports_elr(self) -> bool:
+        """Eligible leader replicas (KIP-966) are on by default
+        (eligible.leader.replicas.version 1): 4.1.0 on."""
+        return int(self.value("eligible.leader.replicas.version")) >= 1
+
     @property
     def consumer_group_protocol(self) -> bool:
-        """True when group.protocol=consumer (KIP-848) is generally available (4.0.0 on)."""
-        return bool(self.value("consumer_group_protocol"))
+        """True when group.protocol=consumer (KIP-848) is generally available (4.0.0 on);
+        supports_consumer_group_protocol()."""
+        return self.supports_consumer_group_protocol()
 
     @property
     def broker_defaults(self) -> dict[str, str]:
@@ -271,6 +321,12 @@ class Release:
         """Feature levels a fresh format finalises besides metadata.version (0: not offered)."""
         return {n: int(self.value(n)) for n in ("transaction.version", "group.version",
                                                  "eligible.leader.replicas.version")}
+
+
+def first_release(name: str) -> str:
+    """The release the DIFFERENCES row ``name`` came with ("consumer_group_protocol" -> "4.0.0"):
+    for messages that say what a feature needs."""
+    return _BY_NAME[name].since
 
 
 def release(version: str) -> Release:

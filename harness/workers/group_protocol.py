@@ -7,7 +7,9 @@ each protocol has, which settings each client refuses under ``group.protocol=con
 heartbeat.interval.ms, partition.assignment.strategy, group.protocol.type; kafka-clients 4.x
 ConsumerConfig's CONSUMER_PROTOCOL_UNSUPPORTED_CONFIGS: the first three, a ConfigException), and
 ``consumer_settings``, which builds a member's settings. The Java processor does the same in
-harness/workers/java/src/eosc/Processor.java ``groupProtocol``.
+harness/workers/java/src/eosc/Processor.java ``groupProtocol``. Which releases have the
+consumer protocol is the release object's question (harness.cluster.releases
+``Release.supports_consumer_group_protocol``), asked by harness.workloads.group.
 """
 from __future__ import annotations
 
@@ -17,9 +19,6 @@ GroupProtocol = Literal["classic", "consumer"]
 PROTOCOLS: tuple[str, ...] = ("classic", "consumer")
 #: protocol -> its assignors (names as the scenario writes them)
 ASSIGNORS: dict[str, tuple[str, ...]] = {"classic": ("range", "cooperative-sticky"), "consumer": ("uniform", "range")}
-#: the first release where group.protocol=consumer is generally available (KIP-848; 3.7-3.9 had
-#: it as early access / preview behind group.coordinator.rebalance.protocols)
-CONSUMER_PROTOCOL_SINCE = "4.0.0"
 #: client settings each client refuses under group.protocol=consumer
 REFUSED_UNDER_CONSUMER: dict[str, tuple[str, ...]] = {
     "librdkafka": ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy",

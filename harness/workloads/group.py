@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import model_validator
 
 from harness.workers.group_protocol import (  # noqa: F401 - re-exported
-    ASSIGNORS, CONSUMER_PROTOCOL_SINCE, JAVA_ASSIGNORS, PROTOCOLS, REFUSED_UNDER_CONSUMER, GroupProtocol,
+    ASSIGNORS, JAVA_ASSIGNORS, PROTOCOLS, REFUSED_UNDER_CONSUMER, GroupProtocol,
     check_assignor, consumer_settings, refused_settings)
 from harness.workloads.base import Strict
 
@@ -72,29 +72,31 @@ class GroupSpec(Strict):
 
 def check_release(workload: Any, kafka_version: str | None, backend: str | None = None) -> None:
     """ValueError (one line) when ``workload`` asks for group_protocol: consumer on a release
-    that lacks it (older than CONSUMER_PROTOCOL_SINCE), when an app's command does not pass
-    ``{group_protocol}`` on, or when a Java worker's kafka-clients is older than 4.0.0. An
-    external cluster's version is what its scenario says (not checked against the brokers)."""
-    from harness.cluster.releases import UnsupportedRelease, parse
+    that lacks it (harness.cluster.releases ``Release.supports_consumer_group_protocol``: 4.0.0
+    on), when an app's command does not pass ``{group_protocol}`` on, or when a Java worker's
+    kafka-clients is older than that (a kafka-clients version is an Apache Kafka release too).
+    An external cluster's version is what its scenario says (not checked against the brokers)."""
+    from harness.cluster.releases import Release, UnsupportedRelease, first_release
 
     if getattr(workload, "group_protocol", "classic") != "consumer":
         return
+    since = first_release("consumer_group_protocol")
     try:
-        old = kafka_version is not None and parse(kafka_version) < parse(CONSUMER_PROTOCOL_SINCE)
+        old = kafka_version is not None and not Release(kafka_version).supports_consumer_group_protocol()
     except UnsupportedRelease:
         old = False  # the version's own check says so
     if old:
-        raise ValueError(f"group_protocol: consumer needs Kafka {CONSUMER_PROTOCOL_SINCE} or newer (KIP-848 "
+        raise ValueError(f"group_protocol: consumer needs Kafka {since} or newer (KIP-848 "
                          f"generally available); Kafka {kafka_version} has the classic protocol only: "
                          "use group_protocol: classic or a newer kafka_version")
     jv = getattr(workload, "java_client_version", None)
     if getattr(workload, "client", None) == "java" and jv:
         try:
-            old_client = parse(jv) < parse(CONSUMER_PROTOCOL_SINCE)
+            old_client = not Release(jv).supports_consumer_group_protocol()
         except UnsupportedRelease:
             old_client = False
         if old_client:
-            raise ValueError(f"group_protocol: consumer needs kafka-clients {CONSUMER_PROTOCOL_SINCE} or newer, "
+            raise ValueError(f"group_protocol: consumer needs kafka-clients {since} or newer, "
                              f"not java_client_version {jv}")
     if getattr(workload, "name", None) == "app":
         app = workload.app

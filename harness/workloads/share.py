@@ -171,21 +171,22 @@ class ShareSpec(ClientSpec):
 
 def check_release(spec, kafka_version: str | None, broker: dict | None = None) -> None:
     """ValueError (one line) when the share workload ``spec`` asks for ``dlq`` on a Kafka
-    release without the share groups' dead-letter queue (before 4.4.0, share.version 2:
-    harness.cluster.releases ``share_dlq``; KIP-1191), or names a DLQ topic without the
+    release without the share groups' dead-letter queue (harness.cluster.releases
+    ``Release.supports_share_dlq``: 4.4.0 on, share.version 2, KIP-1191), or names a DLQ topic without the
     brokers' ``errors.deadletterqueue.topic.name.prefix`` (``broker``: the scenario's
     cluster.broker settings; default ``dlq.``). Anything else passes."""
-    from harness.cluster.releases import UnsupportedRelease, release
+    from harness.cluster.releases import UnsupportedRelease, first_release, release
 
     if getattr(spec, "name", None) != "share" or spec.dlq is False or not kafka_version:
         return
     try:
-        has_dlq = release(kafka_version).value("share_dlq")
+        has_dlq = release(kafka_version).supports_share_dlq()
     except UnsupportedRelease:
         return  # the version's own check says so
     if not has_dlq:
-        raise ValueError(f"workload.dlq needs Kafka 4.4.0 or newer (share.version=2, KIP-1191); Kafka "
-                         f"{kafka_version} has no share-group dead-letter queue: remove dlq or use 4.4.0")
+        since = first_release("share_dlq")
+        raise ValueError(f"workload.dlq needs Kafka {since} or newer (share.version=2, KIP-1191); Kafka "
+                         f"{kafka_version} has no share-group dead-letter queue: remove dlq or use {since}")
     prefix = str((broker or {}).get("errors.deadletterqueue.topic.name.prefix", DLQ_PREFIX))
     if isinstance(spec.dlq, str) and not spec.dlq.startswith(prefix):
         raise ValueError(f"dlq: {spec.dlq!r} does not start with the brokers' errors.deadletterqueue.topic."

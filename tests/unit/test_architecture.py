@@ -2,11 +2,13 @@
 no import cycle among the modules of harness, checkers and nemesis (function-local imports
 count), checkers imports neither harness nor nemesis, nemesis does not import harness,
 harness.cluster (the lowest stage) imports none of harness.workloads, workers, examples, at most
-6 modules at the top of harness/, one file name per module, and no pointer to the design notes
-outside the repository."""
+6 modules at the top of harness/, one file name per module, no pointer to the design notes
+outside the repository, and no version numbers compared outside the release object and the
+version parser."""
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -194,3 +196,45 @@ def test_one_default_isolation_level():
     hits = [f"{p.relative_to(ROOT)}:{i}" for p in FILES.values()
             for i, line in enumerate(p.read_text().splitlines(), 1) if restated.search(line)]
     assert not hits, f"isolation_level's default restated (use checkers.run.DEFAULT_ISOLATION_LEVEL): {hits}"
+
+
+def _code_only(text: str) -> str:
+    """``text`` with its strings and comments blanked (positions kept), so a docstring's
+    example is no hit."""
+    import io
+    import tokenize
+
+    starts = [0]
+    for line in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    chars = list(text)
+    blank = {tokenize.STRING, tokenize.COMMENT, getattr(tokenize, "FSTRING_MIDDLE", tokenize.STRING)}
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type in blank:
+            for i in range(starts[tok.start[0] - 1] + tok.start[1], starts[tok.end[0] - 1] + tok.end[1]):
+                if chars[i] != "\n":
+                    chars[i] = " "
+    return "".join(chars)
+
+
+#: a comparison with a version tuple written out (``>= (4, 0``, ``(2, 10, 0) >``) or of parsed
+#: versions (``parse(v) < parse(SINCE)``); a call's arguments (``f.seek(0, 2) < pos``) are none
+_OP = r"(?<![-<>=!])(?:<=|>=|==|!=|<|>)(?![<>=])"
+_TUPLE = r"(?<![\w)\]])\(\s*\d+\s*,\s*\d+(?:\s*,\s*\d+)*\s*,?\s*\)"
+VERSION_COMPARED = re.compile(rf"{_OP}\s*{_TUPLE}|{_TUPLE}\s*{_OP}|"
+                              rf"\b(?:parse|version_tuple|release)\([^()]*\)\s*{_OP}")
+#: the release object (harness) and the one version parser (checkers may own it)
+VERSION_PLACES = {"harness/cluster/releases.py", "checkers/version_numbers.py"}
+
+
+def test_no_version_tuple_compared_outside_the_release_object_and_the_parser():
+    # a caller asks harness.cluster.releases' Release (supports_consumer_group_protocol(), ...)
+    # or, in checkers, checkers.version_numbers (older_than, between): never compares numbers
+    assert VERSION_COMPARED.search("if (release(kafka) or (9,)) < (4, 0, 0):")
+    assert VERSION_COMPARED.search("old = parse(kafka_version) < parse(SINCE)")
+    assert VERSION_COMPARED.search("if r is not None and r >= (2, 10):")
+    assert not VERSION_COMPARED.search("if f.seek(0, 2) < pos:") and not VERSION_COMPARED.search("x < (1 << 62)")
+    assert not VERSION_COMPARED.search(_code_only('"""release("3.5.2") < release("3.6.0")"""\n'))
+    hits = [f"{p.relative_to(ROOT)}:{i}" for p in FILES.values() if str(p.relative_to(ROOT)) not in VERSION_PLACES
+            for i, line in enumerate(_code_only(p.read_text()).splitlines(), 1) if VERSION_COMPARED.search(line)]
+    assert not hits, f"version numbers compared outside {sorted(VERSION_PLACES)} (ask the Release): {hits}"

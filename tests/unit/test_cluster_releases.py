@@ -151,3 +151,33 @@ def test_no_other_module_of_the_cluster_compares_kafka_versions():
                  if p.name != "releases.py"
                  for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
     assert offenders == []
+
+
+def test_what_a_release_supports_is_asked_by_name_at_the_release_that_brought_it():
+    questions = {  # question -> the first release that answers yes (its docstring cites the KIP)
+        "supports_consumer_group_protocol": "4.0.0", "supports_streams_protocol": "4.2.0",
+        "supports_share_groups": "4.2.0", "supports_share_dlq": "4.4.0",
+        "supports_transaction_version_2": "4.0.0", "has_kip890_verification": "3.6.0", "supports_elr": "4.1.0"}
+    previous = {"4.0.0": "3.9.1", "4.2.0": "4.1.2", "4.4.0": "4.3.1", "3.6.0": "3.5.2", "4.1.0": "4.0.1"}
+    for name, since in questions.items():
+        ask = getattr(rl.Release, name)
+        assert re.search(rf"{re.escape(since)} on", ask.__doc__) and re.search(r"KIP-\d+", ask.__doc__), name
+        assert ask(rl.release(since)) and ask(rl.release(rl.NEWEST_TRIED)), name
+        assert not ask(rl.release(previous[since])) and not ask(rl.release(rl.OLDEST)), name
+    assert rl.release("4.0.0").consumer_group_protocol and not rl.release("3.9.1").consumer_group_protocol
+    assert rl.first_release("consumer_group_protocol") == "4.0.0" and rl.first_release("share_dlq") == "4.4.0"
+    # a kafka-clients version is asked without the brokers' OLDEST check
+    assert not rl.Release("3.4.0").supports_consumer_group_protocol()
+
+
+def test_one_version_parser_for_checkers_and_the_harness():
+    from checkers.bug_facts import release
+    from checkers.version_numbers import between, older_than, version_tuple
+
+    assert release is not None and release("4.0.0-rc1") == version_tuple("4.0.0-rc1") == (4, 0, 0)
+    assert rl.parse("3.5.2") == version_tuple("3.5.2", whole=True) == (3, 5, 2)
+    assert version_tuple(" 4.1x") == (4, 1, 0) and version_tuple(" 4.1x", whole=True) is None
+    assert version_tuple("4.0.0.1+b", whole=True) == (4, 0, 0) and version_tuple(400, whole=True) is None
+    assert older_than("2.9.1", "2.10.0") and not older_than("2.10.0", "2.10.0") and not older_than(None, "2.10.0")
+    assert between("4.0.0", "4.0.0", "4.0.1") and not between("4.0.1", "4.0.0", "4.0.1")
+    assert between("3.5.0", None, "3.6.0") and between("9.0.0", "4.0.0", None) and between("trunk", None, None) is None
