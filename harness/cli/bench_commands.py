@@ -10,20 +10,25 @@ import typer
 
 from harness.cli.common import console, out, require_root
 
-bench_app = typer.Typer(help="Benchmarks (not tests): speed and memory of the checker.")
+bench_app = typer.Typer(help="Benchmarks (not tests): the checker's speed and memory (checker, parts, spark; no "
+                             "cluster) and a real cluster's (cluster-ready, eos-cost, txn-rate; root). "
+                             "Figures: docs/benchmarks.md.")
 
 
 
 
 @bench_app.command("checker")
-def bench_checker(ops: int = typer.Option(100_000, min=1, max=100_000_000, help="ops in the synthetic history"),
-                  seed: int = typer.Option(0),
-                  shape: str = typer.Option("default", help="history shape: default, long-txn (checkers.bench.SHAPES)"),
+def bench_checker(ops: int = typer.Option(100_000, min=1, max=100_000_000, metavar="N",
+                                         help="ops in the synthetic history"),
+                  seed: int = typer.Option(0, metavar="N", help="seed of the simulated history"),
+                  shape: str = typer.Option("default", metavar="SHAPE",
+                                            help="history shape: default, long-txn (checkers.bench.SHAPES)"),
                   finders: bool = typer.Option(True, "--finders/--no-finders",
                                                help="also time each finder alone at N and N/2 ops (scaling)"),
-                  as_json: bool = typer.Option(False, "--json")) -> None:
+                  as_json: bool = typer.Option(False, "--json", help="print the figures as JSON")) -> None:
     """Check a synthetic history of N ops from a simulated correct Kafka; print ops/s, peak RSS
-    and each finder's CPU seconds with its scaling (CPU at N over CPU at N/2)."""
+    and each finder's CPU seconds with its scaling (CPU at N over CPU at N/2). No cluster.
+    Exit codes: 0 measured, 2 a bad option."""
     from checkers.bench import SHAPES, run_bench
 
     if shape not in SHAPES:
@@ -43,15 +48,17 @@ def bench_checker(ops: int = typer.Option(100_000, min=1, max=100_000_000, help=
 
 
 @bench_app.command("parts")
-def bench_parts(ops: list[int] = typer.Option(None, "--ops", min=1, max=100_000_000,
-                                              help="history sizes, in turn (default: 300000 1000000)"),
-                parts: int = typer.Option(8, "--parts", min=1, max=4096),
+def bench_parts(ops: list[int] = typer.Option(None, "--ops", min=1, max=100_000_000, metavar="N",
+                                              help="history sizes, in turn (repeatable; default: 300000 1000000)"),
+                parts: int = typer.Option(8, "--parts", min=1, max=4096, metavar="N",
+                                          help="Parquet parts the history is cut into"),
                 memory: bool = typer.Option(True, "--memory/--no-memory",
                                             help="also time the in-memory check (needs ~1.7 GiB per million ops)"),
-                workdir: Path = typer.Option(None, "--workdir", help="where the histories are written"),
-                as_json: bool = typer.Option(False, "--json")) -> None:
+                workdir: Path = typer.Option(None, "--workdir", metavar="DIR", help="where the histories are written"),
+                as_json: bool = typer.Option(False, "--json", help="print the figures as JSON")) -> None:
     """The parts path (check --parts N --cross skip) against the in-memory check on simulated
-    correct histories of each size: CPU s, CPU s per million ops, peak RSS, same anomalies."""
+    correct histories of each size: CPU s, CPU s per million ops, peak RSS, same anomalies.
+    No cluster. Exit codes: 0 measured, 2 a bad option."""
     from checkers.bench_parts import run_parts_bench
 
     res = run_parts_bench(ops or [300_000, 1_000_000], n_parts=parts, memory=memory, workdir=workdir)
@@ -71,14 +78,17 @@ def bench_parts(ops: list[int] = typer.Option(None, "--ops", min=1, max=100_000_
 
 
 @bench_app.command("spark")
-def bench_spark(history: Path = typer.Argument(None, help="a history.jsonl (or --ops)"),
-                ops: int = typer.Option(None, "--ops", min=1, max=100_000_000,
+def bench_spark(history: Path = typer.Argument(None, metavar="HISTORY", help="a history.jsonl (or --ops)"),
+                ops: int = typer.Option(None, "--ops", min=1, max=100_000_000, metavar="N",
                                         help="simulate a correct history of this many ops first"),
-                parts: int = typer.Option(8, "--parts", min=1, max=4096),
-                master: str = typer.Option("local[2]", "--master"),
-                rounds: int = typer.Option(1, "--rounds", min=1, max=20)) -> None:
+                parts: int = typer.Option(8, "--parts", min=1, max=4096, metavar="N",
+                                          help="Parquet parts the history is cut into"),
+                master: str = typer.Option("local[2]", "--master", metavar="URL", help="Spark master (default local[2])"),
+                rounds: int = typer.Option(1, "--rounds", min=1, max=20, metavar="N", help="rounds of (polars, spark)")) -> None:
     """The parts path on polars against the same on Spark (checkers.bench_spark): wall s, CPU s
-    of driver and executors, peak RSS of each, verdicts compared. One JSON line per run."""
+    of driver and executors, peak RSS of each, verdicts compared. One JSON line per run. No
+    Kafka cluster. Exit codes: 0 the same verdict on both, 1 the verdicts differ or a run failed,
+    2 a bad option (no HISTORY and no --ops)."""
     from checkers.bench_spark import main as bench_spark_main
 
     if history is None and ops is None:
@@ -89,11 +99,14 @@ def bench_spark(history: Path = typer.Argument(None, help="a history.jsonl (or -
 
 
 @bench_app.command("cluster-ready")
-def bench_cluster_ready(backend: list[str] = typer.Option(None, "--backend", help="backends, in turn (default: netns docker)"),
-                        runs: int = typer.Option(3, min=1, help="counted rounds (one warm-up round first)"),
-                        kafka_version: Optional[str] = typer.Option(None, help="Kafka version (default 4.3.1)"),
-                        as_json: bool = typer.Option(False, "--json")) -> None:
-    """Seconds until a 3-node cluster is ready, and to tear it down, per backend, interleaved (root)."""
+def bench_cluster_ready(backend: list[str] = typer.Option(None, "--backend", metavar="BACKEND",
+                                                          help="backends, in turn (repeatable; default: netns docker)"),
+                        runs: int = typer.Option(3, min=1, metavar="N", help="counted rounds (one warm-up round first)"),
+                        kafka_version: Optional[str] = typer.Option(None, metavar="VERSION",
+                                                                    help="Kafka version (default 4.3.1)"),
+                        as_json: bool = typer.Option(False, "--json", help="print the figures as JSON")) -> None:
+    """Seconds until a 3-node cluster is ready, and to tear it down, per backend, interleaved
+    (starts its own clusters; root). Exit codes: 0 measured, 2 no root or a cluster that did not come up."""
     from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
     from harness.bench.cluster_ready import run_cluster_ready
 
@@ -114,14 +127,16 @@ def bench_cluster_ready(backend: list[str] = typer.Option(None, "--backend", hel
 
 
 @bench_app.command("eos-cost")
-def bench_eos_cost(record_bytes: int = typer.Option(1024, help="record value size, bytes"),
-                   seconds: float = typer.Option(10.0, help="measured seconds per cell (after a warm-up)"),
-                   rounds: int = typer.Option(3, min=1, help="rounds; a cell's figure is its best round"),
-                   warmup: float = typer.Option(2.0, help="warm-up seconds per cell, not counted"),
-                   kafka_version: Optional[str] = typer.Option(None, help="Kafka 4.x version (default 4.3.1)"),
-                   as_json: bool = typer.Option(False, "--json")) -> None:
+def bench_eos_cost(record_bytes: int = typer.Option(1024, metavar="BYTES", help="record value size, bytes"),
+                   seconds: float = typer.Option(10.0, metavar="SECONDS", help="measured seconds per cell (after a warm-up)"),
+                   rounds: int = typer.Option(3, min=1, metavar="N", help="rounds; a cell's figure is its best round"),
+                   warmup: float = typer.Option(2.0, metavar="SECONDS", help="warm-up seconds per cell, not counted"),
+                   kafka_version: Optional[str] = typer.Option(None, metavar="VERSION",
+                                                               help="Kafka 4.x version (default 4.3.1)"),
+                   as_json: bool = typer.Option(False, "--json", help="print the figures as JSON")) -> None:
     """Producer throughput and latency: plain, idempotent, transactional (commit every 10/100/1000 ms),
-    the harness's producer and kafka-producer-perf-test, interleaved on one real cluster (root)."""
+    the harness's producer and kafka-producer-perf-test, interleaved on one real cluster it
+    starts (root). Exit codes: 0 measured, 2 no root, a cluster that did not come up or a failed client."""
     from harness.bench.eos_cost import run_eos_cost, table
 
     require_root()
@@ -139,15 +154,19 @@ def bench_eos_cost(record_bytes: int = typer.Option(1024, help="record value siz
 
 
 @bench_app.command("txn-rate")
-def bench_txn_rate(producers: int = typer.Option(32, min=1, max=64, help="transactional producers of the harness"),
-                   producers_per_worker: int = typer.Option(16, min=1, max=64, help="producers per worker process"),
-                   partitions: int = typer.Option(4, min=1, help="partitions every transaction writes to"),
-                   seconds: float = typer.Option(10.0, help="measured seconds per round"),
-                   rounds: int = typer.Option(3, min=1),
-                   kafka_version: Optional[str] = typer.Option(None, help="Kafka 4.x version (default 4.3.1)"),
-                   as_json: bool = typer.Option(False, "--json")) -> None:
+def bench_txn_rate(producers: int = typer.Option(32, min=1, max=64, metavar="N",
+                                             help="transactional producers of the harness"),
+                   producers_per_worker: int = typer.Option(16, min=1, max=64, metavar="N",
+                                                        help="producers per worker process"),
+                   partitions: int = typer.Option(4, min=1, metavar="N", help="partitions every transaction writes to"),
+                   seconds: float = typer.Option(10.0, metavar="SECONDS", help="measured seconds per round"),
+                   rounds: int = typer.Option(3, min=1, metavar="N", help="rounds, alternating harness and perf-test"),
+                   kafka_version: Optional[str] = typer.Option(None, metavar="VERSION",
+                                                               help="Kafka 4.x version (default 4.3.1)"),
+                   as_json: bool = typer.Option(False, "--json", help="print the figures as JSON")) -> None:
     """Transactions/s of the busy txn-queue workload against kafka-producer-perf-test's, and the
-    CPU the harness uses, alternating on one real cluster (root)."""
+    CPU the harness uses, alternating on one real cluster it starts (root).
+    Exit codes: 0 measured, 2 no root, a cluster that did not come up or a failed client."""
     from harness.bench.txn_rate import run_txn_rate
 
     require_root()

@@ -18,17 +18,18 @@ ZOO_DIR = Path("scenarios/zoo")
 def zoo(
     args: list[str] = typer.Argument(None, metavar="[merge OUT SHARD_DIR...]",
                                      help="`merge OUT SHARD_DIR...`: one zoo folder OUT from shard folders"),
-    runs: Optional[int] = typer.Option(None, "--runs", help="runs per mutant and per control, seeds first-seed, "
+    runs: Optional[int] = typer.Option(None, "--runs", metavar="N", help="runs per mutant and per control, seeds first-seed, "
                                        "first-seed+1, ... (default 10, or the selection file's runs)"),
-    duration: Optional[float] = typer.Option(None, help="seconds of load for every run (default: each file's own)"),
-    only: list[str] = typer.Option(None, "--only", help="zoo entries to run, by name (repeatable)"),
+    duration: Optional[float] = typer.Option(None, metavar="SECONDS",
+                                             help="seconds of load for every run (default: each file's own)"),
+    only: list[str] = typer.Option(None, "--only", metavar="NAME", help="zoo entries to run, by name (repeatable)"),
     as_json: bool = typer.Option(False, "--json", help="print the detection figures as JSON"),
     dry_run: bool = typer.Option(False, "--dry-run", help="list the runs and what is left; run nothing"),
-    zoo_dir: Path = typer.Option(ZOO_DIR, "--zoo", help="folder of zoo files, or a selection file "
+    zoo_dir: Path = typer.Option(ZOO_DIR, "--zoo", metavar="DIR|SELECTION.yaml", help="folder of zoo files, or a selection file "
                                  "(scenarios/releases.yaml: zoo, entries, runs)"),
-    first_seed: int = typer.Option(1, help="seed of each entry's first run"),
-    results: Path = typer.Option(Path("results"), help="results root folder"),
-    zoo_out: Optional[Path] = typer.Option(None, "--out", help="zoo folder (default RESULTS/suites/zoo)"),
+    first_seed: int = typer.Option(1, metavar="N", help="seed of each entry's first run"),
+    results: Path = typer.Option(Path("results"), metavar="DIR", help="results root folder"),
+    zoo_out: Optional[Path] = typer.Option(None, "--out", metavar="DIR", help="zoo folder (default RESULTS/suites/zoo)"),
     fresh: bool = typer.Option(False, "--fresh", help="forget earlier zoo runs and run every cell"),
     shard: Optional[str] = typer.Option(None, "--shard", metavar="K/N",
                                         help="run only shard K of N (counted from 1; docs/nightly.md)"),
@@ -41,7 +42,9 @@ def zoo(
     out valid. Writes zoo.json and zoo.html (detection rate with a 95 % Wilson interval, median
     time to detect, false positives) beside the suite outputs; resumes like `suite`.
     With --shard K/N only shard K's runs; `zoo merge OUT SHARD_DIR...` joins shard folders.
-    Exit 0 every mutant run caught and no control invalid, 1 otherwise, 2 runs missing or bad input."""
+    Runs need root (each starts a fresh cluster); --dry-run, --setup-args and merge need neither.
+    Exit codes: 0 every mutant run caught and no control invalid, 1 otherwise, 2 runs missing or
+    bad input; --dry-run and --setup-args: 0 planned, 2 bad input."""
     from harness.detect import shards as sh
     from harness.detect import suite as st
     from harness.detect import zoo as zm

@@ -105,23 +105,24 @@ class ExploreProgress:
 def explore(
     scenario: Path = typer.Argument(..., help="scenario YAML file whose faults the search draws from "
                                     "(scenarios/NAME.yaml: also found among the packaged scenarios from any folder)"),
-    budget_s: float = typer.Option(1800.0, "--budget-s", help="seconds for search and shrinking (replays come on top)"),
-    runs_per_example: int = typer.Option(3, "--runs-per-example", "-k",
+    budget_s: float = typer.Option(1800.0, "--budget-s", metavar="SECONDS", help="seconds for search and shrinking (replays come on top)"),
+    runs_per_example: int = typer.Option(3, "--runs-per-example", "-k", metavar="K",
                                          help="runs per shrink step (failing when any is invalid with an original anomaly) and final replays"),
     as_json: bool = typer.Option(False, "--json", help="print the outcome as JSON"),
-    max_faults: Optional[int] = typer.Option(None, help="most faults in a drawn schedule (default: as many as the seeded draw fits, <= 8)"),
-    duration: Optional[float] = typer.Option(None, help="longest load to draw, seconds (default: the scenario's duration)"),
-    seed: int = typer.Option(1, help="seed of Hypothesis's search and of the runs' workload seeds"),
-    seeded: int = typer.Option(2, "--seeded", help="run the scenario's own seeded schedules (seeds 1..N) first, then draw"),
-    results: Path = typer.Option(Path("results"), help="results root folder"),
+    max_faults: Optional[int] = typer.Option(None, metavar="N", help="most faults in a drawn schedule (default: as many as the seeded draw fits, <= 8)"),
+    duration: Optional[float] = typer.Option(None, metavar="SECONDS", help="longest load to draw, seconds (default: the scenario's duration)"),
+    seed: int = typer.Option(1, metavar="N", help="seed of Hypothesis's search and of the runs' workload seeds"),
+    seeded: int = typer.Option(2, "--seeded", metavar="N", help="run the scenario's own seeded schedules (seeds 1..N) first, then draw"),
+    results: Path = typer.Option(Path("results"), metavar="DIR", help="results root folder"),
 ) -> None:
     """Search fault schedules of SCENARIO with Hypothesis, one real run per example; shrink the
     first failing one (fewer faults, shorter load, simpler targets, earlier times) and replay
     it K times (when fewer than 2/3 of them fail, the schedules shrinking accepted before it
     are replayed, smallest first, until one does). Writes the minimal schedule as a runnable scenario and explore.json under
     RESULTS/explore/<scenario>/<time>/; Hypothesis's database there keeps failures for later
-    searches. Ctrl-C ends the search with the best schedule so far (still replayed; a second Ctrl-C ends the replays). Exit 1 when a failing schedule was found, 0 when
-    none, 2 on bad input."""
+    searches. Ctrl-C ends the search with the best schedule so far (still replayed; a second
+    Ctrl-C ends the replays). Each run starts a fresh cluster: root.
+    Exit codes: 1 a failing schedule was found, 0 none, 2 bad input, no root or an error."""
     from harness.detect.explore import Explorer, replay_command
     from harness.detect.explore_strategy import ExploreError, schedules, size
     from harness.run.locate import find_scenario_path

@@ -296,10 +296,10 @@ def flink_scenario_text(name: str) -> str:
     return yaml.safe_dump(doc, sort_keys=False, width=100)
 
 
-def init(folder: Path = typer.Argument(Path("."), help="where to write the files"),
-         command: Optional[str] = typer.Option(None, help="your application's command line, with placeholders such as the "
+def init(folder: Path = typer.Argument(Path("."), metavar="FOLDER", help="where to write the files"),
+         command: Optional[str] = typer.Option(None, metavar="CMD", help="your application's command line, with placeholders such as the "
                                                "bootstrap servers' (docs/your-pipeline.md)"),
-         name: str = typer.Option("my-pipeline", help="the scenario's name (its results folder)"),
+         name: str = typer.Option("my-pipeline", metavar="NAME", help="the scenario's name (its results folder)"),
          force: bool = typer.Option(False, help="overwrite files that exist"),
          source: str = typer.Option(DEFAULT_SOURCE, "--source", metavar="PATH_OR_URL",
                                     help="where the workflow installs kafka-eos-chaos from: a folder of your "
@@ -308,7 +308,9 @@ def init(folder: Path = typer.Argument(Path("."), help="where to write the files
          flink: bool = typer.Option(False, "--flink", help="a PyFlink job instead: flink_job.py (the example, "
                                     "to edit) and its scenario; needs `eos-chaos setup --flink`")) -> None:
     """Write a starter scenario for your own application (and the example service when no
-    --command is given), a GitHub Actions workflow that runs it, and a short guide."""
+    --command is given), a GitHub Actions workflow that runs it, and a short guide. Starts
+    nothing; no root. Exit codes: 0 written, 2 bad input (a --command placeholder, --source,
+    --name) or files that exist (without --force)."""
     if flink and command:
         console.print("[red]error:[/] give --flink or --command, not both")
         raise typer.Exit(2)

@@ -1,7 +1,11 @@
 """``eos-chaos``: run scenarios, re-check histories, set up and clean up.
 
 Exit codes: 0 valid, 1 invalid, 2 unknown or error (a bad scenario, an unreachable cluster,
-a missing prerequisite): the message says what to fix.
+a missing prerequisite): the message says what to fix. Each command's --help states its own.
+
+One metavar per option name across commands (``--seed N``, ``--duration SECONDS``,
+``--kafka-version VERSION``, ``--results DIR``, ``--out DIR``, ...): README's CLI block and
+tests/unit/test_readme_tables.py follow them.
 """
 from __future__ import annotations
 
@@ -21,7 +25,8 @@ if TYPE_CHECKING:
 from harness.cli.common import EXIT, console, error_line, out, require_root, stop_on_signals
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Jepsen-style fault injection and checking for Kafka's exactly-once guarantees.")
+                  help="Jepsen-style fault injection and checking for Kafka's exactly-once guarantees. "
+                       "Exit codes: 0 valid, 1 invalid, 2 unknown or error (each command's --help says its own).")
 
 
 def _plain_help() -> None:
@@ -151,16 +156,20 @@ def run(
     results: Path = typer.Option(Path("results"), metavar="DIR", help="results root folder"),
     keep_data: bool = typer.Option(False, "--keep-data", help="keep the brokers' log dirs (nodes/n*/data) even "
                                    "when the run is valid (they are always kept when it is not)"),
-    backend: Optional[str] = typer.Option(None, help="cluster backend: netns, docker or external "
+    backend: Optional[str] = typer.Option(None, metavar="BACKEND", help="cluster backend: netns, docker or external "
                                           "(default: the scenario's cluster.backend, else netns)"),
-    group_protocol: Optional[str] = typer.Option(None, "--group-protocol", metavar="PROTOCOL[/ASSIGNOR]",
+    group_protocol: Optional[str] = typer.Option(None, "--group-protocol", metavar="PROTOCOL",
                                                  help="consumer group protocol of an eos-pipeline or app workload: "
-                                                 "classic or consumer (KIP-848), optionally /assignor"),
+                                                 "classic or consumer (KIP-848), optionally with an assignor "
+                                                 "as PROTOCOL/ASSIGNOR"),
     dry_run: bool = typer.Option(False, "--dry-run", help="check what a run checks before it starts a cluster "
                                  "(the scenario, versions, tools, the fault schedule drawn for the seed, shown as "
                                  "a table) and start nothing; no root. Exit 0 if the run would start, 2 if not"),
 ) -> None:
-    """Run SCENARIO on a fresh cluster; print the verdict and the report's path."""
+    """Run SCENARIO on a fresh cluster (with backend external: on yours); print the verdict and
+    the report's path. Needs root, except with --dry-run.
+    Exit codes: 0 valid, 1 invalid, 2 unknown or error (a bad scenario, a missing tool or root, a
+    cluster that did not come up); --dry-run: 0 the run would start, 2 it would not."""
     from harness.run.runner import Progress, run_scenario
     from harness.run.locate import find_scenario_path
     from harness.run.scenario import BACKENDS, ScenarioError, load_scenario, with_backend, with_group_protocol, with_overrides
@@ -261,9 +270,10 @@ def _dry_run(scn, source: Path) -> None:
 
 @app.command()
 def check(
-    history: Path = typer.Argument(..., help="history.jsonl of a run, or its run folder"),
+    history: Path = typer.Argument(..., metavar="RUN_DIR|HISTORY.jsonl",
+                                   help="history.jsonl of a run, or its run folder"),
     as_json: bool = typer.Option(False, "--json", help="print the verdict as JSON"),
-    max_examples: int = typer.Option(10, min=0, help="examples kept per anomaly"),
+    max_examples: int = typer.Option(10, "--max-examples", metavar="N", min=0, help="examples kept per anomaly"),
     parts: int = typer.Option(0, "--parts", min=0, metavar="N",
                               help="cut the history by key into N Parquet parts and run the per-key "
                                    "finders part by part (checkers.parts; 0: the in-memory check)"),
@@ -280,12 +290,17 @@ def check(
                                            help="with --parts or --engine spark: where the parts go (default a temporary "
                                                 "folder; for a Spark cluster a folder every executor reads at the same path)"),
 ) -> None:
-    """Re-check a history (meta.json and scenario.yaml beside it are used when present)."""
+    """Re-check a history (meta.json and scenario.yaml beside it are used when present); no
+    cluster, no root. Exit codes: 0 valid, 1 invalid, 2 unknown or bad input (no history there,
+    a bad option, a failed Spark job)."""
     from checkers.run import RunDir
     from checkers.safe_load import file_problem
 
-    if history.is_dir() and (history / RunDir.HISTORY).is_file():  # a run folder: its history
-        history = history / RunDir.HISTORY
+    if history.is_dir():
+        if not (history / RunDir.HISTORY).exists() and not (history / RunDir.HISTORY).is_symlink():
+            console.print(f"[red]error:[/] {_no_history(history)}", highlight=False)
+            raise typer.Exit(2)
+        history = history / RunDir.HISTORY  # a run folder: its history (what else it is: said below)
     why = file_problem(history)
     if why:  # a directory, a FIFO (reading it would block), /dev/null: say what it is
         console.print(f"[red]error:[/] {history} {why}" + ("" if why == "does not exist" else ", not a history file"))
@@ -328,6 +343,17 @@ def check(
     raise typer.Exit(EXIT.get(verdict.valid, 2))
 
 
+def _no_history(folder: Path) -> str:
+    """The one line `check` prints for a folder without a history.jsonl: what to give instead
+    (a run folder below it when it holds some, e.g. results/<scenario>)."""
+    from checkers.run import RunDir
+
+    runs = sorted(p.parent for p in folder.glob(f"*/{RunDir.HISTORY}"))
+    hint = (f"; it holds run folders: give one, e.g. {runs[-1]}" if runs else
+            ": give a run folder (results/<scenario>/<run-id>) or a history.jsonl")
+    return f"{folder} has no {RunDir.HISTORY} (it is a directory, not a history file){hint}"
+
+
 def _spark_engine(master: str, workdir: Optional[Path]):
     """A started checkers.parts_spark engine, or exit 2 with its one-line error."""
     from checkers.parts_spark import SparkEngineError, master_kind, spark_engine
@@ -367,7 +393,8 @@ def report(run_dir: Path = typer.Argument(..., metavar="RUN_DIR", help="a run fo
            ) -> None:
     """Re-check RUN_DIR's history and re-render its report.html: any run folder, also one whose
     controller was killed (a history prefix and no verdict.json). Writes verdict.json and
-    report.html there; exit code as for `run`."""
+    report.html there; no cluster, no root. Exit codes: 0 valid, 1 invalid, 2 unknown or error
+    (no history.jsonl there, a file it cannot write)."""
     from checkers.run import RunDir
     from checkers.safe_load import file_problem
     from harness.report.render import check_and_render
@@ -397,14 +424,15 @@ def report(run_dir: Path = typer.Argument(..., metavar="RUN_DIR", help="a run fo
 
 @app.command("dump-log")
 def dump_log(
-    run_dir: Path = typer.Argument(..., help="a run folder (results/<scenario>/<run-id>)"),
-    key: str = typer.Argument(..., help="partition as topic/partition, e.g. t0/1"),
+    run_dir: Path = typer.Argument(..., metavar="RUN_DIR", help="a run folder (results/<scenario>/<run-id>)"),
+    key: str = typer.Argument(..., metavar="TOPIC/PARTITION", help="partition as topic/partition, e.g. t0/1"),
     raw: bool = typer.Option(False, help="print Kafka's DumpLogSegments output as is"),
 ) -> None:
     """Show every kept replica of a partition: offset, producer id/epoch, value or COMMIT/ABORT
     marker, read from the brokers' log segments with Kafka's DumpLogSegments. Offsets where the
     replicas disagree are marked. Needs a run that kept its log dirs (not valid, brokers that
-    logged an unclean election or skipped markers, or --keep-data)."""
+    logged an unclean election or skipped markers, or --keep-data). No cluster, no root.
+    Exit codes: 0 shown, 2 no kept replica of that partition or a bad argument."""
     from rich.table import Table
 
     from harness.cluster.artifacts import ArtifactError
@@ -448,7 +476,9 @@ def setup(kafka_version: list[str] = typer.Option(None, "--kafka-version", metav
           flink: bool = typer.Option(False, "--flink", help="the app workload's PyFlink example: apache-flink in a "
                                      "venv of its own and Flink's Kafka connector jar (harness/examples/flink_app.py)"),
           ) -> None:
-    """Fetch and cache Kafka jars and the toxiproxy server (and Spark's Kafka connector); check system tools."""
+    """Fetch and cache Kafka jars and the toxiproxy server (and Spark's Kafka connector); check system tools.
+    Exit codes: 0 set up (what the lose-unsynced and clock-skew faults lack is said, not an
+    error), 2 a fetch or build failed or a system tool is missing."""
     from harness.cluster.artifacts import (DEFAULT_KAFKA_VERSION, ArtifactError, dump_log_command, ensure_system_tools,
                                    kafka_dist, toxiproxy_server)
 
@@ -523,7 +553,8 @@ def _setup_java_client(versions: list[str] | None) -> None:
 @app.command()
 def cleanup() -> None:
     """Remove everything the harness ever makes: processes in its namespaces, namespaces, links,
-    and (when a Docker engine runs) every container, network and volume labelled by the harness."""
+    and (when a Docker engine runs) every container, network and volume labelled by the harness.
+    Needs root. Exit codes: 0 nothing left, 2 something could not be undone (each named) or no root."""
     from harness.cluster.backends import clean_everything
 
     require_root()

@@ -1,6 +1,8 @@
-"""``eos-chaos repro f1|f2|f4|f5|f6``: the findings' reproducers on the harness's own cluster
-(docs/findings/F1.md, F2.md, F4.md, F5.md, F6.md); ``eos-chaos repro librdkafka-5511``: a known
-upstream bug on librdkafka's mock cluster (docs/known-bugs.md)."""
+"""``eos-chaos repro f1|f2|f4|f5|f6``: the findings' reproducers (docs/findings/F1.md, F2.md,
+F4.md, F5.md, F6.md), each on a 3-node cluster of its own (root); ``repro f1 --mock`` and ``repro f4
+--mock`` on librdkafka's mock cluster and ``repro f5 --runtime`` against the release's jars need
+no Kafka cluster and no root, nor does ``eos-chaos repro librdkafka-5511``: a known upstream bug
+on librdkafka's mock cluster (docs/known-bugs.md)."""
 from __future__ import annotations
 
 import json
@@ -11,17 +13,20 @@ import typer
 
 from harness.cli.common import console, out, require_root
 
-repro_app = typer.Typer(help="Reproduce the harness's findings (docs/findings/) on a fresh cluster.",
+repro_app = typer.Typer(help="Reproduce the harness's findings (docs/findings/) and a known upstream bug. "
+                             "f1, f2, f4, f5 and f6 start a 3-node cluster of their own (root); f1 --mock, "
+                             "f4 --mock, f5 --runtime and librdkafka-5511 need no Kafka cluster and no root. "
+                             "Exit codes: 0 when every try ran (whatever it showed), 2 on errors.",
                         no_args_is_help=True)
 
 
 @repro_app.command("f1")
 def f1(
-    tries: int = typer.Option(3, min=1, help="tries per variant"),
-    variant: list[str] = typer.Option(None, "--variant", help="reuse (default), new-producer, wait-outcomes, "
+    tries: int = typer.Option(3, min=1, metavar="N", help="tries per variant"),
+    variant: list[str] = typer.Option(None, "--variant", metavar="NAME", help="reuse (default), new-producer, wait-outcomes, "
                                       "max-inflight-1, abort-in-flight; repeatable"),
-    kafka_version: Optional[str] = typer.Option(None, help="Apache Kafka version (default 4.3.1)"),
-    results: Path = typer.Option(Path("results"), help="results root folder"),
+    kafka_version: Optional[str] = typer.Option(None, metavar="VERSION", help="Apache Kafka version (default 4.3.1)"),
+    results: Path = typer.Option(Path("results"), metavar="DIR", help="results root folder"),
     as_json: bool = typer.Option(False, "--json", help="print the tries and the summary as JSON"),
     mock: bool = typer.Option(False, "--mock", help="on librdkafka's mock cluster instead (no Kafka, no root, "
                               "~5 s a try; variants reuse, new-producer): harness/findings/mock_repro.py"),
@@ -29,7 +34,8 @@ def f1(
     """Finding F1: an abort with a record in flight loses the next transaction's write
     (librdkafka). Brings up 3 nodes with toxiproxy in front, runs harness/findings/f1_repro.py
     in the client namespace, keeps the segments and prints Kafka's DumpLogSegments lines of
-    each try's partition. Exit 0 when every try ran (whatever it showed), 2 on errors."""
+    each try's partition (root). With --mock: no Kafka cluster, no root.
+    Exit codes: 0 when every try ran (whatever it showed), 2 on errors or no root."""
     if mock:
         _mock("f1", tries, variant, as_json)
     from harness.findings.f1 import run_f1
@@ -41,18 +47,18 @@ def f1(
 
 @repro_app.command("f2")
 def f2(
-    kafka_version: Optional[str] = typer.Option(None, help="Apache Kafka version (default 4.3.1; 4.x: "
+    kafka_version: Optional[str] = typer.Option(None, metavar="VERSION", help="Apache Kafka version (default 4.3.1; 4.x: "
                                                 "find-hanging comes from its kafka-tools jar)"),
-    results: Path = typer.Option(Path("results"), help="results root folder"),
+    results: Path = typer.Option(Path("results"), metavar="DIR", help="results root folder"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
-    mode: str = typer.Option("hang", help="hang (a committed transaction left open), aborted-becomes-committed "
+    mode: str = typer.Option("hang", metavar="MODE", help="hang (a committed transaction left open), aborted-becomes-committed "
                              "(T aborts, its next transaction's COMMIT makes the aborted write visible) or "
                              "committed-becomes-aborted (T commits, its next transaction's ABORT discards it)"),
 ) -> None:
     """Finding F2 (KAFKA-20734): a committed transaction's marker skipped for a partition whose
     leader is offline. Drives harness/findings/f2.py's steps on a fresh 3-node cluster, keeps
     the brokers' logs and segments, runs kafka-transactions.sh find-hanging into
-    logs/find-hanging.txt. Exit 0 when the steps ran, 2 on errors."""
+    logs/find-hanging.txt (root). Exit codes: 0 when the steps ran, 2 on errors or no root."""
     from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, ArtifactError
     from harness.findings.f2 import MODES, run_f2
 
@@ -79,15 +85,15 @@ def f2(
 
 @repro_app.command("f4")
 def f4(
-    tries: int = typer.Option(3, min=1, help="tries per variant"),
-    variant: list[str] = typer.Option(None, "--variant", help="rebalance (default), no-rebalance, no-pending, "
+    tries: int = typer.Option(3, min=1, metavar="N", help="tries per variant"),
+    variant: list[str] = typer.Option(None, "--variant", metavar="NAME", help="rebalance (default), no-rebalance, no-pending, "
                                       "committed-then-assign; repeatable"),
-    assignor: str = typer.Option("eager", help="classic protocol's assignor: eager (range,roundrobin, "
+    assignor: str = typer.Option("eager", metavar="ASSIGNOR", help="classic protocol's assignor: eager (range,roundrobin, "
                                  "librdkafka's default) or cooperative-sticky"),
-    group_protocol: str = typer.Option("classic", help="classic or consumer (KIP-848)"),
-    reset: str = typer.Option("earliest", help="auto.offset.reset: earliest or latest"),
-    kafka_version: Optional[str] = typer.Option(None, help="Apache Kafka version (default 4.3.1)"),
-    results: Path = typer.Option(Path("results"), help="results root folder"),
+    group_protocol: str = typer.Option("classic", metavar="PROTOCOL", help="classic or consumer (KIP-848)"),
+    reset: str = typer.Option("earliest", metavar="POLICY", help="auto.offset.reset: earliest or latest"),
+    kafka_version: Optional[str] = typer.Option(None, metavar="VERSION", help="Apache Kafka version (default 4.3.1)"),
+    results: Path = typer.Option(Path("results"), metavar="DIR", help="results root folder"),
     as_json: bool = typer.Option(False, "--json", help="print the tries and the summary as JSON"),
     mock: bool = typer.Option(False, "--mock", help="on librdkafka's mock cluster instead (no Kafka, no root, "
                               "~21 s a try; variants rebalance, no-rebalance, no-pending): "
@@ -96,7 +102,8 @@ def f4(
     """Finding F4: a rebalance while another transaction holds a partition's offsets makes a
     read_committed consumer start it at auto.offset.reset (librdkafka). Brings up 3 nodes,
     runs harness/findings/f4_repro.py in the client namespace and prints the debug lines of
-    the offset fetches and partition starts. Exit 0 when every try ran, 2 on errors."""
+    the offset fetches and partition starts (root). With --mock: no Kafka cluster, no root.
+    Exit codes: 0 when every try ran, 2 on errors or no root."""
     if mock:
         _mock("f4", tries, variant, as_json, ["--assignor", assignor, "--group-protocol", group_protocol,
                                                "--reset", reset])
@@ -122,15 +129,15 @@ def f4(
 
 @repro_app.command("f5")
 def f5(
-    tries: int = typer.Option(3, min=1, help="tries"),
-    records: int = typer.Option(3000000, min=1000, help="offset-commit records of the group (its partition's size)"),
-    partitions: int = typer.Option(1000, min=1, help="partitions of the group's topic: records per commit"),
+    tries: int = typer.Option(3, min=1, metavar="N", help="tries"),
+    records: int = typer.Option(3000000, min=1000, metavar="N", help="offset-commit records of the group (its partition's size)"),
+    partitions: int = typer.Option(1000, min=1, metavar="N", help="partitions of the group's topic: records per commit"),
     restart: bool = typer.Option(True, help="make the broker's load fresh by a restart (cold JVM: a slower load, "
                                  "a wider window) or by a pause"),
     writer: bool = typer.Option(False, help="commit for a second group on the same partition every 50 ms during "
                                 "the churn (the wrong answers then end sooner, in 'out of sync' and FAILED)"),
-    kafka_version: Optional[str] = typer.Option(None, help="Apache Kafka version (default 4.3.1)"),
-    results: Path = typer.Option(Path("results"), help="results root folder"),
+    kafka_version: Optional[str] = typer.Option(None, metavar="VERSION", help="Apache Kafka version (default 4.3.1)"),
+    results: Path = typer.Option(Path("results"), metavar="DIR", help="results root folder"),
     as_json: bool = typer.Option(False, "--json", help="print the tries and the summary as JSON"),
     runtime: bool = typer.Option(False, "--runtime", help="instead of the cluster: the deterministic test of "
                                  "CoordinatorRuntime against the release's jars (no root, ~1 s)"),
@@ -142,8 +149,9 @@ def f5(
     loaded. Brings up 3 nodes, fills a group's __consumer_offsets partition, moves its
     leadership away and back while the broker loads it (SIGSTOP/SIGCONT), polls the group's
     committed offsets and prints the coordinator runtime's lines. A race: it does not show on
-    every try. Exit 0 when every try ran, 2 on errors. With --runtime: the deterministic test
-    (harness/findings/f5_runtime.py), its PASS/FAIL lines; exit 0 when it ran, 2 on errors."""
+    every try (root). Exit codes: 0 when every try ran, 2 on errors or no root. With --runtime:
+    no cluster, no root: the deterministic test (harness/findings/f5_runtime.py), its PASS/FAIL
+    lines; exit 0 when it ran (whatever it showed), 2 on errors."""
     if runtime or patched:
         _f5_runtime(kafka_version, patched, as_json)
     from harness.findings.f5 import run_f5
@@ -162,13 +170,13 @@ def f5(
 
 @repro_app.command("f6")
 def f6(
-    tries: int = typer.Option(3, min=1, help="tries per variant"),
-    variant: list[str] = typer.Option(None, "--variant", help="txn (the finding), no-txn (control: no markers), "
+    tries: int = typer.Option(3, min=1, metavar="N", help="tries per variant"),
+    variant: list[str] = typer.Option(None, "--variant", metavar="NAME", help="txn (the finding), no-txn (control: no markers), "
                                       "java (control: kafka-clients' KafkaShareConsumer), read-uncommitted (every marker fetched "
                                       "alone: COMMIT too); repeatable; default txn, no-txn, java"),
-    lock_ms: int = typer.Option(2000, min=1000, help="the share group's share.record.lock.duration.ms"),
-    kafka_version: Optional[str] = typer.Option(None, help="Apache Kafka version (default 4.4.0: the DLQ, KIP-1191)"),
-    results: Path = typer.Option(Path("results"), help="results root folder"),
+    lock_ms: int = typer.Option(2000, min=1000, metavar="MS", help="the share group's share.record.lock.duration.ms"),
+    kafka_version: Optional[str] = typer.Option(None, metavar="VERSION", help="Apache Kafka version (default 4.4.0: the DLQ, KIP-1191)"),
+    results: Path = typer.Option(Path("results"), metavar="DIR", help="results root folder"),
     as_json: bool = typer.Option(False, "--json", help="print the tries and the summary as JSON"),
 ) -> None:
     """Finding F6: with librdkafka's share consumer, transaction markers reach the share
@@ -176,7 +184,7 @@ def f6(
     Brings up 3 nodes of Kafka 4.4.0 (minimum lock 1 s), runs harness/findings/f6_repro.py in
     the client namespace, keeps the segments and prints per try the DLQ records and the
     DumpLogSegments lines of its partition, then librdkafka's ShareFetch and acknowledgement
-    debug lines. Exit 0 when every try ran, 2 on errors."""
+    debug lines (root). Exit codes: 0 when every try ran, 2 on errors or no root."""
     from harness.findings.f6 import F6_KAFKA_VERSION, run_f6
     from harness.findings.f6_repro import VARIANTS, verdict
 
@@ -192,12 +200,12 @@ def f6(
 
 @repro_app.command("librdkafka-5511")
 def librdkafka_5511(
-    tries: int = typer.Option(3, min=1, help="tries per variant"),
-    variant: list[str] = typer.Option(None, "--variant", help="timeout (broker 2 down), decommission (broker 2 "
+    tries: int = typer.Option(3, min=1, metavar="N", help="tries per variant"),
+    variant: list[str] = typer.Option(None, "--variant", metavar="NAME", help="timeout (broker 2 down), decommission (broker 2 "
                                       "decommissioned, the coordinator moved to broker 3), unreachable (broker 2 in "
                                       "the metadata, refusing connections), coordinator-up (control), "
                                       "decommission-uncached (control); repeatable; default all"),
-    bound: float = typer.Option(20.0, help="seconds the call may take before a try counts it as blocked "
+    bound: float = typer.Option(20.0, metavar="SECONDS", help="seconds the call may take before a try counts it as blocked "
                                 "(its timeout is 2 s)"),
     parallel: bool = typer.Option(False, "--parallel", help="run all tries at once, each in its own process"),
     as_json: bool = typer.Option(False, "--json", help="print the tries and the summary as JSON"),
@@ -209,7 +217,7 @@ def librdkafka_5511(
     committed transaction that sent offsets, a fault on the group coordinator (broker 2), then
     the call in a thread; a try counts as reproduced when it has not returned within --bound.
     Runs harness/findings/mock_5511.py (its docstring says what each variant does); one line
-    per try and a summary. Exit 0 when every try ran, 2 on a setup or argument error."""
+    per try and a summary. Exit codes: 0 when every try ran, 2 on a setup or argument error."""
     import subprocess
     import sys
 

@@ -25,7 +25,7 @@ def suite(
                                              help="suite folder (default RESULTS/suites/SUITE, or SUITE-shard-K-of-N)"),
     fresh: bool = typer.Option(False, "--fresh", help="forget earlier runs of this suite and run every cell"),
     dry_run: bool = typer.Option(False, "--dry-run", help="list the runs and what is left; run nothing"),
-    backend: list[str] = typer.Option(None, "--backend", metavar="B", help="cluster backends instead of the suite's "
+    backend: list[str] = typer.Option(None, "--backend", metavar="BACKEND", help="cluster backends instead of the suite's "
                                       "(netns, docker, external; repeatable)"),
     shard: Optional[str] = typer.Option(None, "--shard", metavar="K/N",
                                         help="run only shard K of N (counted from 1): a deterministic split balanced "
@@ -49,8 +49,10 @@ def suite(
     where an earlier call stopped; write index.html, junit.xml and summary.json. With --shard K/N
     only shard K's cells. `suite merge OUT SHARD_DIR...` joins shard folders into OUT and names the
     cause of every red cell.
+    Runs need root (each starts a fresh cluster); --dry-run, --setup-args and merge need neither.
     Exit codes: 0 all passed, 1 any invalid run (a mutant missed; merge: or a zoo entry red over
-    nights), 2 otherwise (unknown, error, not run, bad input)."""
+    nights), 2 otherwise (unknown, error, not run, bad input); --dry-run and --setup-args: 0
+    planned, 2 bad input."""
     if args and args[0] == "merge":
         return _merge(args[1:], nights, night, last)
     if len(args) != 1:
