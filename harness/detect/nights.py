@@ -7,7 +7,7 @@ a history of nights (JSON lines, one per night: ``{night, suite, matrix_seed, ge
 entries: {entry: {kind, runs, passed}}}``) and judges each entry over its last M nights:
 
 - the rate is passed / runs (a mutant caught, a control valid) over those nights, with its 95 %
-  Wilson interval (harness.detect.zoo.wilson);
+  Wilson interval (harness.detect.rates.wilson);
 - **red** when the interval's upper end falls below the entry's bar (the zoo file's ``bar:``,
   else 0.5 for a mutant and 0.8 for a control): the entry's rate is below its bar with 95 %
   confidence, a broken detection or a false alarm that keeps coming back;
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Iterable
 
 from harness.detect.suite_records import FAIL, PASS
-from harness.detect.zoo import wilson
+from harness.detect.rates import wilson
 
 #: default bars: the rate (caught for a mutant, valid for a control) below which an entry is red
 DEFAULT_BAR = {"mutant": 0.5, "control": 0.8}

@@ -46,6 +46,7 @@ from harness.run.scenario import (START_AFTER_OK, Scenario, ScenarioError, read_
                                   with_overrides)
 from harness.detect.suite import (FINISHED, INVALID, Cell, SuiteListener, current_record, read_records)
 from harness.detect.suite_run import run_suite
+from harness.detect.rates import wilson  # noqa: F401 - re-exported: zoo.wilson is the zoo's interval
 from harness.detect.zoo_releases import (AFFECTED, FIXED, SIDES, UpstreamBug, epochs_reached, release_rows,
                                          side_differences, side_name, side_overrides, side_view, unsupported)
 
@@ -255,16 +256,6 @@ def cells(entries: list[ZooEntry], zoo_dir: str | Path, *, runs: int, duration: 
 
 
 # ---------------------------------------------------------------- figures
-
-def wilson(k: int, n: int) -> list[float] | None:
-    """95 % Wilson score interval ``[lo, hi]`` of a rate k/n (scipy.stats.binomtest); None for n = 0."""
-    if n <= 0:
-        return None
-    from scipy.stats import binomtest
-
-    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
-    return [round(float(ci.low), 4), round(float(ci.high), 4)]
-
 
 def op_refs(example: Any) -> list[dict]:
     """Every op reference (a dict with ``invoke_index`` or ``complete_index``) inside an example."""

@@ -316,7 +316,7 @@ def release_rows(entries: list[Any], mutants: list[dict], controls: list[dict]) 
     fixed: {on, runs, invalid, rate, ci95, invalid_seeds, [epoch]}}``; a side not run is None.
     With ``must_reach_epoch`` the fixed side carries ``epoch`` (``epoch_judgement`` of the control
     row's ``epoch_runs``) and its ``rate``/``ci95`` are over the judged runs only."""
-    from harness.detect.zoo import wilson
+    from harness.detect.rates import wilson
 
     rows: dict[str, dict] = {}
     by_name = {r["name"]: r for r in (*mutants, *controls)}
