@@ -35,7 +35,7 @@ def test_ci_suite_runs_writes_its_outputs_and_resumes_without_rerunning(tmp_path
 
     summary = json.loads((suite_dir / "summary.json").read_text())
     assert summary["totals"] == {"runs": 1, "valid": 1, "invalid": 0, "unknown": 0, "error": 0,
-                                 "interrupted": 0, "not-run": 0}
+                                 "interrupted": 0, "not-run": 0, "pass": 1, "fail": 0}
     assert summary["exit_code"] == 0 and summary["complete"] is True
     row = summary["runs"][0]
     assert (row["scenario"], row["seed"], row["kafka_version"], row["duration_s"]) == ("smoke", 3, "4.3.1", 40.0)
