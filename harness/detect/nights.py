@@ -120,13 +120,19 @@ def night_verdict(summary: dict, judged: list[dict] | None) -> tuple[int, list[s
     not run), else 0."""
     over_nights = judged is not None
     red, grey, amber = [], [], []
+    not_run = []
     for r in summary.get("runs") or []:
         o = r.get("outcome")
         zoo = r.get("kind") in DEFAULT_BAR
         if o == PASS or (zoo and over_nights and o == FAIL):
             continue
+        if o == "not-run":  # one line for them all: the merge lists their ids
+            not_run.append(r["id"])
+            continue
         line = f"{r['id']}: {r.get('cause') or o}"
         (red if o == FAIL else grey).append(line)
+    if not_run:
+        grey.append(f"{len(not_run)} cell(s) not run: no shard's folder holds their record (first: {not_run[0]})")
     for j in judged or []:
         if j["judgement"] == RED:
             red.append(f"{j['entry']} ({j['kind']}, judged over nights): {j['why']}")

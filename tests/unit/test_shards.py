@@ -364,3 +364,9 @@ def test_a_cell_whose_preflight_fails_is_an_error_with_its_line_and_never_runs(t
     by = {r["scenario"]: r for r in res.summary["runs"]}
     assert by["idempotent"]["status"] == "error" and "preflight: toxiproxy is not cached" in by["idempotent"]["cause"]
     assert [c[0] for c in runner.calls] == ["smoke"] and res.exit_code == 2
+
+
+def test_cells_not_run_are_one_unknown_line():
+    runs = [{"id": f"c{i}", "kind": "scenario", "outcome": "not-run"} for i in range(3)]
+    code, lines = nt.night_verdict({"runs": runs}, None)
+    assert code == 2 and lines == ["UNKNOWN 3 cell(s) not run: no shard's folder holds their record (first: c0)"]
