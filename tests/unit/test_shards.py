@@ -370,3 +370,17 @@ def test_cells_not_run_are_one_unknown_line():
     runs = [{"id": f"c{i}", "kind": "scenario", "outcome": "not-run"} for i in range(3)]
     code, lines = nt.night_verdict({"runs": runs}, None)
     assert code == 2 and lines == ["UNKNOWN 3 cell(s) not run: no shard's folder holds their record (first: c0)"]
+
+
+def test_the_tier_table_of_docs_nightly_md_gives_the_dry_run_figures():
+    from harness.detect.suite import fmt_s
+
+    text = " ".join((ROOT / "docs" / "nightly.md").read_text().split())
+    for tier in ("nightly", "weekly"):
+        spec = st.load_suite(SC / "tiers" / f"{tier}.yaml")
+        cells = expand_tier(spec, SC / "tiers")
+        p = sh.plan(cells, spec.budget.runners, st.DEFAULT_OVERHEAD_S)
+        row = next(line for line in text.split("| `")[1:] if line.startswith(f"{tier}.yaml`"))
+        assert f"{len(cells)} runs, machine time ~{fmt_s(p['machine_s'])}, slowest shard ~{fmt_s(p['slowest_s'])}" \
+            in row, (tier, row)
+        assert f"{spec.budget.runners} runners, {spec.budget.wall_min:g} min a shard" in row
