@@ -297,37 +297,41 @@ def go_toolchain(go: str, toolchain: str = GO_TOOLCHAIN) -> Path:
     return root / "bin" / "go"
 
 
-def toxiproxy_server(*, fetch: bool = True) -> Path:
-    """Return the path of the toxiproxy server binary, building it with ``go install`` if needed.
+def go_install(package: str, binary: str, target: Path, min_go: tuple[int, int], toolchain: str) -> Path:
+    """Build ``package`` (``module/path@version``) with ``go install`` and move its ``binary`` to
+    ``target``. A ``go`` on PATH older than ``min_go`` builds nothing itself: it fetches Go
+    ``toolchain`` through the Go module proxy (``go_toolchain``), which then builds. Built into a
+    folder of its own, then moved: a half-built binary never sits at ``target``. Raises
+    ArtifactError when there is no ``go`` or the build fails."""
+    go = _require("go", f"install Go (Debian: apt-get install -y golang-go; an older Go fetches the newer "
+                  f"toolchain {binary} needs through the Go module proxy)")
+    version = go_version(go)
+    env = dict(os.environ)
+    if version is None or version < min_go:
+        go = str(go_toolchain(go, toolchain))
+        env.pop("GOROOT", None)  # the old Go's; the fetched go finds its own
+        env["GOTOOLCHAIN"] = "local"  # the fetched toolchain builds; it must not switch again
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="eosc-go-") as tmp:
+        env.update(GOBIN=tmp, GOFLAGS="-mod=mod")
+        proc = subprocess.run([go, "install", package], cwd=tmp, env=env, capture_output=True, text=True)
+        if proc.returncode != 0 or not (Path(tmp) / binary).is_file():
+            raise ArtifactError(f"go install of {package} failed:\n{proc.stderr[-2000:]}")
+        shutil.move(str(Path(tmp) / binary), target)
+    return target
 
-    A ``go`` on PATH older than toxiproxy's go.mod asks for (TOXIPROXY_GO) builds nothing
-    itself: it fetches Go GO_TOOLCHAIN through the Go module proxy (``go_toolchain``), which
-    then builds. Raises ArtifactError when there is no ``go`` or the build fails."""
+
+def toxiproxy_server(*, fetch: bool = True) -> Path:
+    """Return the path of the toxiproxy server binary, building it with ``go install`` if needed
+    (``go_install``: a ``go`` older than TOXIPROXY_GO first fetches Go GO_TOOLCHAIN). Raises
+    ArtifactError when there is no ``go`` or the build fails."""
     target = cache_dir() / "bin" / "toxiproxy-server"
     if target.exists():
         return target
     if not fetch:
         raise ArtifactError(f"toxiproxy is not cached at {target}: run `eos-chaos setup`")
-    go = _require("go", "install Go (Debian: apt-get install -y golang-go; an older Go fetches the newer "
-                  "toolchain toxiproxy needs through the Go module proxy)")
-    version = go_version(go)
-    env = dict(os.environ)
-    if version is None or version < TOXIPROXY_GO:
-        go = str(go_toolchain(go))
-        env.pop("GOROOT", None)  # the old Go's; the fetched go finds its own
-        env["GOTOOLCHAIN"] = "local"  # the fetched toolchain builds; it must not switch again
-    gobin = target.parent
-    gobin.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="eosc-go-") as tmp:
-        env.update(GOBIN=str(gobin), GOFLAGS="-mod=mod")
-        proc = subprocess.run(
-            [go, "install", f"github.com/Shopify/toxiproxy/v2/cmd/server@{TOXIPROXY_VERSION}"],
-            cwd=tmp, env=env, capture_output=True, text=True,
-        )
-    if proc.returncode != 0:
-        raise ArtifactError(f"go install of toxiproxy {TOXIPROXY_VERSION} failed:\n{proc.stderr[-2000:]}")
-    (gobin / "server").rename(target)
-    return target
+    return go_install(f"github.com/Shopify/toxiproxy/v2/cmd/server@{TOXIPROXY_VERSION}", "server", target,
+                      TOXIPROXY_GO, GO_TOOLCHAIN)
 
 
 #: the GitHub Actions workflow linter ``make test`` runs on .github/workflows/*.yml and on the
@@ -340,33 +344,16 @@ ACTIONLINT_TOOLCHAIN = "go1.25.14"
 
 def actionlint(*, fetch: bool = True) -> Path:
     """The path of the actionlint binary (``<cache>/bin/actionlint``, beside toxiproxy-server),
-    built with ``go install github.com/rhysd/actionlint/cmd/actionlint@ACTIONLINT_VERSION``
-    when it is not there yet, the way ``toxiproxy_server`` builds toxiproxy: a ``go`` older
-    than ACTIONLINT_GO (Debian 12's 1.19) first fetches Go ACTIONLINT_TOOLCHAIN through the Go
-    module proxy. Raises ArtifactError when there is no ``go`` or the build fails."""
+    built with ``go_install`` when it is not there yet: a ``go`` older than ACTIONLINT_GO
+    (Debian 12's 1.19) first fetches Go ACTIONLINT_TOOLCHAIN through the Go module proxy.
+    Raises ArtifactError when there is no ``go`` or the build fails."""
     target = cache_dir() / "bin" / "actionlint"
     if target.exists():
         return target
     if not fetch:
         raise ArtifactError(f"actionlint is not cached at {target}: run `make setup-test` (or `make actionlint`)")
-    go = _require("go", "install Go (Debian: apt-get install -y golang-go; an older Go fetches the newer "
-                  "toolchain actionlint needs through the Go module proxy)")
-    version = go_version(go)
-    env = dict(os.environ)
-    if version is None or version < ACTIONLINT_GO:
-        go = str(go_toolchain(go, ACTIONLINT_TOOLCHAIN))
-        env.pop("GOROOT", None)
-        env["GOTOOLCHAIN"] = "local"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="eosc-go-") as tmp:
-        # built into a folder of its own, then moved: a half-built binary never sits at target
-        env.update(GOBIN=tmp, GOFLAGS="-mod=mod")
-        proc = subprocess.run([go, "install", f"github.com/rhysd/actionlint/cmd/actionlint@{ACTIONLINT_VERSION}"],
-                              cwd=tmp, env=env, capture_output=True, text=True)
-        if proc.returncode != 0 or not (Path(tmp) / "actionlint").is_file():
-            raise ArtifactError(f"go install of actionlint {ACTIONLINT_VERSION} failed:\n{proc.stderr[-2000:]}")
-        shutil.move(str(Path(tmp) / "actionlint"), target)
-    return target
+    return go_install(f"github.com/rhysd/actionlint/cmd/actionlint@{ACTIONLINT_VERSION}", "actionlint", target,
+                      ACTIONLINT_GO, ACTIONLINT_TOOLCHAIN)
 
 
 def ensure_system_tools() -> list[str]:
