@@ -99,12 +99,9 @@ def zoo(
             out.print(" ".join(sh.setup_args(cells)), highlight=False, soft_wrap=True)
             raise typer.Exit(0)
         if shards is not None:
-            p = sh.plan(every, shards, st.DEFAULT_OVERHEAD_S)
-            for row in p["shards"]:
-                out.print(f"shard {row['index']:>3}/{shards}  {row['runs']:>4} runs  ~{st.fmt_s(row['estimate_s'])}",
-                          highlight=False)
-            out.print(f"{len(every)} runs in {shards} shards: machine time ~{st.fmt_s(p['machine_s'])}, slowest "
-                      f"shard {p['slowest_shard']}/{shards} ~{st.fmt_s(p['slowest_s'])} of wall time", highlight=False)
+            from harness.cli.suite_commands import print_shard_plan
+
+            print_shard_plan(every, shards, st.DEFAULT_OVERHEAD_S)
             raise typer.Exit(0)
         by_name = {e.name: e for e in entries}
 

@@ -94,8 +94,8 @@ def suite(
         raise typer.Exit(0)
     if dry_run:
         if shards is not None:
-            _print_shard_plan(spec, cells, shards, overhead_s(read_records(suite_dir / st.RECORDS).values())
-                              if not fresh else overhead)
+            print_shard_plan(cells, shards, overhead_s(read_records(suite_dir / st.RECORDS).values())
+                             if not fresh else overhead, spec.budget)
             raise typer.Exit(0)
         print_plan(out, mine, suite_dir, fresh=fresh, kind="suite" if which is None else f"shard {shard}",
                    describe=lambda c: f"({c.source})" + (f" {c.kind}" if c.kind != "scenario" else ""))
@@ -130,7 +130,9 @@ def suite(
     raise typer.Exit(res.exit_code)
 
 
-def _print_shard_plan(spec, cells, n: int, overhead: float) -> None:
+def print_shard_plan(cells, n: int, overhead: float, budget=None) -> None:
+    """``--dry-run --shards N`` of ``suite`` and ``zoo``: each shard's runs and time, the machine
+    time, the slowest shard, and how the plan stands against ``budget`` (a tier's, if any)."""
     from harness.detect import shards as sh
     from harness.detect.suite import fmt_s
 
@@ -140,7 +142,7 @@ def _print_shard_plan(spec, cells, n: int, overhead: float) -> None:
     out.print(f"{len(cells)} runs in {n} shards: machine time ~{fmt_s(p['machine_s'])}, slowest shard "
               f"{p['slowest_shard']}/{n} ~{fmt_s(p['slowest_s'])} of wall time (runs at ~{overhead:.0f} s "
               "of overhead each beyond their load)", highlight=False)
-    b = spec.budget
+    b = budget
     if b is not None:
         ok = n <= b.runners and p["slowest_s"] <= b.wall_min * 60
         out.print(f"budget {b.runners} runner{'s' if b.runners != 1 else ''}, {b.wall_min:g} min a shard: "
