@@ -9,25 +9,44 @@ from .log import describe_op, write_pos, writes
 
 
 def _instances(h: History) -> pl.DataFrame:
-    """Instances of each transactional.id: (transactional_id, process, first), ``first``
-    ordering them: when the instance's first ``init`` completed ok (ns), else when its first
-    op was invoked. Producer epochs follow the order in which InitProducerId completed
-    (KIP-98), not the order the processes started: an instance paused inside init may
-    register after its replacement did, and then fences it."""
+    """Instances of each transactional.id: (transactional_id, process, first, start).
+
+    ``first`` orders them: when the instance's first ``init`` completed ok (ns), else when
+    its first op was invoked. Producer epochs follow the order in which InitProducerId
+    completed at the coordinator (KIP-98), not the order the processes started: an instance
+    paused inside init may register after its replacement did, and then fences it.
+    ``start`` is when that ok ``init`` was invoked (else ``first``): the coordinator bumped
+    the epoch somewhere in [start, first], and a client paused after it did records its ok
+    only once resumed, so two instances whose init intervals overlap are in no certain order.
+    """
     def build(h: History) -> pl.DataFrame:
         ops = h.ops.filter(pl.col("transactional_id").is_not_null())
         ok_init = (pl.col("f") == "init") & (pl.col("type") == "ok")
+        first_ok = pl.col("complete_time").filter(ok_init).min()
         return ops.group_by("transactional_id", "process").agg(
-            first=pl.coalesce(pl.col("complete_time").filter(ok_init).min(),
-                              pl.col("invoke_time").min()))
+            first=pl.coalesce(first_ok, pl.col("invoke_time").min()),
+            start=pl.coalesce(pl.col("invoke_time").filter(ok_init & (pl.col("complete_time") == first_ok)).min(),
+                              first_ok, pl.col("invoke_time").min()))
     return h.cached("tid_instances", build)
 
 
-def _fences(h: History) -> pl.DataFrame:
-    """Per (transactional_id, process p): the earliest time an instance newer than p
-    completed ``init`` ok, and that init op. Instances are ordered as in ``_instances``."""
-    ops = h.ops.filter(pl.col("transactional_id").is_not_null())
+def _ambiguous(h: History) -> set[tuple[str, int]]:
+    """(transactional_id, process) of instances that some newer instance (in ``first``
+    order) began its ``init`` before this one's completed: which of the two holds the newer
+    epoch is not known from the history."""
     inst = _instances(h)
+    pairs = inst.join(inst.rename({"process": "p2", "first": "first2", "start": "start2"}),
+                      on="transactional_id")
+    amb = pairs.filter((pl.col("first2") > pl.col("first")) & (pl.col("start2") < pl.col("first")))
+    return set(amb.select("transactional_id", "process").iter_rows())
+
+
+def _fences(h: History, inst: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per (transactional_id, process p): the earliest time an instance newer than p
+    completed ``init`` ok, and that init op. Instances are ordered as in ``_instances``
+    (or ``inst``, the same frame with another ``first`` order)."""
+    ops = h.ops.filter(pl.col("transactional_id").is_not_null())
+    inst = (_instances(h) if inst is None else inst).select("transactional_id", "process", "first")
     inits = (
         ops.filter((pl.col("f") == "init") & (pl.col("type") == "ok")
                    & pl.col("complete_time").is_not_null())
@@ -91,10 +110,35 @@ def zombie_write_cases(h: History) -> list[dict]:
     Fenced errors (``_FENCED``, ``PRODUCER_FENCED``, ``INVALID_PRODUCER_EPOCH``) on the old
     instance are the expected outcome and are counted in each example.
 
+    Ambiguous order: an instance paused after its InitProducerId was answered but before
+    it read the answer records its ``init`` ok only once resumed, after a replacement that
+    registered later. A case against an instance whose order to a newer one is not certain
+    (the newer one invoked its ``init`` before this one's completed) stands only if the
+    other order, by when each ``init`` was invoked, also gives a case for that
+    transactional.id: one of the two then wrote as a zombie whichever registered first.
+
     Example: {"anomaly": "zombie-write", "evidence", "transactional_id", "op": op ref,
     "fence": op ref of the newer init, "values": [{"key", "value", "offset"}], "explanation"}.
     """
-    fences = _fences(h)
+    cases = _cases(h)
+    if not cases:
+        return []
+    amb = _ambiguous(h)
+    if not amb:
+        return cases
+    doubt = [c for c in cases if (c["transactional_id"], c["op"]["process"]) in amb]
+    if not doubt:
+        return cases
+    by_start = _instances(h).with_columns(first=pl.col("start"))
+    other = {c["transactional_id"] for c in _cases(h, by_start)}
+    return [c for c in cases if c not in doubt or c["transactional_id"] in other]
+
+
+def _cases(h: History, inst: pl.DataFrame | None = None) -> list[dict]:
+    """The cases of ``zombie_write_cases`` under one order of the instances: ``inst``
+    (transactional_id, process, first), by default ``_instances``."""
+    inst = (_instances(h) if inst is None else inst).select("transactional_id", "process", "first")
+    fences = _fences(h, inst)
     if fences.is_empty():
         return []
     wall = writes(h).select("op", "key", "value", "offset", "read", "transactional_id",
@@ -114,7 +158,6 @@ def zombie_write_cases(h: History) -> list[dict]:
     commit = opsx.filter((pl.col("invoke_time") <= pl.col("fence_time")) & (pl.col("type") == "ok")
                          & (pl.coalesce("commit_time", "complete_time") > pl.col("fence_time")))
     # visible-after-newer: an old value read above the newer instance's first position
-    inst = _instances(h)
     # newer instances: all but the first of each id; per (id, key), in instance order, the
     # lowest position any instance at or after it wrote (a suffix minimum), taken by each
     # instance from the first newer one (as-of join)

@@ -94,7 +94,12 @@ def test_every_resumed_zombie_hit_a_fenced_error(zombie_run):
     for worker in paused:
         errors = [e["error"] for e in events if e.get("meta", {}).get("worker") == worker and e.get("error")]
         fenced = [x for x in errors if "FENCED" in x[0] or "fenced" in x[1].lower()]
-        assert fenced, f"{worker} was resumed but recorded no fenced error: {errors}"
+        # paused inside init (a slow cluster start: its InitProducerId still retrying), the
+        # resumed zombie finishes init, which may fence its replacement, and exits: also a
+        # correct end (harness/workers/retire.py)
+        log = (zombie_run.run_dir / "logs" / f"{worker}.log").read_text(errors="replace")
+        mid_init = "retired, yet registered a new instance (paused mid-init): exiting" in log
+        assert fenced or mid_init, f"{worker} was resumed but recorded no fenced error: {errors}"
     replacements = {e["value"]["replacement"] for e in events
                     if e["process"] == "nemesis" and e["f"] == "zombie" and "replacement" in e["value"]}
     inits = {e["meta"]["worker"] for e in events if e.get("f") == "init" and e["type"] == "ok"}

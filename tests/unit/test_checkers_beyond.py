@@ -250,6 +250,24 @@ def test_instances_are_ordered_by_init_completion_not_process_start():
         ("write-after-fence", 1, 0)]
 
 
+def test_instance_paused_with_its_init_answered_does_not_make_its_replacement_a_zombie():
+    # process 0 sent InitProducerId and was paused before reading the answer; process 1
+    # registered and commits; process 0, resumed, records its init ok at once and writes
+    # nothing. Whether 0 or 1 holds the newer epoch is unknown: no zombie-write (it was
+    # "commit-after-fence" when instances were ordered by the recorded init ok alone)
+    b = HistoryBuilder()
+    b.invoke(0, "init", None, {"transactional_id": "z"})
+    b.init(1, "z")
+    b.txn(1, [("x/0", 1, 0)], tid="z")
+    b.invoke(1, "txn", [["send", "x/0", 2]], {"transactional_id": "z"})
+    b.complete(0, "ok", None, {"transactional_id": "z"})
+    b.complete(1, "ok", [["send", "x/0", [2, 2]]], {"transactional_id": "z"})
+    b.assign(2, ["x/0"])
+    b.poll(2, {"x/0": [(0, 1), (2, 2)]}, final=True)
+    assert zombie_write_cases(H(b)) == []
+    assert check(H(b)).valid is True
+
+
 def test_fenced_zombie_is_not_a_zombie_write():
     h = H(_zombie("fail"))
     assert zombie_write_cases(h) == []

@@ -8,6 +8,12 @@ real-inflight-abort-s2: coordinator.yaml, seed 2, 60 s, with the txn-producer as
 message.timeout.ms 20 s), what `inflight_abort: reuse` + `flush_timeout_s: 10` do now
 (scenarios/coordinator-inflight-abort.yaml). A broken client configuration that loses
 committed writes: finding F1, docs/scenarios.md.
+real-zombie-paused-mid-init-s2: the zombie scenario, seed 2, 45 s, from a CI run
+(tests/integration/test_workloads.py, 2026-11-29) on a slow machine: producer-0 was paused
+10 s in with its InitProducerId sent but its answer not yet read; its replacement
+producer-0.z1 registered at 12.9 s and committed; producer-0, resumed at 21.8 s, read the
+answer at once (init ok 0.5 ms after SIGCONT) and exited. The checker once ordered the two
+by when each init ok was recorded and called z1's commit at 22.0 s a zombie-write.
 """
 import json
 from pathlib import Path
@@ -80,3 +86,10 @@ def test_impossible_cycles_on_real_data():
     steps = [s for c in v.anomalies["G0-realtime"] if c.get("impossible") for s in c["steps"]]
     assert any(s["kind"] == "ww" and s["key"] == "t1/3" and s["next_value"] == 100000044
                and s["value"] == 200000095 for s in steps)
+
+
+def test_real_zombie_paused_mid_init_is_no_zombie_write():
+    # negative control on real data for zombie-write's ambiguous-order rule
+    v = verdict("real-zombie-paused-mid-init-s2")
+    assert "zombie-write" not in v.anomaly_counts
+    assert v.valid is True, v.failing
