@@ -406,7 +406,7 @@ def _load(scn: Scenario, run_dir: Path, ctx: NemesisContext, history: HistoryWri
 
 def _await_first_ok(scn: Scenario, history: HistoryWriter, pool: Pool, stop: threading.Event) -> None:
     """nemesis.start_after_ok: hold the fault schedule and the load's clock until the named
-    clients have each completed an ok op (at most ``scn.duration`` s), recorded as a pair of
+    clients have each completed an ok op (at most ``nemesis.start_after_ok_bound``), recorded as a pair of
     nemesis info events so the history says when the clock started and how long it waited."""
     patterns = list(scn.nemesis.start_after_ok)
     history.append({"process": NEMESIS, "type": "info", "f": START_AFTER_OK, "value": {"clients": patterns}})
@@ -414,9 +414,10 @@ def _await_first_ok(scn: Scenario, history: HistoryWriter, pool: Pool, stop: thr
     names = pool.client_names()
     unknown = [p for p in patterns if not any(fnmatch.fnmatch(n, p) for n in names)]
     # a glob that names no client would hold the faults back for the whole load: not waited for
-    missing = pool.wait_first_ok([p for p in patterns if p not in unknown], timeout=scn.duration, stop=stop)
+    bound = scn.nemesis.start_after_ok_bound(scn.duration)
+    missing = pool.wait_first_ok([p for p in patterns if p not in unknown], timeout=bound, stop=stop)
     result = (f"no client matches {unknown} (clients: {names}); " if unknown else "") + (
-        f"no ok op from {missing} within {scn.duration:g} s; " if missing else "")
+        f"no ok op from {missing} within {bound:g} s; " if missing else "")
     history.append({"process": NEMESIS, "type": "info", "f": START_AFTER_OK,
                     "value": {"clients": patterns, "waited_s": round(time.monotonic() - t0, 2),
                               "result": result + "started anyway" if result else "ok"}})

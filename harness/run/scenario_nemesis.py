@@ -112,9 +112,17 @@ class NemesisSpec(Strict):
     quiet_s: float = Field(0.0, ge=0, le=MAX_TIME_S)
     #: client name globs (as a fault's ``clients``): the fault schedule and the load's
     #: ``duration`` count from the moment each glob has a worker that completed an ok op (a
-    #: Spark driver's first committed batch, say), waiting at most ``duration`` s for it; a
-    #: client that starts slowly under load then still meets its faults mid-stream
+    #: Spark driver's first committed batch, say), waiting at most ``start_after_ok_wait_s``
+    #: for it; a client that starts slowly under load then still meets its faults mid-stream
     start_after_ok: list[str] = Field(default_factory=list)
+    #: seconds ``start_after_ok`` waits at most (then the schedule starts anyway, and the
+    #: history says so); default: the larger of the run's ``duration`` and 120 s (a Spark
+    #: driver's first batch took more than 60 s on a loaded 2-core CI machine)
+    start_after_ok_wait_s: float | None = Field(None, gt=0, le=MAX_TIME_S)
+
+    def start_after_ok_bound(self, duration: float) -> float:
+        """How long ``start_after_ok`` waits at most, in seconds."""
+        return self.start_after_ok_wait_s if self.start_after_ok_wait_s is not None else max(duration, 120.0)
     #: an explicit schedule (written by `eos-chaos explore`): when given it replaces the
     #: seeded draw from ``faults``, and interval_s, fault_duration_s, first_fault_s and
     #: quiet_s are not used

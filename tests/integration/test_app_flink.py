@@ -42,6 +42,16 @@ def test_flink_job_is_exactly_once_across_a_kill_and_its_checkpoint(flink_run):
     nem = Counter(e["f"] for e in events if e["process"] == "nemesis" and e["type"] == "info")
     assert nem["kill-client"] >= 1, nem
     log = (flink_run.run_dir / "logs" / "app-0.log").read_text()
-    assert "no retained checkpoint: starting afresh" in log and "resuming from " in log, log[-2000:]
+    assert "no retained checkpoint: starting afresh" in log, log[:2000]
+    # a kill before the first instance completed a checkpoint leaves nothing to resume from:
+    # the restart starts afresh, which is right. Seen in CI (2026-11-29): the first instance
+    # triggered no checkpoint in 32 s on a loaded machine. Then the resume path went untested
+    first_start = log.index("no retained checkpoint")
+    restarts = [i for i in range(len(log)) if log.startswith("flink_app: PyFlink", i)][1:]
+    checkpointed = "Completed checkpoint" in log[first_start:restarts[0]] if restarts else False
+    if not checkpointed and "resuming from " not in log:
+        pytest.xfail("the Flink job completed no checkpoint before its first kill (slow start): "
+                     "the restart rightly started afresh; resume not exercised this run")
+    assert "resuming from " in log, log[-2000:]
     meta = json.loads((flink_run.run_dir / "meta.json").read_text())
     assert meta["versions"]["flink"] == flink_app.FLINK_VERSION, meta.get("versions")

@@ -1,8 +1,10 @@
 """scenarios/busy.yaml on the real cluster: 32 transactional producers in 2 worker processes
 (harness.workers.txn_producers), one producer worker SIGKILLed and restarted (issue 12).
 
-One run of 28 s of load (about 90 s in all), the kill 14 s in (a loaded machine takes
-seconds to start 32 producers). The verdict must be valid; the history must hold more logical
+One run of 28 s of load (about 90 s in all), counted from both producer workers' first ok
+(nemesis.start_after_ok: in CI on 2026-11-29 the transaction coordinators were still loading
+10 s after the cluster was ready, and a kill 14 s after the workers started found the victim's
+16 producers not yet registered), the kill 14 s in. The verdict must be valid; the history must hold more logical
 producers than OS processes; the killed worker's in-flight ops (transactions, or inits still
 running) must be open invokes (read as info, docs/history.md) and its restart must bring new
 processes for the same transactional.ids.
@@ -23,7 +25,8 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def busy_run(results_root):
     scn = variant("busy", seed=3, duration=28, faults=[{"fault": "kill-client", "clients": ["producer-*"]}],
-                  interval_s=(40.0, 40.0), fault_duration_s=(6.0, 6.0), first_fault_s=14.0)
+                  interval_s=(40.0, 40.0), fault_duration_s=(6.0, 6.0), first_fault_s=14.0,
+                  start_after_ok=["producer-0", "producer-1"])
     n = scn.nemesis
     steps = fault_schedule(scn.seed, [f.as_dict() for f in n.faults], [1, 2, 3],
                            ["consumer-0", "consumer-1", "producer-0", "producer-1"], scn.duration,

@@ -46,7 +46,9 @@ def test_smoke_run_is_valid_under_kills_and_pauses(smoke_run):
     assert res.verdict.valid is True, json.dumps(res.verdict.anomalies, indent=1)[:3000]
     events = _events(res.run_dir)
     outcomes = Counter((e["f"], e["type"]) for e in events)
-    assert outcomes[("txn", "ok")] >= 300, outcomes
+    # the load went on through the faults: 4 producers commit ~10 txn/s on an idle machine,
+    # 252 in 60 s in CI on 2026-11-29 (a slow machine); a stuck load commits a handful
+    assert outcomes[("txn", "ok")] >= 150, outcomes
     assert outcomes[("txn", "fail")] > 0, "no aborted transaction: the workload must abort some"
     nemesis = Counter(e["f"] for e in events if e["process"] == "nemesis")
     assert nemesis["kill"] >= 2 and nemesis["pause"] >= 2, nemesis  # invoke + completion each
