@@ -23,7 +23,7 @@ def make_backend(spec, workdir: Path, logdir: Path, run_id: str = "adhoc") -> Ba
 
     return NetnsBackend(kafka_dist(spec.kafka_version), workdir, logdir, nodes=spec.nodes,
                         heap_mb=spec.heap_mb, overrides=spec.broker, lazyfs=spec.lazyfs,
-                        faketime=spec.faketime)
+                        faketime=spec.faketime, features=getattr(spec, "features", None))
 
 
 def clean_everything() -> list[str]:

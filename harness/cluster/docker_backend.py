@@ -206,7 +206,8 @@ class DockerBackend:
             c = BrokerContainer(self.client, self.run_id, i, self.image, self.tnet, self.workdir / f"n{i}",
                                 cluster_id, log_path=self.logdir / f"n{i}.log", heap_mb=self.spec.heap_mb,
                                 data_bind=storage.mountpoint if storage else None, clock_dir=clock_dir,
-                                kafka_version=self.spec.kafka_version)
+                                kafka_version=self.spec.kafka_version,
+                                features=getattr(self.spec, "features", None))
             self._containers[i] = c
             self.nodes[i] = DockerNode(i, c, storage, clock_dir / "faketime.rc" if clock_dir else None)
         self.network = DockerNetwork({f"n{i}": ContainerHost(f"n{i}", self.tnet.address(i), c)
@@ -330,6 +331,8 @@ class DockerBackend:
             out["log_dirs"] = "lazyfs"
         if self.spec.faketime:
             out["clock"] = "libfaketime"
+        if getattr(self.spec, "features", None):
+            out["cluster_features"] = dict(self.spec.features)  # set at format time (cluster.features)
         return out
 
 

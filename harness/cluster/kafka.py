@@ -100,6 +100,9 @@ class KafkaNode:
     #: libfaketime's control file for this JVM (the clock offset, "+300s"), or None
     clock_file: Path | None = None
     clock_offset_s: float = 0.0
+    #: feature levels set when the log dir is formatted (a scenario's cluster.features), e.g.
+    #: {"transaction.version": 1}; empty: the release's defaults
+    features: dict[str, int] = field(default_factory=dict)
 
     @property
     def data_dir(self) -> Path:
@@ -165,8 +168,10 @@ class KafkaNode:
         ]
 
     def format_cmd(self, cluster_id: str) -> list[str]:
-        """The ``kafka-storage format`` command that prepares this node's KRaft log dir."""
-        return self._java("kafka.tools.StorageTool", *self.dist.release.format_args(cluster_id, str(self.config_path)))
+        """The ``kafka-storage format`` command that prepares this node's KRaft log dir, with
+        ``--feature NAME=LEVEL`` for each of ``features`` (harness.cluster.releases.Release.format_args)."""
+        return self._java("kafka.tools.StorageTool",
+                          *self.dist.release.format_args(cluster_id, str(self.config_path), self.features or None))
 
     def start(self) -> int:
         """Start the JVM in the node's namespace; return its pid. A running node is left alone."""
@@ -280,18 +285,19 @@ class Cluster:
     def __init__(self, dist: KafkaDist, network: TestNetwork, workdir: Path, logdir: Path,
                  nodes: int = 3, heap_mb: int = 512, overrides: dict[str, str] | None = None,
                  client_listeners: dict[int, str] | None = None, lazyfs: bool = False,
-                 faketime: bool = False):
+                 faketime: bool = False, features: dict[str, int] | None = None):
         """``client_listeners`` (node id -> "host:port" of its proxy) adds the CLIENT listener
         (KafkaNode.listener_config); without it the nodes have PLAINTEXT and CONTROLLER only.
         ``lazyfs``: each log dir on the FUSE layer (module docstring); ``faketime``: each JVM
-        under libfaketime."""
+        under libfaketime; ``features``: feature levels every node's log dir is formatted with
+        (``kafka-storage format --feature NAME=LEVEL``)."""
         self.dist = dist
         self.network = network
         self.cluster_id = random_cluster_id()
         self.nodes: dict[int, KafkaNode] = {
             i: KafkaNode(i, network.node(i), dist, workdir / f"n{i}", logdir / f"n{i}.log",
                          heap_mb=heap_mb, overrides=dict(overrides or {}),
-                         client_advertised=(client_listeners or {}).get(i))
+                         client_advertised=(client_listeners or {}).get(i), features=dict(features or {}))
             for i in range(1, nodes + 1)
         }
         self.lazyfs = lazyfs

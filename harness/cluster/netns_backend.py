@@ -24,8 +24,11 @@ class NetnsBackend:
     client_config: dict[str, str] = {}
 
     def __init__(self, dist: KafkaDist, workdir: Path, logdir: Path, nodes: int = 3, heap_mb: int = 512,
-                 overrides: dict[str, str] | None = None, lazyfs: bool = False, faketime: bool = False):
+                 overrides: dict[str, str] | None = None, lazyfs: bool = False, faketime: bool = False,
+                 features: dict[str, int] | None = None):
         self.dist, self.workdir, self.logdir = dist, Path(workdir), Path(logdir)
+        #: feature levels the log dirs are formatted with (cluster.features); empty: the release's
+        self.features = dict(features or {})
         self.nodes, self.heap_mb, self.overrides = nodes, heap_mb, dict(overrides or {})
         #: log dirs on the FUSE layer (lose-unsynced), JVMs under libfaketime (clock-skew)
         self.lazyfs, self.faketime = lazyfs, faketime
@@ -44,7 +47,8 @@ class NetnsBackend:
     def start(self, client_listeners: dict[int, str] | None) -> None:
         self.cluster = Cluster(self.dist, self.network, self.workdir, self.logdir, nodes=self.nodes,
                                heap_mb=self.heap_mb, overrides=self.overrides,
-                               client_listeners=client_listeners, lazyfs=self.lazyfs, faketime=self.faketime)
+                               client_listeners=client_listeners, lazyfs=self.lazyfs, faketime=self.faketime,
+                               features=self.features)
         self.cluster.format_and_start()
 
     @property
@@ -82,4 +86,6 @@ class NetnsBackend:
             out["log_dirs"] = "lazyfs"  # each on the FUSE layer (harness.cluster.unsynced_fs)
         if self.faketime:
             out["clock"] = "libfaketime"
+        if self.features:
+            out["cluster_features"] = dict(self.features)  # set at format time (cluster.features)
         return out

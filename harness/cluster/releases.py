@@ -19,8 +19,11 @@ production level the storage tool picks): a run tests the release as an operator
     Release(version)                   the same without the OLDEST check (a kafka-clients version)
       .supports_consumer_group_protocol() .supports_streams_protocol() .supports_share_groups()
       .supports_share_dlq() .supports_transaction_version_2() .has_kip890_verification()
-      .supports_elr()                  what the release supports, asked by name: every caller
+      .supports_elr() .supports_format_features()
+                                       what the release supports, asked by name: every caller
                                        asks these, none compares version numbers itself
+    feature_problems(version, features) -> list[str]   cluster.features the release cannot format
+    feature_mismatches(asked, finalized) -> list[str]  levels asked at format time, not finalized
     first_release(name) -> str         the release a DIFFERENCES row came with ("4.0.0")
     check_release(version) -> str      version, or UnsupportedRelease
     broker_override_problems(version, keys) -> list[str]   overrides the release does not know
@@ -258,7 +261,7 @@ class Release:
         ``features`` needs 3.8.0 or newer (KIP-1022); UnsupportedRelease otherwise."""
         args = ["format", "-t", cluster_id, "-c", config]
         if features:
-            if not self.value("format_feature_flag"):
+            if not self.supports_format_features():
                 raise UnsupportedRelease(f"Kafka {self.version} cannot set feature levels at format time "
                                          f"({', '.join(features)}): --feature needs Kafka 3.8.0 or newer (KIP-1022)")
             for name, level in features.items():
@@ -286,6 +289,11 @@ class Release:
     def supports_share_dlq(self) -> bool:
         """A share group may name a dead-letter queue topic (KIP-1191, share.version 2): 4.4.0 on."""
         return bool(self.value("share_dlq"))
+
+    def supports_format_features(self) -> bool:
+        """``kafka-storage format --feature NAME=LEVEL`` (KIP-1022) sets feature levels when the
+        log dirs are formatted (a scenario's ``cluster.features``): 3.8.0 on."""
+        return bool(self.value("format_feature_flag"))
 
     def supports_transaction_version_2(self) -> bool:
         """A freshly formatted cluster finalises transaction.version 2 (KIP-890 part 2: the epoch
@@ -332,6 +340,39 @@ def first_release(name: str) -> str:
 def release(version: str) -> Release:
     """The Release of ``version``; UnsupportedRelease (one line) when the harness cannot run it."""
     return Release(check_release(version))
+
+
+#: features a scenario may not set: metadata.version is left to the release's default (module
+#: docstring), kraft.version belongs to dynamic quorums (KIP-853), which the harness does not use
+UNSETTABLE_FEATURES = {"metadata.version": "the harness formats every release with its default metadata.version",
+                       "kraft.version": "kraft.version belongs to dynamic quorums (KIP-853); the harness runs a static one"}
+
+
+def feature_problems(version: str, features) -> list[str]:
+    """One line per problem with ``features`` (a scenario's cluster.features, name -> level) on
+    Kafka ``version``: a release whose storage tool cannot set levels at format time (before
+    3.8.0, KIP-1022), a feature the harness does not let a scenario set; [] when fine. Whether
+    the release knows the feature at that level is the storage tool's to answer when it formats."""
+    if not features:
+        return []
+    out = []
+    if not Release(version).supports_format_features():
+        out.append(f"cluster.features ({', '.join(f'{k}={v}' for k, v in features.items())}) cannot be set on Kafka "
+                   f"{version}: kafka-storage format --feature needs {first_release('format_feature_flag')} or newer "
+                   "(KIP-1022); pick a newer kafka_version or remove cluster.features")
+    out += [f"cluster.features {k} cannot be set: {why}" for k, why in UNSETTABLE_FEATURES.items() if k in features]
+    return out
+
+
+def feature_mismatches(asked, finalized) -> list[str]:
+    """One line per feature of ``asked`` (cluster.features) whose level the brokers did not
+    finalize, read after the load from ``finalized`` (the Java drain's KIP-584 describeFeatures,
+    meta.json ``broker_features``; a feature not listed is at level 0); [] when they agree or
+    when nothing was read (``finalized`` None or empty: a librdkafka run cannot read features)."""
+    if not asked or not finalized:
+        return []
+    return [f"cluster.features asked {k}={v} at format time, the brokers finalized {k}={finalized.get(k, 0)}: "
+            "the run did not test the level it names" for k, v in asked.items() if finalized.get(k, 0) != v]
 
 
 def broker_override_problems(version: str, keys) -> list[str]:

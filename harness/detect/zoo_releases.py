@@ -40,10 +40,13 @@ sides and compares the two scenarios field by field (``side_differences``): any 
 than the name and the fix's path that differs is a ZooError naming the entry and the field.
 tests/unit/test_zoo_releases_sides.py runs the same comparison over every shipped entry.
 
-A side's ``features`` are passed on as ``cluster.features`` when the scenario model has that
-field (``cluster_features_supported``). Until it does, an entry whose fix is a feature level
-cannot run: it must be ``reproduced: false``, it loads (and is compared) but ``--only`` naming
-it is refused with the reason (``unsupported``), so its two sides never run as one scenario.
+A side's ``features`` are passed on as ``cluster.features`` (harness.run.scenario_cluster:
+the levels ``kafka-storage format --feature NAME=LEVEL`` finalizes on both backends), so the
+two sides of a feature-level fix run the same release, client and schedule on storage formatted
+with different levels. The guard for a scenario model without that field
+(``cluster_features_supported`` False: the entry must be ``reproduced: false`` and ``--only``
+naming it is refused with the reason, ``unsupported``) stays, so that such an entry can never
+run both sides as one scenario.
 
 **Reaching the bug.** ``must_reach_epoch`` (KAFKA-19367, KAFKA-20090: the end of the producer
 epochs) makes a fixed-side run count as clean only when the run got there: the highest
@@ -159,8 +162,8 @@ def fix_path(fix: str) -> tuple[str, ...]:
 
 def cluster_features_supported() -> bool:
     """True when the scenario model takes ``cluster.features`` (feature levels finalized when the
-    storage is formatted; harness.cluster.releases.Release.format_args builds ``--feature
-    NAME=LEVEL`` already, but no scenario field passes levels to it yet)."""
+    storage is formatted: harness.cluster.releases.Release.format_args's ``--feature NAME=LEVEL``
+    on both backends)."""
     from harness.run.scenario_cluster import ClusterSpec
 
     return FEATURES in ClusterSpec.model_fields
@@ -201,7 +204,7 @@ def side_view(scenario: Any, side_fields: dict[str, Any]) -> dict[str, Any]:
     dump, with the side's ``features`` under ``cluster.features`` when the model left them out."""
     view = scenario.model_dump(mode="json")
     levels = _feature_levels(side_fields)
-    if levels and FEATURES not in (view.get("cluster") or {}):
+    if levels and not (view.get("cluster") or {}).get(FEATURES):
         view.setdefault("cluster", {})[FEATURES] = levels
     return view
 

@@ -35,6 +35,7 @@ from harness.cluster.session import ClusterSession
 from harness.run.history_writer import HistoryWriter
 from harness.run.pool import Pool
 from harness.run.scenario import START_AFTER_OK, Scenario
+from harness.cluster.releases import feature_mismatches
 from harness.run.versions import collect_versions
 from harness.run.soak import WindowChecks, rss_mib, stop_line
 from harness.workloads import WORKLOADS
@@ -273,6 +274,8 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         names = [t.name for t in topics]
         service.wait_ready(names, min_isr, 120, "every partition of the workload's topics to have a leader and an ISR")
         timings["cluster_ready_s"] = round(time.monotonic() - t0, 2)
+        if scn.cluster.features:  # the levels set at format time, read back from the brokers
+            problems += _check_features(scn, service, logs, meta)
 
         progress.phase = "load"
         history = HistoryWriter(run_dir / "history.jsonl")
@@ -315,6 +318,9 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
                 workload.drained(drained)
             meta["final_reads_complete"] = bool(drained and drained["complete"])
         meta.update(workload.finish(run_dir, history) or {})
+        if (meta.get("cluster_features_check") or {}).get("finalized") is None:  # not read after the start
+            # cluster.features against what the brokers finalized, as the Java drain read it
+            problems += feature_mismatches(scn.cluster.features, meta.get("broker_features"))
         problems += pool.stop(readers, timeout=30)
         timings["heal_and_drain_s"] = round(time.monotonic() - t0, 2)
     finally:
@@ -330,6 +336,25 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         meta["teardown_problems"] += [f"meta.json: {b}" for b in bad]
         RunDir(run_dir).write_meta(run_meta if not bad else meta)  # atomically: never a truncated file
     return meta, problems
+
+
+def _check_features(scn: Scenario, service: ClusterService, logs: Path, meta: dict) -> list[str]:
+    """Read the brokers' finalized feature levels once after the start
+    (harness.cluster.features_check, kafka-features.sh describe in the client namespace) into
+    meta.json ``cluster_features_check`` ({asked, finalized, note}); a level that differs from
+    ``cluster.features`` is a problem of the run. Never raises."""
+    from harness.cluster.features_check import read_finalized
+
+    found, why = None, "an external cluster is not formatted by the harness"
+    if scn.cluster.backend != "external":
+        try:
+            found, why = read_finalized(scn.cluster.kafka_version, service.backend.bootstrap,
+                                        service.client_host.exec_prefix(), logs / "kafka-features.txt")
+        except Exception as exc:  # a backend without a client namespace to run it in
+            found, why = None, f"{type(exc).__name__}: {exc}"[:200]
+    meta["cluster_features_check"] = {"asked": dict(scn.cluster.features), "finalized": found,
+                                      **({"note": why} if why else {})}
+    return feature_mismatches(scn.cluster.features, found)
 
 
 def _settle_open_transactions(scn: Scenario, service: ClusterService, history: HistoryWriter, run_dir: Path,

@@ -3,7 +3,8 @@ settings, the backend (netns, docker, or an external cluster with its node-contr
 Models only; harness.run.scenario assembles them into a Scenario."""
 from __future__ import annotations
 
-from typing import Literal
+import re
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -15,6 +16,8 @@ BACKENDS = ("netns", "docker", "external")
 COMMANDS = ("kill", "start", "pause", "resume")
 #: fault kind -> the templates an external cluster needs for it (begin, end)
 EXTERNAL_FAULT_COMMANDS = {"kill": ("kill", "start"), "pause": ("pause", "resume")}
+#: a feature name (KIP-584): transaction.version, group.version, share.version, ...
+FEATURE_NAME = re.compile(r"[a-z][a-z0-9_]*(\.[a-z0-9_]+)*\.version")
 #: librdkafka settings an external cluster's clients may be given (security only)
 CLIENT_PREFIXES = ("security.protocol", "sasl.", "ssl.", "enable.ssl.")
 
@@ -95,11 +98,32 @@ class ClusterSpec(Strict):
     lazyfs: bool = False
     #: every broker JVM under libfaketime with a clock control file; on by itself with clock-skew
     faketime: bool = False
+    #: feature levels finalized when the nodes' KRaft log dirs are formatted (``kafka-storage
+    #: format --feature NAME=LEVEL``, KIP-584/KIP-1022; Kafka 3.8.0 on), e.g.
+    #: ``{transaction.version: 1}`` for KIP-98's transaction protocol on a 4.x release that
+    #: would finalize 2 (KIP-890 part 2). Empty: the release's defaults (Release.default_features)
+    features: dict[str, Annotated[int, Field(ge=0, le=32767)]] = Field(default_factory=dict,
+                                     description="feature levels set at format time, e.g. {transaction.version: 1}")
 
     @field_validator("kafka_version")
     @classmethod
     def _version(cls, v: str) -> str:
         return kafka_version(v)
+
+    @field_validator("features", mode="before")
+    @classmethod
+    def _feature_levels(cls, v):
+        if v is None:
+            return {}
+        if not isinstance(v, dict):
+            raise ValueError(f"cluster.features maps feature names to levels, e.g. {{transaction.version: 1}}; "
+                             f"not {v!r}")
+        for name, level in v.items():
+            if not isinstance(name, str) or not FEATURE_NAME.fullmatch(name):
+                raise ValueError(f"cluster.features: {name!r} is not a feature name like transaction.version")
+            if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 32767:
+                raise ValueError(f"cluster.features {name}: the level is a whole number 0..32767, not {level!r}")
+        return v
 
     @field_validator("broker")
     @classmethod
@@ -134,9 +158,13 @@ class ClusterSpec(Strict):
                     raise ValueError(f"cluster.nodes is {self.nodes} but cluster.external.nodes lists "
                                      f"{len(self.external.nodes)}")
                 self.nodes = len(self.external.nodes)
-        from harness.cluster.releases import broker_override_problems  # what the release lacks
+        if self.features and self.backend == "external":
+            raise ValueError("cluster.features are set when the harness formats the brokers' storage; "
+                             "an external cluster is not formatted by it: remove cluster.features")
+        from harness.cluster.releases import broker_override_problems, feature_problems  # what the release lacks
 
-        problems = broker_override_problems(self.kafka_version, self.broker)
+        problems = feature_problems(self.kafka_version, self.features) + broker_override_problems(self.kafka_version,
+                                                                                                  self.broker)
         if problems:
             raise ValueError(problems[0])
         return self

@@ -8,6 +8,8 @@ when the part took part in the run:
     harness          this package's version, plus the git commit it runs from when known
     kafka            Apache Kafka of the brokers
     backend          cluster backend: netns, docker or external
+    kafka-features   feature levels the brokers' storage was formatted with, when the scenario
+                     sets them (cluster.features): ``transaction.version=1``
     confluent-kafka  the Python client (confluent_kafka.version())
     librdkafka       the C client under it (confluent_kafka.libversion())
                      (the Python workers' and the admin agent's)
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 PACKAGE = "kafka-eos-chaos"
-ORDER = ("harness", "kafka", "backend", "confluent-kafka", "librdkafka", "jdk", "java-client", "group-protocol", "spark",
+ORDER = ("harness", "kafka", "kafka-features", "backend", "confluent-kafka", "librdkafka", "jdk", "java-client", "group-protocol", "spark",
          "python", "linux")
 
 
@@ -114,6 +116,9 @@ def collect_versions(scenario: Any = None, meta: dict | None = None) -> dict[str
         "kafka": meta.get("kafka_version") or getattr(cluster, "kafka_version", None),
         "backend": backend,
     }
+    features = meta.get("cluster_features") or getattr(cluster, "features", None)
+    if features:  # set at format time (cluster.features); else the release's defaults ran
+        found["kafka-features"] = ", ".join(f"{k}={v}" for k, v in sorted(features.items()))
     found.update(client_versions())  # the admin agent is confluent-kafka's, whatever the workers' client
     # the brokers run on this machine's JVM on netns; docker brings its own, external is not ours
     if scenario is None or backend == "netns" or client == "java":

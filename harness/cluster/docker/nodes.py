@@ -115,14 +115,15 @@ def create_network(client: docker.DockerClient, run_id: str, subnet: str | None 
 
 
 def start_script(config: str, log_file: str | None, cluster_id: str,
-                 kafka_version: str = DEFAULT_KAFKA_VERSION) -> str:
+                 kafka_version: str = DEFAULT_KAFKA_VERSION, features: dict[str, int] | None = None) -> str:
     """The container's ``sh -c`` script: format the log dir on the first start (``kafka-storage
     format`` with the release's arguments, harness.cluster.releases; meta.properties marks a
     formatted dir, so restarts skip the JVM), then exec the broker. A start marker first; output
     appended to ``log_file`` (a path inside the container) when given, else left on the
-    container's stdout (docker logs)."""
+    container's stdout (docker logs). ``features``: feature levels set at format time
+    (``--feature NAME=LEVEL``, a scenario's cluster.features)."""
     q = shlex.quote
-    fmt = " ".join(q(a) for a in release(kafka_version).format_args(cluster_id, config))
+    fmt = " ".join(q(a) for a in release(kafka_version).format_args(cluster_id, config, features or None))
     return (
         (f"exec >>{q(log_file)} 2>&1; " if log_file else "exec 2>&1; ")
         + "echo \"===== eos-chaos: starting node $(date -u +%FT%TZ) =====\"; "
@@ -150,15 +151,17 @@ class BrokerContainer:
     node's output is appended to, live (its directory is mounted); None: the output stays in
     ``docker logs`` (json-file, every start) until save_log copies it. ``heap_mb``: -Xms/-Xmx of
     the broker JVM (MiB). ``kafka_version``: the release in the image, for its storage tool's
-    arguments (harness.cluster.releases).
+    arguments (harness.cluster.releases); ``features``: feature levels its log dir is formatted
+    with (a scenario's cluster.features).
     """
 
     def __init__(self, client: docker.DockerClient, run_id: str, node_id: int, image: str, net: DockerNet,
                  config_dir: Path, cluster_id: str, log_path: Path | None = None, heap_mb: int = 512,
                  data_bind: Path | None = None, clock_dir: Path | None = None,
-                 kafka_version: str = DEFAULT_KAFKA_VERSION):
+                 kafka_version: str = DEFAULT_KAFKA_VERSION, features: dict[str, int] | None = None):
         self.client = client
         self.kafka_version = kafka_version
+        self.features = dict(features or {})
         self.run_id = run_id
         self.node_id = node_id
         self.image = image
@@ -229,7 +232,7 @@ class BrokerContainer:
                 self.image,
                 entrypoint=["/bin/sh", "-c"],
                 command=[start_script(f"{CONFIG_DIR}/server.properties", log_file, self.cluster_id,
-                                      self.kafka_version)],
+                                      self.kafka_version, self.features)],
                 name=self.name,
                 hostname=f"n{self.node_id}",
                 labels=lab,
