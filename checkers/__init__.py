@@ -2,7 +2,7 @@
 
 Never imports harness or nemesis (docs/architecture.md). Public API:
 
-* :func:`check` - run all finders, return a :class:`Verdict` (``checkers.verdict``).
+* :func:`check` - run all finders (``checkers.finders``), return a :class:`Verdict` (``checkers.verdict``).
 * :class:`Verdict`, :class:`RunMeta`, :class:`RunDir` - verdict.json, meta.json, a run folder (``checkers.run``).
 * :func:`load_history` - tolerant history.jsonl reader -> :class:`History`.
 * one finder per anomaly, ``<anomaly>_cases(h) -> list[dict]`` (docs/anomalies.md).
@@ -20,18 +20,18 @@ from typing import Any
 
 #: public name -> the submodule that defines it
 _WHERE: dict[str, str] = {
-    "app_cases": "app_end_to_end", "ANOMALIES": "catalogue",
-    "cycle_cases": "cycles", "g0_cases": "cycles", "g1c_cases": "cycles",
-    "duplicate_cases": "duplicate", "g1a_cases": "g1a",
+    "app_cases": "finders.app_end_to_end", "ANOMALIES": "catalogue",
+    "cycle_cases": "finders.cycles", "g0_cases": "finders.cycles", "g1c_cases": "finders.cycles",
+    "duplicate_cases": "finders.duplicate", "g1a_cases": "finders.g1a",
     "History": "history", "load_history": "history",
-    "inconsistent_offsets_cases": "inconsistent_offsets", "lost_write_cases": "lost_write",
-    "nonmonotonic_poll_cases": "nonmonotonic_poll", "nonmonotonic_send_cases": "nonmonotonic_send",
-    "pipeline_cases": "pipeline", "pipeline_window_cases": "pipeline", "poll_skip_cases": "poll_skip",
-    "precommitted_read_cases": "precommitted_read", "realtime_lag_cases": "realtime_lag",
-    "RunDir": "run", "RunMeta": "run", "Verdict": "run", "server_error_cases": "server_error",
-    "share_cases": "share_group", "share_dlq_cases": "share_dlq", "sink_cases": "sink", "stalled_lso_cases": "stalled_lso",
-    "torn_transaction_cases": "torn_transaction", "unavailable_cases": "unavailable",
-    "unseen_cases": "unseen", "zombie_write_cases": "zombie_write",
+    "inconsistent_offsets_cases": "finders.inconsistent_offsets", "lost_write_cases": "finders.lost_write",
+    "nonmonotonic_poll_cases": "finders.nonmonotonic_poll", "nonmonotonic_send_cases": "finders.nonmonotonic_send",
+    "pipeline_cases": "finders.pipeline", "pipeline_window_cases": "finders.pipeline", "poll_skip_cases": "finders.poll_skip",
+    "precommitted_read_cases": "finders.precommitted_read", "realtime_lag_cases": "finders.realtime_lag",
+    "RunDir": "run", "RunMeta": "run", "Verdict": "run", "server_error_cases": "finders.server_error",
+    "share_cases": "finders.share_group", "share_dlq_cases": "finders.share_dlq", "sink_cases": "finders.sink", "stalled_lso_cases": "finders.stalled_lso",
+    "torn_transaction_cases": "finders.torn_transaction", "unavailable_cases": "finders.unavailable",
+    "unseen_cases": "finders.unseen", "zombie_write_cases": "finders.zombie_write",
     "LIVENESS": "verdict", "check": "verdict",
 }
 

@@ -14,7 +14,7 @@ JEPSEN = ("duplicate", "inconsistent-offsets", "lost-write", "unseen", "G1a", "p
           "int-poll-skip", "poll-skip", "int-nonmonotonic-poll", "nonmonotonic-poll",
           "int-nonmonotonic-send", "nonmonotonic-send", "G0", "G1c", "G0-process", "G1c-process",
           "G0-realtime", "G1c-realtime")
-#: docs/anomalies.md "Beyond Jepsen" (eos-* of a pipeline: checkers.pipeline; of an app: checkers.app_end_to_end)
+#: docs/anomalies.md "Beyond Jepsen" (eos-* of a pipeline: checkers.finders.pipeline; of an app: checkers.finders.app_end_to_end)
 BEYOND = ("torn-transaction", "zombie-write", "eos-duplicate", "eos-loss", "offsets-ahead",
           "offsets-behind", "sink-duplicate", "sink-loss", "eos-aborted-read", "eos-phantom",
           "eos-reorder", "app-verify")
@@ -22,9 +22,9 @@ BEYOND = ("torn-transaction", "zombie-write", "eos-duplicate", "eos-loss", "offs
 LIVENESS_REPORTS = ("stalled-lso", "realtime-lag", "unavailable", "app-stalled", "pipeline-stalled",
                     "server-error", "epoch-exhausted")
 
-#: docs/anomalies.md "Share groups" (KIP-932; checkers.share_group): share-duplicate is counted and
+#: docs/anomalies.md "Share groups" (KIP-932; checkers.finders.share_group): share-duplicate is counted and
 #: always allowed (share groups deliver at least once); the dead-letter queue's (KIP-1191;
-#: checkers.share_dlq)
+#: checkers.finders.share_dlq)
 SHARE = ("share-lost", "share-aborted-read", "share-double-acquire", "share-delivery-count", "share-duplicate",
          "share-dlq-missing", "share-dlq-spurious")
 

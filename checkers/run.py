@@ -85,7 +85,7 @@ def check_fail_on(fail_on: list[str], liveness: Liveness) -> None:
 
 class RunMeta(BaseModel):
     """meta.json. Fields the checkers read: ``fail_on``, ``liveness``, ``pipeline``
-    (checkers/pipeline.py), ``sink`` (checkers/sink.py). The others describe the run for the
+    (checkers/finders/pipeline.py), ``sink`` (checkers/finders/sink.py). The others describe the run for the
     report: scenario, workload, seed, Kafka version, backend, the keys written, the final
     drain, phase timings (s), what teardown could not undo, broker log events and versions."""
 
@@ -102,10 +102,10 @@ class RunMeta(BaseModel):
     keys: list[str] | None = None
     pipeline: dict | None = None
     sink: dict | None = None
-    #: the app workload's input and output keys, semantics, order, lag bound (checkers/app_end_to_end.py)
+    #: the app workload's input and output keys, semantics, order, lag bound (checkers/finders/app_end_to_end.py)
     app: dict | None = None
     #: the share workload's group: group_id, isolation_level, lock_duration_ms,
-    #: delivery_count_limit, ack_order, keys (checkers/share_group.py)
+    #: delivery_count_limit, ack_order, keys (checkers/finders/share_group.py)
     share: dict | None = None
     drain: dict | None = None
     final_reads_complete: bool | None = None
@@ -124,7 +124,7 @@ class RunMeta(BaseModel):
 
     @property
     def pipeline_spec(self) -> dict | None:
-        """``pipeline`` (checkers/pipeline.py) with its ``offsets`` (how the group's offsets
+        """``pipeline`` (checkers/finders/pipeline.py) with its ``offsets`` (how the group's offsets
         are committed: "transaction", "consumer", "commit-before"), taken from the top-level
         ``pipeline_offsets`` of a meta.json written before ``pipeline`` held it."""
         if not self.pipeline or "offsets" in self.pipeline:
@@ -192,14 +192,14 @@ class Verdict(BaseModel):
       invalid), ``impossible`` (names with a case Kafka cannot produce: failing even if
       expected), ``liveness_reports`` (found names that fail only through ``fail_on``),
       ``input_side`` (found names that are the app workload's input producers' cycles Kafka
-      allows, reported apart and not failing: checkers/app_end_to_end.py ``INPUT_SIDE``).
+      allows, reported apart and not failing: checkers/finders/app_end_to_end.py ``INPUT_SIDE``).
     * ``fail_on``, ``liveness_bounds``: echoes of the run's meta.json (``RunMeta``).
     * ``suspect``: cases found in a history that is not well-formed, listed but not judged.
     * ``stats``: counts of the history (events, ops, ops_by_f, log_lengths, realtime_lag_ms
-      in ms, problems, notes; ``app`` for the app workload, checkers/app_end_to_end.py;
-      ``reprocessed_ranges`` when eos-duplicate was found, checkers/reprocessing.py ``summary``).
+      in ms, problems, notes; ``app`` for the app workload, checkers/finders/app_end_to_end.py;
+      ``reprocessed_ranges`` when eos-duplicate was found, checkers/finders/reprocessing.py ``summary``).
     * ``versions``: meta.json's ``versions`` (what exactly was tested), when it has them.
-    * ``known_bugs``: the known bugs whose signature the verdict shows (checkers/known_bugs.py
+    * ``known_bugs``: the known bugs whose signature the verdict shows (checkers/known_bugs/bugs.py
       ``match``): [{id, title, match: "looks-like" | "resembles", why, evidence, affected,
       fixed, link, doc}]; [] in files written before it. Only fits that rest on a name failing
       the run: a valid run's list is always [].

@@ -1,4 +1,4 @@
-"""Stage timings for profiling the checker (``checkers.bench`` reports them).
+"""Stage timings for profiling the checker (``harness.bench.checker`` reports them).
 
 ``laps("name")`` records wall and CPU seconds since the previous lap when enabled
 (``laps.enable()``, or the environment variable ``EOSC_LAPS=1``, which also prints each lap to

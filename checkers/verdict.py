@@ -6,7 +6,7 @@ The verdict is ``checkers.run.Verdict`` (verdict.json; its fields are documented
 ``liveness_reports``, ``unknown_reasons``, ``suspect``, ``stats``, ``versions``.
 
 ``valid`` is False iff some found anomaly is neither allowed, nor on an app run's input side
-(``input_side``: the harness's input producers' cycles Kafka allows, checkers.app_end_to_end),
+(``input_side``: the harness's input producers' cycles Kafka allows, checkers.finders.app_end_to_end),
 nor a liveness report (liveness
 names fail only when listed in ``meta["fail_on"]``), or some case is one Kafka cannot produce
 (``"impossible": True``, event_order.py: an expected G0-realtime does not excuse it); otherwise "unknown" when the history
@@ -25,38 +25,38 @@ from typing import Any, Callable, Iterable
 
 import polars as pl
 
-from .app_end_to_end import app_cases, app_stats, app_unknown, input_side
+from .finders.app_end_to_end import app_cases, app_stats, app_unknown, input_side
 from .catalogue import LIVENESS_REPORTS
-from .cycles import cycle_cases
-from .duplicate import duplicate_cases
-from .epoch_exhausted import epoch_exhausted_cases
-from .event_order import impossible_cycle_cases
-from .g1a import g1a_cases
+from .finders.cycles import cycle_cases
+from .finders.duplicate import duplicate_cases
+from .finders.epoch_exhausted import epoch_exhausted_cases
+from .finders.event_order import impossible_cycle_cases
+from .finders.g1a import g1a_cases
 from .history import History, as_history
-from .inconsistent_offsets import inconsistent_offsets_cases
-from .known_bugs import assign as assign_known_bugs
-from .known_bugs import scenario_workload
-from .log import final_keys, index, log
-from .lost_write import lost_write_cases
-from .nonmonotonic_poll import nonmonotonic_poll_cases
-from .nonmonotonic_send import nonmonotonic_send_cases
-from .pipeline import pipeline_cases
-from .poll_skip import poll_skip_cases
-from .precommitted_read import precommitted_read_cases
-from .realtime_lag import lag_quantiles_ms, realtime_lag_cases
-from .rebalances import rebalance_stats
-from .reprocessing import summary
+from .finders.inconsistent_offsets import inconsistent_offsets_cases
+from .known_bugs.bugs import assign as assign_known_bugs
+from .known_bugs.bugs import scenario_workload
+from .history.log import final_keys, index, log
+from .finders.lost_write import lost_write_cases
+from .finders.nonmonotonic_poll import nonmonotonic_poll_cases
+from .finders.nonmonotonic_send import nonmonotonic_send_cases
+from .finders.pipeline import pipeline_cases
+from .finders.poll_skip import poll_skip_cases
+from .finders.precommitted_read import precommitted_read_cases
+from .finders.realtime_lag import lag_quantiles_ms, realtime_lag_cases
+from .history.rebalances import rebalance_stats
+from .finders.reprocessing import summary
 from .run import RunDir, RunMeta, Verdict
-from .server_error import server_error_cases
-from .share_dlq import share_dlq_cases, share_dlq_stats
-from .share_group import share_cases, share_stats
-from .sink import sink_cases
-from .stalled_lso import stalled_lso_cases
+from .finders.server_error import server_error_cases
+from .finders.share_dlq import share_dlq_cases, share_dlq_stats
+from .finders.share_group import share_cases, share_stats
+from .finders.sink import sink_cases
+from .finders.stalled_lso import stalled_lso_cases
 from .timing import laps
-from .torn_transaction import torn_transaction_cases
-from .unavailable import unavailable_cases
-from .unseen import unseen_cases
-from .zombie_write import zombie_write_cases
+from .finders.torn_transaction import torn_transaction_cases
+from .finders.unavailable import unavailable_cases
+from .finders.unseen import unseen_cases
+from .finders.zombie_write import zombie_write_cases
 
 #: the liveness reports: fail a run only through fail_on (one list: checkers.catalogue)
 LIVENESS = frozenset(LIVENESS_REPORTS)
@@ -113,7 +113,7 @@ def check(
     allowed = set(allowed)
     if meta.app and meta.app.get("semantics") == "at-least-once":  # the app declares its duplicates
         allowed.add("eos-duplicate")
-    if meta.share:  # a share group delivers at least once: its duplicates are counted, allowed (checkers.share_group)
+    if meta.share:  # a share group delivers at least once: its duplicates are counted, allowed (checkers.finders.share_group)
         allowed.add("share-duplicate")
     unknown += app_unknown(meta.app)  # a match that named nothing, a verifier that failed
     allowed_l = sorted(allowed)
@@ -142,14 +142,14 @@ def check(
     def stats():
         try:
             out = _stats(h)
-            if meta.app:  # input/output counts per partition, input-to-output lag (checkers.app_end_to_end)
+            if meta.app:  # input/output counts per partition, input-to-output lag (checkers.finders.app_end_to_end)
                 out["app"] = app_stats(h, meta.app)
-            rebalances = rebalance_stats(h)  # group members' rebalances (checkers.rebalances)
+            rebalances = rebalance_stats(h)  # group members' rebalances (checkers.history.rebalances)
             if rebalances is not None:
                 out["rebalances"] = rebalances
-            if meta.share:  # deliveries, acknowledgements, the duplicate rate (checkers.share_group)
+            if meta.share:  # deliveries, acknowledgements, the duplicate rate (checkers.finders.share_group)
                 out["share"] = share_stats(h, meta.share)
-                if meta.share.get("dlq"):  # the dead-letter queue as read (checkers.share_dlq, KIP-1191)
+                if meta.share.get("dlq"):  # the dead-letter queue as read (checkers.finders.share_dlq, KIP-1191)
                     out["share"]["dlq"] = share_dlq_stats(h, meta.share)
             return out
         except Exception as e:  # noqa: BLE001
@@ -185,7 +185,7 @@ def fold(results: list, unknown: list[str], *, meta: RunMeta, allowed: list[str]
     of cases or the string saying it crashed; ``unknown`` the reasons found so far (judgeable,
     meta); ``allowed`` the expected names (sorted); ``malformed_n`` how many loader problems say
     the history is not well-formed (``malformed``); ``stats`` goes to ``Verdict.stats``. Shared
-    by ``check`` and the parts path (``checkers.parts``)."""
+    by ``check`` and the parts path (``checkers.engines.parts``)."""
     allowed_l = allowed
     fail_on = set(meta.fail_on)
     found: dict[str, list[dict]] = {}
@@ -199,7 +199,7 @@ def fold(results: list, unknown: list[str], *, meta: RunMeta, allowed: list[str]
             else:
                 found.setdefault(c["anomaly"], []).append(c)
 
-    if found.get("eos-duplicate"):  # every reprocessed range, beyond the examples (checkers.reprocessing)
+    if found.get("eos-duplicate"):  # every reprocessed range, beyond the examples (checkers.finders.reprocessing)
         ranges_ = summary(found["eos-duplicate"])
         if ranges_:
             stats = dict(stats, reprocessed_ranges=ranges_)
@@ -214,7 +214,7 @@ def fold(results: list, unknown: list[str], *, meta: RunMeta, allowed: list[str]
     counts = {name: len(cs) for name, cs in sorted(found.items())}
     # cases Kafka cannot produce (event_order.py) first: expected never excuses them
     impossible = sorted(n for n, cs in found.items() if any(c.get("impossible") for c in cs))
-    # an app run: the harness's own input producers' cycles Kafka allows (checkers.app_end_to_end)
+    # an app run: the harness's own input producers' cycles Kafka allows (checkers.finders.app_end_to_end)
     inputs_only = input_side(meta.app) - set(impossible) - set(allowed_l)
     anomalies = {name: sorted(cs, key=lambda c: not c.get("impossible"))[:max_examples]
                  for name, cs in sorted(found.items())}
@@ -244,7 +244,7 @@ def fold(results: list, unknown: list[str], *, meta: RunMeta, allowed: list[str]
         suspect=suspect,
         stats=stats,
     )
-    assign_known_bugs(v, meta)  # known_bugs(_seen), checkers/known_bugs.py; check_run adds scenario.yaml's workload
+    assign_known_bugs(v, meta)  # known_bugs(_seen), checkers/known_bugs/bugs.py; check_run adds scenario.yaml's workload
     return v
 
 
@@ -329,7 +329,7 @@ def check_run(run_dir: str | Path, max_examples: int = 10, history: Any = None,
     ``history``: the folder's history already loaded (a History), to read it once. The
     verdict carries meta.json's ``versions``. Raises FileNotFoundError when the folder has no
     history.jsonl. ``checker``: what judges the history instead of ``check`` (same arguments:
-    history path, meta, allowed, max_examples; ``checkers.parts.check_run_parts``)."""
+    history path, meta, allowed, max_examples; ``checkers.engines.parts.check_run_parts``)."""
     d = RunDir(run_dir)
     if not d.history.is_file():
         raise FileNotFoundError(f"{d.history} does not exist")

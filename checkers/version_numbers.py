@@ -1,6 +1,6 @@
 """The one parser of release numbers: Kafka's, kafka-clients', librdkafka's, Flink's.
 
-Checkers read versions with it (checkers.bug_facts, checkers.bug_signatures: a known bug's
+Checkers read versions with it (checkers.known_bugs.facts, checkers.known_bugs.signatures: a known bug's
 range) and so does the harness (harness.cluster.releases ``parse`` and ``Release``, whose named
 questions every harness caller asks instead of comparing numbers). It lives in checkers because
 checkers never import harness. Nothing else compares version tuples

@@ -7,7 +7,7 @@ with the same transactional.id (``ClientControl.replace_client``). The replaceme
 bumps the producer epoch: the paused instance is now a zombie. ``resume-zombie`` (end op)
 SIGCONTs the old one, which carries on with its transaction and must be fenced: its next
 produce/commit fails with a fatal fenced error (recorded in its op's ``error``), none of its
-writes after the replacement's init may become visible (checkers.zombie_write), and, being
+writes after the replacement's init may become visible (checkers.finders.zombie_write), and, being
 retired, it exits instead of registering again (harness.workers.retire).
 
 ``params.fresh_id: true`` is the negative control: the replacement gets a fresh

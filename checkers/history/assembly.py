@@ -211,7 +211,7 @@ def _extras(ev: _Events, ops: pl.DataFrame) -> dict[int, dict]:
             cm = c.get("meta")
             if isinstance(cm, dict):
                 ex["meta"] = {**ex["meta"], **cm}
-            if c.get("error") is not None:  # the whole error, message too (checkers/epoch_exhausted.py)
+            if c.get("error") is not None:  # the whole error, message too (checkers/finders/epoch_exhausted.py)
                 ex["error"] = c.get("error")
         out[op] = ex
     return out
@@ -259,7 +259,7 @@ def load_history(source: str | Path | Iterable[dict], index_gaps: bool = True) -
     Returns a :class:`History`; content problems land in ``History.problems`` (and set
     ``truncated`` for a dropped last line, ``garbled_lines`` for dropped lines mid-file).
     ``index_gaps=False``: event indices need not be consecutive (a part of a history cut by
-    key, ``checkers.parts``, which checks the whole file's indices itself).
+    key, ``checkers.engines.parts``, which checks the whole file's indices itself).
     """
     # parsing allocates many short-lived containers that refcounting frees; the cyclic
     # collector would only rescan them, so it is paused while reading

@@ -36,7 +36,7 @@ class History:
     truncated: bool = False
     garbled_lines: int = 0
     #: op ids (rows of ``ops``) some of whose values were read on keys this history does not
-    #: hold: a part of a history cut by key (``checkers.parts``); ``log.index`` counts such an
+    #: hold: a part of a history cut by key (``checkers.engines.parts``); ``log.index`` counts such an
     #: op as read (an info transaction one of whose values was read must have committed)
     ops_read_elsewhere: list[int] = field(default_factory=list)
     _cache: dict = field(default_factory=dict, repr=False)

@@ -22,14 +22,14 @@ def bench_checker(ops: int = typer.Option(100_000, min=1, max=100_000_000, metav
                                          help="ops in the synthetic history"),
                   seed: int = typer.Option(0, metavar="N", help="seed of the simulated history"),
                   shape: str = typer.Option("default", metavar="SHAPE",
-                                            help="history shape: default, long-txn (checkers.bench.SHAPES)"),
+                                            help="history shape: default, long-txn (harness.bench.checker.SHAPES)"),
                   finders: bool = typer.Option(True, "--finders/--no-finders",
                                                help="also time each finder alone at N and N/2 ops (scaling)"),
                   as_json: bool = typer.Option(False, "--json", help="print the figures as JSON")) -> None:
     """Check a synthetic history of N ops from a simulated correct Kafka; print ops/s, peak RSS
     and each finder's CPU seconds with its scaling (CPU at N over CPU at N/2). No cluster.
     Exit codes: 0 measured, 2 a bad option."""
-    from checkers.bench import SHAPES, run_bench
+    from harness.bench.checker import SHAPES, run_bench
 
     if shape not in SHAPES:
         raise typer.BadParameter(f"unknown shape {shape!r}; one of {', '.join(SHAPES)}", param_hint="--shape")
@@ -59,7 +59,7 @@ def bench_parts(ops: list[int] = typer.Option(None, "--ops", min=1, max=100_000_
     """The parts path (check --parts N --cross skip) against the in-memory check on simulated
     correct histories of each size: CPU s, CPU s per million ops, peak RSS, same anomalies.
     No cluster. Exit codes: 0 measured, 2 a bad option."""
-    from checkers.bench_parts import run_parts_bench
+    from harness.bench.checker_parts import run_parts_bench
 
     res = run_parts_bench(ops or [300_000, 1_000_000], n_parts=parts, memory=memory, workdir=workdir)
     if as_json:
@@ -85,11 +85,11 @@ def bench_spark(history: Path = typer.Argument(None, metavar="HISTORY", help="a 
                                           help="Parquet parts the history is cut into"),
                 master: str = typer.Option("local[2]", "--master", metavar="URL", help="Spark master (default local[2])"),
                 rounds: int = typer.Option(1, "--rounds", min=1, max=20, metavar="N", help="rounds of (polars, spark)")) -> None:
-    """The parts path on polars against the same on Spark (checkers.bench_spark): wall s, CPU s
+    """The parts path on polars against the same on Spark (harness.bench.checker_spark): wall s, CPU s
     of driver and executors, peak RSS of each, verdicts compared. One JSON line per run. No
     Kafka cluster. Exit codes: 0 the same verdict on both, 1 the verdicts differ or a run failed,
     2 a bad option (no HISTORY and no --ops)."""
-    from checkers.bench_spark import main as bench_spark_main
+    from harness.bench.checker_spark import main as bench_spark_main
 
     if history is None and ops is None:
         raise typer.BadParameter("give a HISTORY or --ops N", param_hint="HISTORY")

@@ -99,7 +99,7 @@ def _summary(verdict: "Verdict | dict") -> str:
     """One line (plus notes) for the terminal: the verdict, then the anomalies that make it
     invalid, those the scenario expects, and liveness reports, each as ``name: count``."""
     from checkers import LIVENESS, Verdict
-    from checkers.known_bugs import describe as describe_known_bug
+    from checkers.known_bugs.bugs import describe as describe_known_bug
     v = Verdict.coerce(verdict)
     label = {True: "[green]VALID[/]", False: "[red]INVALID[/]"}.get(v.valid, "[yellow]UNKNOWN[/]")
     # a valid run may still list anomalies: say which ones the scenario expects and which are
@@ -111,13 +111,13 @@ def _summary(verdict: "Verdict | dict") -> str:
         group = ("anomalies" if name in failing else "expected" if name in allowed
                  else "liveness" if name in LIVENESS or name in v.liveness_reports
                  else "anomalies")
-        # an expected name that fails on a cycle Kafka cannot produce (checkers/event_order.py)
+        # an expected name that fails on a cycle Kafka cannot produce (checkers/finders/event_order.py)
         tag = " (impossible in Kafka)" if name in impossible else ""
         groups[group].append(f"{name}: {n}{tag}")
     text = f"verdict: {label}" + "".join(f"  {g}: {', '.join(p)}" for g, p in groups.items() if p)
     for reason in v.unknown_reasons:
         text += f"\n  unknown: {reason}"
-    ranges = v.stats.get("reprocessed_ranges") or []  # eos-duplicate as runs of inputs (checkers/reprocessing.py)
+    ranges = v.stats.get("reprocessed_ranges") or []  # eos-duplicate as runs of inputs (checkers/finders/reprocessing.py)
     for r in ranges[:6]:
         rs = r.get("restarts")
         why = "" if rs is None else (", ".join(f"{s['kind']} at assign op {s['assign_index']}" for s in rs)
@@ -126,7 +126,7 @@ def _summary(verdict: "Verdict | dict") -> str:
                  f"({r['inputs']} inputs){': ' + why if why else ''}")
     if len(ranges) > 6:
         text += f"\n  reprocessed: ... {len(ranges) - 6} more range(s) in verdict.json stats"
-    for m in v.known_bugs:  # a catalogued bug's signature (checkers/known_bugs.py, docs/known-bugs.md)
+    for m in v.known_bugs:  # a catalogued bug's signature (checkers/known_bugs/bugs.py, docs/known-bugs.md)
         text += f"\n  known bug: {describe_known_bug(m)}: {m.get('why')}"
     # what the checker could not read or judge: a truncated history, no final drain, ...
     for note in [*(v.stats.get("problems") or [])[:5], *(v.stats.get("notes") or [])]:
@@ -276,13 +276,13 @@ def check(
     max_examples: int = typer.Option(10, "--max-examples", metavar="N", min=0, help="examples kept per anomaly"),
     parts: int = typer.Option(0, "--parts", min=0, metavar="N",
                               help="cut the history by key into N Parquet parts and run the per-key "
-                                   "finders part by part (checkers.parts; 0: the in-memory check)"),
+                                   "finders part by part (checkers.engines.parts; 0: the in-memory check)"),
     cross: str = typer.Option("whole", "--cross", metavar="whole|skip",
                               help="with --parts: run the cross-key finders on the whole history, "
                                    "or skip them (the verdict is then unknown)"),
     engine: str = typer.Option("polars", "--engine", metavar="polars|spark",
                                help="where the per-key checks run: polars (this process) or spark "
-                                    "(one Spark task per part, checkers.parts_spark; implies --parts, 8 by default)"),
+                                    "(one Spark task per part, checkers.engines.parts_spark; implies --parts, 8 by default)"),
     master: Optional[str] = typer.Option(None, "--master", metavar="URL",
                                          help="with --engine spark: local[N] (default local[2]), spark://host:port, "
                                               "yarn or k8s://https://host:port"),
@@ -322,7 +322,7 @@ def check(
             raise typer.Exit(2)
     run_engine, engine_error = None, ()
     if engine == "spark":
-        from checkers.parts_spark import SparkEngineError as engine_error  # type: ignore[assignment]
+        from checkers.engines.parts_spark import SparkEngineError as engine_error  # type: ignore[assignment]
         parts = parts or 8
         run_engine = _spark_engine(master or "local[2]", workdir)
     try:
@@ -355,8 +355,8 @@ def _no_history(folder: Path) -> str:
 
 
 def _spark_engine(master: str, workdir: Optional[Path]):
-    """A started checkers.parts_spark engine, or exit 2 with its one-line error."""
-    from checkers.parts_spark import SparkEngineError, master_kind, spark_engine
+    """A started checkers.engines.parts_spark engine, or exit 2 with its one-line error."""
+    from checkers.engines.parts_spark import SparkEngineError, master_kind, spark_engine
 
     try:
         if workdir is None and master_kind(master) != "local":
@@ -377,12 +377,12 @@ def _check(history: Path, max_examples: int, parts: int, cross: str, engine, wor
     kw = {"engine": engine} if engine is not None else {}
     if history.name != RunDir.HISTORY:  # a lone file: no run folder around it
         if parts:
-            from checkers.parts import check_parts
+            from checkers.engines.parts import check_parts
             return check_parts(history, max_examples=max_examples, n_parts=parts, cross=cross, workdir=workdir, **kw)
         import checkers
         return checkers.check(history, max_examples=max_examples)
     if parts:
-        from checkers.parts import check_run_parts
+        from checkers.engines.parts import check_run_parts
         return check_run_parts(history.parent, parts, cross, max_examples=max_examples, workdir=workdir, **kw)
     return check_run(history.parent, max_examples=max_examples)
 

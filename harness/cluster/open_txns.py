@@ -42,7 +42,7 @@ says the coordinator state is unknown.
 
 The record goes into the run folder (``open-transactions.json``, the tool's calls and output in
 ``logs/kafka-transactions.txt``), meta.json (``open_transactions``) and the history, as one
-nemesis info event ``f: "open-transactions"`` that checkers/stalled_lso.py reads (``event()``).
+nemesis info event ``f: "open-transactions"`` that checkers/finders/stalled_lso.py reads (``event()``).
 """
 from __future__ import annotations
 

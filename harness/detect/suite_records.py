@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-from checkers.known_bugs import describe as known_bug_phrase
+from checkers.known_bugs.bugs import describe as known_bug_phrase
 from checkers.run import Verdict
 
 #: statuses of a cell. The first three are verdicts (``valid`` True / False / "unknown").
@@ -111,7 +111,7 @@ def make_record(cell: Any, suite_dir: str | Path, *, status: str, started: float
         "failing": v.failing,
         "allowed": v.allowed,
         "impossible": v.impossible,
-        "known_bugs": v.known_bugs,  # checkers/known_bugs.py: what the failure looks like
+        "known_bugs": v.known_bugs,  # checkers/known_bugs/bugs.py: what the failure looks like
         "first_examples": first_examples(v),
         "unknown_reasons": v.unknown_reasons,
         "problems": problems or [], "error": error,
@@ -119,7 +119,7 @@ def make_record(cell: Any, suite_dir: str | Path, *, status: str, started: float
         "started_at": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
         "wall_s": round(wall_s, 1), "waited_s": round(waited_s, 1),
         "versions": v.versions or {},  # harness.run.versions: what exactly was tested
-        # group members' rebalances (checkers.rebalances), to compare group protocols across runs
+        # group members' rebalances (checkers.history.rebalances), to compare group protocols across runs
         "rebalances": (v.stats or {}).get("rebalances"),
     }
 
@@ -202,7 +202,7 @@ def outcome(rec: dict) -> str:
 
 def cause(rec: dict) -> str:
     """Why a cell is not green, in one line (empty for a passed cell): a failing cell names its
-    failing anomalies and its known-bug match (checkers.known_bugs) or says ``new``; a missed
+    failing anomalies and its known-bug match (checkers.known_bugs.bugs) or says ``new``; a missed
     mutant what it had to find; an unknown cell its reasons; an errored one its error. A cell
     whose replay (same seed, same schedule) came out valid says ``flaky``."""
     o = rec.get("outcome") or outcome(rec)

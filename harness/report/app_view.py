@@ -1,6 +1,6 @@
 """The report's Application section: the ``app`` workload's instances and counts
 (docs/your-pipeline.md). Pure functions of the checkers' History, the verdict's ``stats["app"]``
-(checkers.app_end_to_end.app_stats) and meta.json's ``app``: plain data and one inline SVG out.
+(checkers.finders.app_end_to_end.app_stats) and meta.json's ``app``: plain data and one inline SVG out.
 
 An *instance lane* is one app worker name (``app-0`` .. ``app-<N-1>``, a zombie's replacement
 ``app-0.z1`` its own lane): the worker's history processes change when the nemesis kills and
@@ -16,7 +16,7 @@ restarts it, its name does not. On a lane:
 * *pauses*: SIGSTOP windows (pause-client to resume-client, zombie to resume-zombie, or to
   the final heal, which ends every fault still active).
 
-The per-partition counts are the checker's own (``app_cases``, ``checkers.log.writes``) so the
+The per-partition counts are the checker's own (``app_cases``, ``checkers.history.log.writes``) so the
 report and the verdict agree.
 """
 from __future__ import annotations
@@ -252,8 +252,8 @@ def partition_rows(h: "History", stats_app: dict, app_meta: dict) -> dict[str, l
     stall), stalled (in the output later than lag_bound_s, or only in the final drain) and the
     output-side anomalies are counted on ``h`` with the checker's definitions
     (``app_meta``: meta.json's ``app``, its input_keys, semantics, caught_up)."""
-    from checkers.app_end_to_end import app_cases
-    from checkers.log import writes
+    from checkers.finders.app_end_to_end import app_cases
+    from checkers.history.log import writes
 
     in_keys = list(app_meta.get("input_keys") or []) or sorted((stats_app.get("inputs") or {}))
     out_keys = list(app_meta.get("output_keys") or []) or sorted((stats_app.get("outputs") or {}))

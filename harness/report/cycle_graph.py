@@ -1,7 +1,7 @@
 """A cycle example as a small graph in inline SVG, as Elle draws its cycles: the cycle's ops
 as nodes on a circle, in cycle order, each edge an arrow labelled with its kind.
 
-Input: a cycle example of the verdict (checkers/cycles.py ``cycle_cases``): ``ops`` (op refs
+Input: a cycle example of the verdict (checkers/finders/cycles.py ``cycle_cases``): ``ops`` (op refs
 with ``invoke_index``, ``process``, ``f``, ``type``, in cycle order) and ``steps`` (``from`` /
 ``to`` invoke indices, ``kind`` one of ww, wr, process, realtime, ``explanation``). Nodes link to
 their history rows (``#op-<invoke index>``); an edge's tooltip is its step's explanation.
@@ -13,7 +13,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-#: edge kind -> colour (the four of checkers/cycles.py KINDS)
+#: edge kind -> colour (the four of checkers/finders/cycles.py KINDS)
 KIND_COLORS = {"ww": "#1f5fa8", "wr": "#c62828", "process": "#6a3d9a", "realtime": "#8a6d00"}
 MAX_NODES = 16  # beyond this the example's steps list says it all
 

@@ -69,7 +69,7 @@ _RESTART = {"offset-reset": "reset to the log start", "behind-committed": "behin
 
 
 def _ranges(verdict: Verdict, known: set[int] | None = None) -> list[dict[str, Any]]:
-    """eos-duplicate's reprocessed ranges (``stats.reprocessed_ranges``, checkers/reprocessing.py)
+    """eos-duplicate's reprocessed ranges (``stats.reprocessed_ranges``, checkers/finders/reprocessing.py)
     as table rows: key, offsets, inputs, and what restarted each (a sentence per restart;
     "none found" for the eos-pipeline, None for the app workload, which looks for none: the
     report then leaves the column out)."""

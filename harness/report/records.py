@@ -4,7 +4,7 @@ draws: realtime lag per (write, consumer) and the unseen count over time.
 A record is one (key, offset, value) of a send micro-op (offset from the completion, unknown
 when the op never completed) or of a poll micro-op: a row of the checkers' ``History.mops``.
 Like the rest of the report this only describes what happened; the checkers judge it, and the
-series come from the checkers' own model (``checkers.realtime_lag.lags``, ``checkers.log``'s
+series come from the checkers' own model (``checkers.finders.realtime_lag.lags``, ``checkers.history.log``'s
 committed writes and reads), so the plot and the verdict never disagree on what a lag or a
 committed write is.
 """
@@ -17,8 +17,8 @@ import numpy as np
 import polars as pl
 
 from checkers.history import History
-from checkers.log import op_col, reads, writes
-from checkers.realtime_lag import lags
+from checkers.history.log import op_col, reads, writes
+from checkers.finders.realtime_lag import lags
 
 from .analysis import OUTCOMES
 
@@ -95,7 +95,7 @@ class Lags:
 def realtime_lags(h: History, rec: Records) -> Lags:
     """Per (ok write, non-final consumer that read it): the time from the write's completion to
     the completion of the consumer's first poll returning it: the checkers' own pairs
-    (``checkers.realtime_lag.lags``), with the consumer as a process code of ``rec``."""
+    (``checkers.finders.realtime_lag.lags``), with the consumer as a process code of ``rec``."""
     lg = lags(h)
     if lg.is_empty():
         z = np.zeros(0, dtype=np.int64)

@@ -134,7 +134,7 @@ def _open_txns(h: "History") -> dict | None:
     """The runner's open-transactions record (harness.cluster.open_txns, the history's
     ``open-transactions`` event) as the report shows it: one row per holder of a key's last
     stable offset when the writers stopped, the wait, the keys left out of the drain."""
-    from checkers.stalled_lso import holder_phrase, open_transactions
+    from checkers.finders.stalled_lso import holder_phrase, open_transactions
 
     ot = open_transactions(h)
     if ot is None:
@@ -201,7 +201,7 @@ def _context(h: "History", verdict: "Verdict | dict | None", scenario: dict, met
         "banner": banner,
         "verdict": verdict,
         "unknown_reasons": list(verdict.unknown_reasons),
-        "known_bugs": list(verdict.known_bugs),  # checkers/known_bugs.py
+        "known_bugs": list(verdict.known_bugs),  # checkers/known_bugs/bugs.py
         # signatures seen where nothing they rest on fails the run: never "looks like"
         "known_bugs_seen": list(getattr(verdict, "known_bugs_seen", None) or []),
         "found": found,

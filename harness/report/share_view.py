@@ -8,7 +8,7 @@ each acknowledgement, a triangle: accept green, release orange, reject red, fill
 broker took it (``ok``), hollow when it refused it (``fail``) or the outcome is unknown
 (``info``). Fault windows are shaded. Records named by a share-* case come first, then the
 most-delivered ones, at most ``MAX_LANES``. Drawn with jinja2 (templates/share_lanes.svg.j2),
-from the checkers' own per-record facts (checkers.share_group.facts).
+from the checkers' own per-record facts (checkers.finders.share_group.facts).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 from markupsafe import Markup
 
-from checkers.share_group import facts
+from checkers.finders.share_group import facts
 
 from .svgplot import process_color
 

@@ -3,7 +3,7 @@ brokers' n*.log): the application instances' (app-*.log) and the harness's worke
 
 The checkers judge what the history shows; a stall or a restart has many causes, and some
 clients say in their own log which one it was. Each event here is a log line that only a
-client with a known defect writes, so that the known-bug catalogue (checkers/known_bugs.py)
+client with a known defect writes, so that the known-bug catalogue (checkers/known_bugs/bugs.py)
 can name the defect from meta.json instead of guessing from the stall alone:
 
 * ``offset-fetch-dedup-spin`` (KAFKA-20765, apache/kafka#22747, fixed in 4.4.0): the Java

@@ -48,7 +48,7 @@ MIN_WINDOW_S = 5.0
 
 class WindowsSpec(Strict):
     """``windows:`` check the history window by window while the load runs (soak runs;
-    checkers/windows.py, harness/run/soak.py). ``every_s``: window length in seconds, 0 =
+    checkers/engines/windows.py, harness/run/soak.py). ``every_s``: window length in seconds, 0 =
     off; at least MIN_WINDOW_S and at most the run's duration. ``stop_on_invalid``: an invalid
     window ends the load early (the run still heals, drains and checks everything)."""
 

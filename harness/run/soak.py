@@ -1,10 +1,10 @@
 """Window checks while the load runs (a scenario's ``windows:``; issue 25 section 3).
 
 ``WindowChecks`` follows history.jsonl on a thread of the controller with
-``checkers.windows.WindowTracker`` (it reads only the bytes appended since its last look, at
+``checkers.engines.windows.WindowTracker`` (it reads only the bytes appended since its last look, at
 most READ_CHUNK at a time, and keeps one entry per process and open window: nothing per
 event), and checks each closed window's slice in a child process
-(``python -m checkers.windows``, at nice 10, one at a time, given the run folder for its
+(``python -m checkers.engines.windows``, at nice 10, one at a time, given the run folder for its
 meta.json: the pipeline mapping), so the controller never holds the history and its RSS stays
 flat. Each window becomes one line of ``windows.jsonl``:
 
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from checkers.timing import rss_now
-from checkers.windows import Window, WindowTracker
+from checkers.engines.windows import Window, WindowTracker
 from harness.run.history_writer import HistoryWriter
 
 READ_CHUNK = 8 << 20  # bytes read from the history per look: bounds the controller's memory
@@ -112,8 +112,8 @@ class WindowChecks:
                      "slice_bytes": [w.slice_start, w.slice_end], "events": w.events}
         t0 = time.monotonic()
         # --meta: the run folder's meta.json, written when the load started (the pipeline mapping
-        # eos-duplicate needs, checkers.windows)
-        cmd = [sys.executable, "-m", "checkers.windows", str(self.history.path),
+        # eos-duplicate needs, checkers.engines.windows)
+        cmd = [sys.executable, "-m", "checkers.engines.windows", str(self.history.path),
                "--start", str(w.slice_start), "--end", str(w.slice_end), "--meta", str(self.run_dir),
                "--allowed", *self.allowed]
         try:

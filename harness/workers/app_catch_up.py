@@ -12,7 +12,7 @@ nothing in the history (the final drain does, after the application stopped); it
 group (the application's, ``{group}``) had committed on the input partitions when the wait ended
 (a partition without one left out): an input below its partition's committed offset was
 consumed by the application's own account, so a missing output for it is a loss, not a stall
-(checkers.app_end_to_end).
+(checkers.finders.app_end_to_end).
 
 Config: ``bootstrap``, ``input_keys``, ``output_keys``, ``output_dirs``, ``files_poll_s``, ``match``,
 ``base_dir``, ``bound_s`` (default 120), ``quiet_s`` (default 20), ``consumer`` (extra settings),

@@ -20,7 +20,7 @@ Rows have the columns ``key`` and ``value`` (strings: the driver casts the user'
 each is passed to the scenario's match (harness.workers.app_match) as UTF-8 bytes, as a Kafka
 record's key and value would be. The readers record them as ``app-poll`` ops
 ``[["poll", {"app/0/sink": [[offset, input value | null], ...]}]]`` (docs/history.md), the
-form checkers.app_end_to_end reads for a topic's records.
+form checkers.finders.app_end_to_end reads for a topic's records.
 """
 from __future__ import annotations
 

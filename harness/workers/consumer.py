@@ -88,7 +88,7 @@ class ConsumerWorker(Worker):
         if by_key:
             self.emit("invoke", "poll", [["poll"]], time_ns=t0, meta=self.meta())
             self.emit("ok", "poll", [["poll", by_key]], meta=self.meta())
-        if app_by_key:  # the app's output, each record as the input value it names (checkers.app_end_to_end)
+        if app_by_key:  # the app's output, each record as the input value it names (checkers.finders.app_end_to_end)
             self.emit("invoke", "app-poll", [["poll"]], time_ns=t0, meta=self.meta())
             self.emit("ok", "app-poll", [["poll", app_by_key]], meta=self.meta())
         return by_key

@@ -5,8 +5,8 @@ Config: ``harness.workers.configs.PipelineDrainConfig`` (its fields, defaults an
 Before draining every key (inputs and outputs, as DrainWorker does), it records the group's
 committed offsets as one ``committed-offsets`` op: invoke value = the input keys, completion
 ``ok`` with ``{key: next offset to consume}`` (``null`` for a key the group never committed),
-meta ``group_id`` and ``final``. checkers.pipeline reads it for offsets-ahead/offsets-behind
-(docstring of ``checkers.pipeline``). The offsets are fetched the way a restarting processor
+meta ``group_id`` and ``final``. checkers.finders.pipeline reads it for offsets-ahead/offsets-behind
+(docstring of ``checkers.finders.pipeline``). The offsets are fetched the way a restarting processor
 would: a read_committed consumer asks for *stable* offsets (KIP-447 ``require_stable``), so
 the answer waits for pending transactional offset commits to be resolved. Runs after the
 processors stopped, so nothing moves while it reads.

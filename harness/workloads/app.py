@@ -6,7 +6,7 @@ application (``app``: ``instances`` processes of the user's ``command``, each su
 ``app`` worker, harness.workers.app_instance) turns them into output records, and the
 harness's read_committed readers observe the output topics during the run and drain them at the
 end. ``output.match`` says how an output record names its input (harness.workers.app_match);
-checkers.app_end_to_end judges loss, duplicates, aborted reads, phantoms, order and lag.
+checkers.finders.app_end_to_end judges loss, duplicates, aborted reads, phantoms, order and lag.
 
 Instances run in the client namespace beside the harness's own clients; they are client
 workers named ``app-<i>``, so every client fault applies to them by name (``clients:
@@ -42,8 +42,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from checkers.app_end_to_end import input_crashed
-from checkers.unavailable import PRELOAD
+from checkers.finders.app_end_to_end import input_crashed
+from checkers.finders.unavailable import PRELOAD
 
 from harness.cluster.docker.nodes import labels as docker_labels
 from harness.workers.app_files import SINK_DIR, sink_key
@@ -208,7 +208,7 @@ class App:
         """``input.preload``: commit that many records to the input before any instance starts,
         by up to 4 producers (``preload-<i>``, each stopping once its share is committed: its
         ops are in the history like the live producers'), between two nemesis-process
-        ``preload`` info events (checkers.unavailable counts outages from the second). The
+        ``preload`` info events (checkers.finders.unavailable counts outages from the second). The
         producers leave the pool when done, so no fault picks them. Returns problems (a
         producer that did not finish within ``timeout_s``)."""
         import time
@@ -375,7 +375,7 @@ class App:
         left = pending()
         self.batch = {"done": not left, "waited_s": round(time.monotonic() - t0, 1), "not_done": left,
                       "last_exit": {n: last_exit(pool, current(n)) for n in left}}
-        # the verdict is unknown then (checkers.app_end_to_end.batch_unfinished names them)
+        # the verdict is unknown then (checkers.finders.app_end_to_end.batch_unfinished names them)
         return [f"done: exit: {', '.join(left)} had not exited 0 after {bound_s:g} s"] if left else []
 
     def drained(self, ctl: dict | None) -> None:

@@ -5,7 +5,7 @@ only that ("history has no completed client read or write ... nothing to judge")
 ``input_crash`` finds the case at the end of the load, with the first lines of each crash from
 the producer's log (``logs/producer-<i>.log``: a worker's stderr, so a Python traceback's
 exception line is there); harness.workloads.app puts it in meta.json (``app.input_crashed``)
-and checkers.app_end_to_end.app_unknown turns it into the verdict's first unknown reason.
+and checkers.finders.app_end_to_end.app_unknown turns it into the verdict's first unknown reason.
 """
 from __future__ import annotations
 

@@ -71,7 +71,7 @@ class AppInput(Strict):
     preload: int = Field(0, ge=0, le=1_000_000)
     producer: dict[str, Setting] = Field(default_factory=dict, description="extra librdkafka settings")
     #: the input producers' own cycles that Kafka allows (G0, G0-process, G0-realtime,
-    #: G1c-realtime: checkers.app_end_to_end.INPUT_SIDE): "report" lists them in the verdict's
+    #: G1c-realtime: checkers.finders.app_end_to_end.INPUT_SIDE): "report" lists them in the verdict's
     #: input side without failing the run; "fail" judges them as any scenario does
     cycles: Literal["report", "fail"] = "report"
 

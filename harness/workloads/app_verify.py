@@ -1,6 +1,6 @@
 """``output.verify``: the user's own verifier of an app's output (an aggregation: word counts,
 sums, windows; outputs that are not one record per input), run by the harness after the final
-drain; checkers.app_end_to_end turns what it found into the verdict's ``app-verify`` cases.
+drain; checkers.finders.app_end_to_end turns what it found into the verdict's ``app-verify`` cases.
 
 The files the harness writes for it, in ``<run>/app/verify/`` (JSON Lines, UTF-8, one object a
 line; a record's key and value are its bytes decoded as UTF-8, None when absent):
@@ -24,7 +24,7 @@ example's fields), and optionally one ``{"stats": {...}}`` line. It exits 0 whet
 anything or not. A non-zero exit, a timeout, or a stdout line that is not such an object makes
 the run unknown, with the reason and the last lines of its stderr (``error`` below).
 
-Result (meta.json ``app.verify``, read by checkers.app_end_to_end)::
+Result (meta.json ``app.verify``, read by checkers.finders.app_end_to_end)::
 
     {"command": [...], "findings": [{"kind", "explanation", ...}, ...] (the first MAX_FINDINGS),
      "count": n, "stats": {...} | None, "seconds": s, "error": None | "why it could not judge",
@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from checkers.app_end_to_end import committed_inputs
+from checkers.finders.app_end_to_end import committed_inputs
 from checkers.history import load_history
 
 #: findings kept in meta.json (the count is always whole)
@@ -58,7 +58,7 @@ def files(run_dir: Path) -> dict[str, Path]:
 
 
 def write_inputs(run_dir: Path, input_keys: list[str]) -> tuple[int, int]:
-    """Write input.jsonl and aborted.jsonl from the run's history (checkers.app_end_to_end's
+    """Write input.jsonl and aborted.jsonl from the run's history (checkers.finders.app_end_to_end's
     reading of committed and aborted input). Returns (committed, aborted) counts."""
     h = load_history(Path(run_dir) / "history.jsonl")
     committed, aborted, written = committed_inputs(h, input_keys)

@@ -10,7 +10,7 @@ offsets with ``send_offsets_to_transaction`` and the consumer's group metadata
 Drain: role ``pipeline-drain``, which records the group's committed offsets (a
 ``committed-offsets`` op) and reads every key to its end.
 
-``meta()["pipeline"]`` is what checkers.pipeline needs: ``{"keys": {"in/p": "out/p"},
+``meta()["pipeline"]`` is what checkers.finders.pipeline needs: ``{"keys": {"in/p": "out/p"},
 "group_id": "eosc-proc", "value_divisor": 1000000}``: an output value ``// value_divisor``
 is the input value it came from (harness.workers.processor ``output_value``: each attempt at
 an input writes a distinct value, as docs/history.md requires of every send). Checked besides the queue anomalies: eos-duplicate, eos-loss,
@@ -140,7 +140,7 @@ class EosPipeline(TxnQueue):
     def meta(self) -> dict:
         return {"transactional": True, "isolation_level": self.spec.isolation_level,
                 "pipeline": {"keys": self.key_map(), "group_id": self.names.client_id(GROUP), "value_divisor": OUTPUT_FACTOR,
-                             # how the group's offsets are committed (checkers.reprocessing reads it)
+                             # how the group's offsets are committed (checkers.finders.reprocessing reads it)
                              "offsets": self.spec.offsets,
                              # the processors' group protocol and assignor (harness.workloads.group)
                              "group_protocol": self.spec.group_protocol, "assignor": self.spec.assignor},

@@ -38,7 +38,7 @@ key to its end at the same isolation level, which gives the checkers the committ
 every record archived, the brokers' DLQ writes are asynchronous: ``dlq_wait_s``) and reads
 the DLQ topic to its end (role ``share-dlq-reader``, one ``dlq-read`` op,
 harness/workers/share_dlq_reader.py). Ops, and what the checkers find: docs/history.md "Share
-groups", checkers/share_group.py and checkers/share_dlq.py.
+groups", checkers/finders/share_group.py and checkers/finders/share_dlq.py.
 """
 from __future__ import annotations
 

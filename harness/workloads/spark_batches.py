@@ -292,7 +292,7 @@ def in_time_order(events: list[dict]) -> list[dict]:
 
 
 def sink_meta(sb: SinkBatches, keys: list[str]) -> dict:
-    """``meta["sink"]`` for checkers.sink (docs/checkers.md): every sink record as
+    """``meta["sink"]`` for checkers.finders.sink (docs/checkers.md): every sink record as
     ``[source key, value]`` (duplicates kept, foreign values left out) and the judged keys."""
     recs = [[k, iv] for k, _o, v in sb.sink_records if (iv := int_value(v)) is not None]
     return {"records": recs, "keys": list(keys)}

@@ -15,11 +15,11 @@ docs/findings/F5.md): a processor's consumer starts an input partition behind th
 group committed (at ``auto.offset.reset``, or at an old committed offset), so an eos-pipeline
 run under processor kills can end INVALID with eos-duplicate. ``xfail_if_restart_behind_commit``
 makes that an expected failure only when eos-duplicate is the only failing anomaly and every
-reprocessed range of the verdict (``stats.reprocessed_ranges``, checkers/reprocessing.py) is
+reprocessed range of the verdict (``stats.reprocessed_ranges``, checkers/finders/reprocessing.py) is
 headed by such a restart: a duplicate with no restart behind it (our processor's own bug, a
 zombie) still fails the test.
 
-Both signatures are the known-bug catalogue's (checkers/known_bugs.py, which also names them in
+Both signatures are the known-bug catalogue's (checkers/known_bugs/bugs.py, which also names them in
 every verdict: ``Verdict.known_bugs``); these helpers only decide which runs a VALID-expecting
 test may excuse.
 """
@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from checkers.bug_facts import run_facts
-from checkers.bug_signatures import HANGING_TXN_KINDS, kafka_20734_fit, restarted_ranges
+from checkers.known_bugs.facts import run_facts
+from checkers.known_bugs.signatures import HANGING_TXN_KINDS, kafka_20734_fit, restarted_ranges
 from checkers.run import Verdict
 
 __all__ = [
@@ -47,7 +47,7 @@ def kafka_20734_hit(verdict: Verdict | dict, meta: dict) -> str | None:
     """The reason to give when ``verdict`` (verdict.json) is INVALID only with
     HANGING_TXN_KINDS and ``meta`` (meta.json) has the brokers' ``skipped-txn-markers``
     event (harness.cluster.broker_events); None otherwise. The signature is the catalogue's
-    (checkers/known_bugs.py KAFKA-20734) with the narrower kinds: an expected failure only for
+    (checkers/known_bugs/bugs.py KAFKA-20734) with the narrower kinds: an expected failure only for
     what the integration tests have met."""
     fit = kafka_20734_fit(Verdict.coerce(verdict), run_facts(meta), kinds=HANGING_TXN_KINDS)
     return f"KAFKA-20734 (docs/findings/F2.md): {fit.why}" if fit else None
@@ -71,7 +71,7 @@ def xfail_if_kafka_20734(run_dir: str | Path, verdict: Verdict | None = None) ->
 def restart_behind_commit_hit(verdict: Verdict | dict) -> str | None:
     """The reason to give when ``verdict`` is INVALID with eos-duplicate alone and every one
     of its reprocessed ranges has a restart behind the committed offset (F4, F5; the ranges
-    as checkers/known_bugs.py's F4 and F5 entries read them); None otherwise."""
+    as checkers/known_bugs/bugs.py's F4 and F5 entries read them); None otherwise."""
     verdict = Verdict.coerce(verdict)
     ranges = restarted_ranges(verdict)
     if ranges is None or set(verdict.failing) != {"eos-duplicate"}:

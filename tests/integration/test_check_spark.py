@@ -1,4 +1,4 @@
-"""The Spark engine (checkers.parts_spark, issue 25 section 2) gives the polars engine's verdict:
+"""The Spark engine (checkers.engines.parts_spark, issue 25 section 2) gives the polars engine's verdict:
 the same ``valid``, anomaly names, counts, examples (each anomaly's example list), unknown
 reasons and stats, on every recorded real run under tests/data, on the simulated histories
 tests/unit/test_checkers_parts.py uses, on histories with one injected anomaly of each kind
@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from checkers import check
-from checkers.parts import check_parts, check_run_parts, run_local
-from checkers.simulate import simulate
+from checkers.engines.parts import check_parts, check_run_parts, run_local
+from checkers.synthetic.simulate import simulate
 from checkers.verdict import check_run
 from tests.unit.test_checkers_model import KINDS, inject, run
 from tests.unit.test_checkers_parts import (
@@ -37,7 +37,7 @@ REAL = sorted(d for d in DATA.glob("real-*") if (d / "history.jsonl").is_file())
 
 @pytest.fixture(scope="module")
 def spark():
-    from checkers.parts_spark import spark_engine
+    from checkers.engines.parts_spark import spark_engine
 
     eng = spark_engine("local[2]")
     yield eng
@@ -157,7 +157,7 @@ def test_a_second_engine_reuses_the_session_and_leaves_no_folder(spark):
     # is dropped without one (a caller's exception skipped it)
     import gc
 
-    from checkers.parts_spark import spark_engine
+    from checkers.engines.parts_spark import spark_engine
 
     other = spark_engine("local[2]")
     folder = other._tmp

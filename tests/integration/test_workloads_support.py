@@ -28,13 +28,13 @@ def fault_steps(scn, clients=PIPELINE_CLIENTS):
 
 
 def require_pipeline_decoding() -> None:
-    """eos-pipeline runs are judged by checkers.pipeline, which maps an output value to
+    """eos-pipeline runs are judged by checkers.finders.pipeline, which maps an output value to
     its input by ``meta.pipeline.value_divisor`` (docs/workloads.md, "What other parts need").
     Fail at once, without a cluster run, while it does not."""
-    import checkers.pipeline
+    import checkers.finders.pipeline
 
-    if "value_divisor" not in inspect.getsource(checkers.pipeline):
-        pytest.fail("checkers.pipeline does not decode meta.pipeline.value_divisor yet: eos-pipeline "
+    if "value_divisor" not in inspect.getsource(checkers.finders.pipeline):
+        pytest.fail("checkers.finders.pipeline does not decode meta.pipeline.value_divisor yet: eos-pipeline "
                     "verdicts would be wrong (see docs/workloads.md, 'What other parts need')")
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from checkers import check, load_history
-from checkers.build import HistoryBuilder
+from checkers.synthetic.build import HistoryBuilder
 from harness.cluster.namespaces import LOCAL
 from harness.run.history_writer import HistoryWriter
 from harness.run.pool import Pool

@@ -1,7 +1,7 @@
 """The app workload's parquet sink, read from its committed files only (harness.workers.file_sink,
 harness.workers.app_files): real parquet files and a tiny ``_spark_metadata`` log in tmp_path,
 one file no batch lists (a killed driver's attempt) that must be ignored; the offsets every
-reader gives a row; the app-poll values they make, judged by checkers.app_end_to_end."""
+reader gives a row; the app-poll values they make, judged by checkers.finders.app_end_to_end."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from checkers import app_cases, check, load_history
-from checkers.build import HistoryBuilder
+from checkers.synthetic.build import HistoryBuilder
 from harness.workers.app_files import FileOutput, SinkRows, sink_key
 from harness.workers.app_match import compile_match
 from harness.workers.file_sink import committed_batches

@@ -1,6 +1,6 @@
 """output.verify (issue 36): the user's own verifier of an aggregation. The harness's side
 (harness.workloads.app_verify: the files, running the command, reading what it prints) on real
-processes; the verdict's side (checkers.app_end_to_end: app-verify cases, a failed verifier is
+processes; the verdict's side (checkers.finders.app_end_to_end: app-verify cases, a failed verifier is
 unknown) on tiny histories; the shipped word-count verifier on hand-written files."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from checkers import check, load_history
-from checkers.build import HistoryBuilder
+from checkers.synthetic.build import HistoryBuilder
 from harness.run.scenario import ScenarioError, load_scenario
 from harness.workloads import app_verify
 from harness.workloads.app import App, AppSpec

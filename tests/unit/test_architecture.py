@@ -4,7 +4,8 @@ count), checkers imports neither harness nor nemesis, nemesis does not import ha
 harness.cluster (the lowest stage) imports none of harness.workloads, workers, examples, at most
 6 modules at the top of harness/, one file name per module, no pointer to the design notes
 outside the repository, and no version numbers compared outside the release object and the
-version parser."""
+version parser, and checkers by role (its top level the entry points only, finders importing
+neither engines nor the known-bug catalogue, history the ground floor)."""
 from __future__ import annotations
 
 import ast
@@ -138,6 +139,48 @@ def test_no_import_cycle_among_harness_checkers_nemesis():
 def test_checkers_imports_neither_harness_nor_nemesis():
     bad = _edges_into("checkers", "harness") + _edges_into("checkers", "nemesis")
     assert not bad, f"checkers must stay pure functions of a history: {bad}"
+
+
+#: checkers/ top level: its public entry points only (docs/architecture.md "checkers/ by role")
+CHECKERS_TOP = {"__init__.py", "catalogue.py", "run.py", "safe_load.py", "timing.py", "verdict.py",
+                "version_numbers.py"}
+#: the rooms of checkers/, each a package
+CHECKERS_ROOMS = {"engines", "finders", "history", "known_bugs", "synthetic"}
+
+
+def _checkers_edges(source: str, targets: tuple[str, ...]) -> list[str]:
+    return sorted(f"{m} -> {d}" for m, ds in GRAPH.items() if m == source or m.startswith(source + ".")
+                  for d in ds if d.startswith(targets))
+
+
+def test_checkers_top_level_holds_only_the_entry_points():
+    top = sorted(p.name for p in (ROOT / "checkers").glob("*.py"))
+    assert set(top) <= CHECKERS_TOP, \
+        f"checkers/ holds {sorted(set(top) - CHECKERS_TOP)} beside its entry points: a finder goes to finders/, " \
+        "an engine to engines/, a history-derived frame to history/ (docs/architecture.md)"
+    rooms = {p.name for p in (ROOT / "checkers").iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
+    assert rooms == CHECKERS_ROOMS
+
+
+def test_finders_import_neither_engines_nor_known_bugs():
+    # a finder is a function of a history: the engines run it and the known-bug catalogue reads
+    # its cases, never the other way round
+    bad = _checkers_edges("checkers.finders", ("checkers.engines", "checkers.known_bugs", "checkers.verdict",
+                                               "checkers.synthetic"))
+    assert not bad, f"a finder imports an engine, the known-bug catalogue or the verdict: {bad}"
+
+
+def test_checkers_history_imports_no_room_above_it():
+    bad = [e for e in _checkers_edges("checkers.history", ("checkers.",))
+           if not e.split(" -> ")[1].startswith(("checkers.history", "checkers.timing"))]
+    assert not bad, f"checkers.history is the ground floor of checkers (only checkers.timing beside it): {bad}"
+
+
+def test_only_tests_and_benchmarks_use_the_synthetic_histories():
+    bad = [e for e in _checkers_edges("checkers", ("checkers.synthetic",)) if not e.startswith("checkers.synthetic")]
+    bad += [e for e in _edges_into("harness", "checkers") if e.split(" -> ")[1].startswith("checkers.synthetic")
+            and not e.startswith("harness.bench.")]
+    assert not bad, f"the simulated Kafka and the history builder are for tests and benchmarks: {bad}"
 
 
 def test_nemesis_does_not_import_harness():

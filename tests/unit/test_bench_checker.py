@@ -1,7 +1,7 @@
-"""checkers.bench: the parse floor and the peak-RSS report measured in the same run (issue 12)."""
+"""harness.bench.checker: the parse floor and the peak-RSS report measured in the same run (issue 12)."""
 import pytest
 
-from checkers.bench import RSS_LIMIT_BYTES, run_bench
+from harness.bench.checker import RSS_LIMIT_BYTES, run_bench
 
 
 def test_bench_reports_a_parse_floor_ratio_and_the_rss_limit():

@@ -1,7 +1,7 @@
-"""``eos-chaos bench parts`` (checkers.bench_parts): both paths measured at each size, the same
+"""``eos-chaos bench parts`` (harness.bench.checker_parts): both paths measured at each size, the same
 anomalies, growth figures between the sizes."""
 
-from checkers.bench_parts import run_parts_bench
+from harness.bench.checker_parts import run_parts_bench
 
 
 def test_the_parts_bench_measures_both_paths_at_two_sizes():

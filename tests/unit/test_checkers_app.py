@@ -1,8 +1,8 @@
-"""checkers.app_end_to_end: the app workload's end-to-end anomalies on tiny histories, each a minimal
+"""checkers.finders.app_end_to_end: the app workload's end-to-end anomalies on tiny histories, each a minimal
 positive and a near miss (issue 22: each new anomaly fails before the change)."""
 
 from checkers import app_cases, check, load_history
-from checkers.build import HistoryBuilder
+from checkers.synthetic.build import HistoryBuilder
 
 APP = {"input_keys": ["in/0", "in/1"], "output_keys": ["out/0"], "semantics": "exactly-once",
        "order": "none", "lag_bound_s": None, "drain_complete": True}

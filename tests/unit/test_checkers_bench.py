@@ -3,10 +3,10 @@
 import polars as pl
 import pytest
 
-from checkers.bench import run_bench
-from checkers.simulate import simulate
+from harness.bench.checker import run_bench
+from checkers.synthetic.simulate import simulate
 from checkers import load_history
-from checkers.log import log
+from checkers.history.log import log
 
 
 def test_run_bench_small_history_is_valid_and_measured():

@@ -17,7 +17,7 @@ from checkers import (
     unavailable_cases,
     zombie_write_cases,
 )
-from checkers.build import MS, HistoryBuilder
+from checkers.synthetic.build import MS, HistoryBuilder
 
 
 def H(b):

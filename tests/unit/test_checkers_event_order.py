@@ -1,4 +1,4 @@
-"""Cycles Kafka cannot produce (checkers/event_order.py): scenarios that expect the
+"""Cycles Kafka cannot produce (checkers/finders/event_order.py): scenarios that expect the
 realtime/process variants of G0/G1c (Kafka's transactions are not isolated) must still fail
 on a cycle whose events contradict each other. Each history below was valid with those
 names allowed before event_order.py; the near misses stay valid."""
@@ -6,8 +6,8 @@ names allowed before event_order.py; the near misses stay valid."""
 import pytest
 
 from checkers import check, load_history
-from checkers.build import HistoryBuilder
-from checkers.event_order import event_graph, impossible_cycle_cases
+from checkers.synthetic.build import HistoryBuilder
+from checkers.finders.event_order import event_graph, impossible_cycle_cases
 
 SMOKE_ALLOWED = ["G0", "G0-process", "G0-realtime", "G1c-realtime"]
 
@@ -90,7 +90,7 @@ def test_long_transaction_g1c_realtime_is_possible_and_stays_allowed():
     b.assign(3, ["a/0", "b/0"], isolation="read_committed")
     b.poll(3, {"a/0": [(0, 1), (1, 3)], "b/0": [(0, 4), (1, 2)]}, final=True)
     h = load_history(b.events)
-    from checkers.cycles import cycle_cases
+    from checkers.finders.cycles import cycle_cases
     assert "G1c-realtime" in {c["anomaly"] for c in cycle_cases(h)}
     assert impossible_cycle_cases(h) == []
     assert check(b.events, allowed=SMOKE_ALLOWED).valid is True

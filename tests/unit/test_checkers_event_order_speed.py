@@ -1,7 +1,7 @@
 """The impossible-cycle finder made O(n log n) (issue 20) finds exactly what it found before.
 
 The cases of ``impossible_cycle_cases`` on simulated histories with swapped log records (both
-shapes of ``checkers.simulate``: short transactions, and long ones with the G0-realtime
+shapes of ``checkers.synthetic.simulate``: short transactions, and long ones with the G0-realtime
 cycles of correct smoke runs) are compared with those recorded from the quadratic finder of
 commit f4642cd (tests/data/event_order/recorded.json: per history the anomaly names, the ops
 of each case and a sha256 of the whole output), and so are those of ``cycle_cases``, whose
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from checkers import load_history
-from checkers.cycles import cycle_cases
-from checkers.event_order import INTRA, RT, event_graph, event_times, impossible_cycle_cases, time_order
-from checkers.simulate import simulate
+from checkers.finders.cycles import cycle_cases
+from checkers.finders.event_order import INTRA, RT, event_graph, event_times, impossible_cycle_cases, time_order
+from checkers.synthetic.simulate import simulate
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 RECORDED = DATA / "event_order" / "recorded.json"
@@ -150,7 +150,7 @@ def test_long_transaction_shape_holds_possible_realtime_cycles():
 def test_read_committed_lookup_by_process_id_takes_negative_ids():
     """The read_committed processes are looked up in a table by process id: a negative id
     (a history's processes are any integers) must still find its level."""
-    from checkers.build import HistoryBuilder
+    from checkers.synthetic.build import HistoryBuilder
     b = HistoryBuilder()
     b.assign(-3, ["x/0"], isolation="read_committed")
     b.invoke(0, "txn", [["send", "x/0", 5]], {"transactional_id": "t"})

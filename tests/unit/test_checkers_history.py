@@ -5,7 +5,7 @@ import json
 import pytest
 
 from checkers import check, load_history
-from checkers.build import HistoryBuilder
+from checkers.synthetic.build import HistoryBuilder
 
 
 def _basic() -> HistoryBuilder:

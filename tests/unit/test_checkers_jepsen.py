@@ -13,7 +13,7 @@ from checkers import (
     poll_skip_cases,
     unseen_cases,
 )
-from checkers.build import HistoryBuilder
+from checkers.synthetic.build import HistoryBuilder
 
 FINDERS = [duplicate_cases, inconsistent_offsets_cases, lost_write_cases, unseen_cases,
            g1a_cases, poll_skip_cases, nonmonotonic_poll_cases]

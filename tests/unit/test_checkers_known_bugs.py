@@ -1,4 +1,4 @@
-"""The verdict names known bugs (checkers/known_bugs.py, docs/known-bugs.md).
+"""The verdict names known bugs (checkers/known_bugs/bugs.py, docs/known-bugs.md).
 
 For each catalogued signature a tiny history goes through the real checker
 (``checkers.verdict.check`` with meta, or ``check_run`` on a run folder when the signature
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from checkers.bug_facts import release, run_facts
-from checkers.build import HistoryBuilder
-from checkers.known_bugs import BY_ID, CATALOGUE, describe, match, match_dicts
+from checkers.known_bugs.facts import release, run_facts
+from checkers.synthetic.build import HistoryBuilder
+from checkers.known_bugs.bugs import BY_ID, CATALOGUE, describe, match, match_dicts
 from checkers.run import Verdict
 from checkers.verdict import FINDERS, check, check_run
 from tests.unit.test_checkers_reprocessing import PIPE, _base
@@ -299,7 +299,7 @@ def test_kafka_15653_server_error_on_3_6_0():
 
 def test_kafka_15653_through_the_server_error_finder_when_it_is_there():
     if "server_error_cases" not in {f[0] for f in FINDERS}:
-        pytest.skip("checkers/server_error.py is not in FINDERS yet")
+        pytest.skip("checkers/finders/server_error.py is not in FINDERS yet")
     meta = {"kafka_version": "3.6.0", "fail_on": ["server-error"]}
     v = match_dicts(check(produce_error("UNKNOWN_SERVER_ERROR"), meta=meta), meta, COMPRESSED)
     assert {m["id"]: m["match"] for m in v}.get("KAFKA-15653") == "looks-like", v
@@ -376,7 +376,7 @@ def test_every_catalogue_entry_is_in_the_docs_table_with_its_releases():
 
 
 def test_a_signature_that_raises_is_skipped_not_a_crash(monkeypatch):
-    import checkers.known_bugs as kb
+    import checkers.known_bugs.bugs as kb
 
     def boom(v, f):
         raise RuntimeError("boom")
@@ -416,7 +416,7 @@ def epoch_stuck() -> list[dict]:
 
 def test_kafka_19367_through_the_epoch_exhausted_finder_when_it_is_there():
     if "epoch_exhausted_cases" not in {f[0] for f in FINDERS}:
-        pytest.skip("checkers/epoch_exhausted.py is not in FINDERS yet")
+        pytest.skip("checkers/finders/epoch_exhausted.py is not in FINDERS yet")
     meta = {"kafka_version": "4.0.0", "fail_on": ["epoch-exhausted"], **TV2}
     v = check(epoch_stuck(), meta=meta)
     assert "epoch-exhausted" in v.failing, v.counts
@@ -460,12 +460,12 @@ def test_kafka_14402_aborted_read_on_a_release_without_verification_and_its_cont
     # the entry's own run: the txn-producer replaced its instance after each in-flight abort, so
     # no later transaction shared the aborted one's epoch: KAFKA-14402 alone (17754's doubtful fit
     # is left out for the entry that looks like the cause)
-    from checkers.known_bugs import match as match_
+    from checkers.known_bugs.bugs import match as match_
     got = {m.id: m.match for m in match_(v, old, {"name": "txn-queue", "inflight_abort": "replace"})}
     assert got["KAFKA-14402"] == "looks-like" and got.get("KAFKA-17754") != "looks-like"
     # a read_uncommitted consumer reads aborted writes by design: no upstream bug named
-    from checkers.bug_facts import run_facts  # noqa: F401  (the facts the match reads)
-    from checkers.known_bugs import match
+    from checkers.known_bugs.facts import run_facts  # noqa: F401  (the facts the match reads)
+    from checkers.known_bugs.bugs import match
     ru = match(v, old, {"name": "txn-queue", "isolation_level": "read_uncommitted"})
     assert not [m for m in ru if m.id in ("KAFKA-14402", "KAFKA-17754")]
     # meta.json says it too (the runner writes the workload's isolation_level there): the real
@@ -482,7 +482,7 @@ def test_kafka_17754_stands_beside_f1_when_an_aborted_write_was_committed(tmp_pa
     """scenarios/zoo/kafka-17754.yaml on 4.4.0 with librdkafka: G1a (the late Produce of the
     aborted transaction committed by the next one) and lost-write (the next record taken for
     its duplicate, F1). F1 explains the lost write, not the G1a: both are named."""
-    from checkers.known_bugs import match
+    from checkers.known_bugs.bugs import match
 
     meta = {"kafka_version": "4.4.0", "client": {"name": "librdkafka", "version": "2.16.0"},
             "transaction_version": {"broker": 2, "client": [1]}}

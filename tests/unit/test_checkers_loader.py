@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 import checkers.history.reader as HR
 import checkers.verdict as V
 from checkers import check, load_history
-from checkers.build import HistoryBuilder
-from checkers.cycles import _build_log_writers, cycle_cases, log, writers
-from checkers.log import index
-from checkers.realtime_lag import _lags_by_value, lags
-from checkers.simulate import simulate
+from checkers.synthetic.build import HistoryBuilder
+from checkers.finders.cycles import _build_log_writers, cycle_cases, log, writers
+from checkers.history.log import index
+from checkers.finders.realtime_lag import _lags_by_value, lags
+from checkers.synthetic.simulate import simulate
 
 SETTINGS = settings(max_examples=25, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -207,7 +207,7 @@ def test_tiny_files(tmp_path, n):
 @given(seed=st.integers(0, 10_000))
 def test_fences_by_suffix_minimum_equal_the_pairwise_definition(seed):
     """_fences: per older instance, the earliest ok init of any newer instance of its id."""
-    from checkers.zombie_write import _fences, _instances
+    from checkers.finders.zombie_write import _fences, _instances
     h = load_history(simulate(600, seed=seed, n_keys=3, n_producers=2, crash_rate=0.08))
     inst = _instances(h)
     inits = (h.ops.filter((pl.col("f") == "init") & (pl.col("type") == "ok")

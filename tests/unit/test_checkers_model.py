@@ -242,7 +242,7 @@ def test_an_injected_anomaly_is_reported_whatever_else_is_allowed(program, kind,
 def test_a_write_cycle_of_sequential_transactions_fails_even_when_every_name_is_allowed(program, pick):
     """The model runs transactions one after another, so the G0 injection (two committed
     txns swapped on one key) puts a txn's record before that of a txn which had completed
-    before it began: impossible in Kafka (checkers/event_order.py), so no ``expected`` list
+    before it began: impossible in Kafka (checkers/finders/event_order.py), so no ``expected`` list
     excuses it."""
     m = run(program)
     broken = inject(m, "G0", pick)

@@ -1,4 +1,4 @@
-"""The parts path (checkers.parts, issue 25 section 1) gives the verdict of ``check``: the same
+"""The parts path (checkers.engines.parts, issue 25 section 1) gives the verdict of ``check``: the same
 anomaly names, counts and ``valid`` on the recorded real runs, on simulated histories, on
 Hypothesis-built histories with one injected anomaly, and on tiny histories whose cases sit on
 a multi-key op, where a cut by key could lose or double them."""
@@ -13,9 +13,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from checkers import check
-from checkers.build import HistoryBuilder
-from checkers.parts import check_parts, check_run_parts, part_of, write_parts
-from checkers.simulate import simulate
+from checkers.synthetic.build import HistoryBuilder
+from checkers.engines.parts import check_parts, check_run_parts, part_of, write_parts
+from checkers.synthetic.simulate import simulate
 from checkers.verdict import check_run
 
 from .test_checkers_model import KINDS, SETTINGS, inject, programs, run

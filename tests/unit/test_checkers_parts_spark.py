@@ -1,4 +1,4 @@
-"""The Spark engine's start errors (checkers.parts_spark), none of which starts a JVM: each is one
+"""The Spark engine's start errors (checkers.engines.parts_spark), none of which starts a JVM: each is one
 line that says what to fix, and comes fast (an unreachable master is found by a TCP connect,
 not by Spark's minute of retries); the package zip it ships; the checker does not need pyspark.
 The engine's verdicts: tests/integration/test_check_spark.py."""
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from checkers.parts_spark import SparkEngine, SparkEngineError, master_kind, package_zip, spark_engine
+from checkers.engines.parts_spark import SparkEngine, SparkEngineError, master_kind, package_zip, spark_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,7 +63,7 @@ def test_no_java_is_one_line(monkeypatch, tmp_path):
 def test_the_checker_needs_no_pyspark():
     # pyspark hidden: checkers and this module import, and the engine says what to install
     code = ("import sys; sys.modules['pyspark'] = None\n"
-            "import checkers, checkers.parts, checkers.parts_spark as ps\n"
+            "import checkers, checkers.engines.parts, checkers.engines.parts_spark as ps\n"
             "try:\n    ps.spark_engine('local[2]')\n"
             "except ps.SparkEngineError as e:\n    print(e)\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
@@ -74,7 +74,7 @@ def test_the_checker_needs_no_pyspark():
 def test_the_zip_holds_the_package_and_no_bytecode(tmp_path):
     z = package_zip(tmp_path)
     names = zipfile.ZipFile(z).namelist()
-    assert {"checkers/__init__.py", "checkers/parts.py", "checkers/parts_spark.py"} <= set(names)
+    assert {"checkers/__init__.py", "checkers/engines/parts.py", "checkers/engines/parts_spark.py"} <= set(names)
     assert any(n.startswith("checkers/history/") for n in names)  # subpackages too
     assert not [n for n in names if "__pycache__" in n or not n.endswith(".py")]
     assert package_zip(tmp_path).name != z.name  # Spark refuses a second file of one name

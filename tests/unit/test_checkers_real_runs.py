@@ -73,7 +73,7 @@ def test_a_truncated_real_history_still_gets_a_verdict(tmp_path):
 
 
 def test_impossible_cycles_on_real_data():
-    """checkers/event_order.py on real runs: the correct smoke run's write cycles and the
+    """checkers/finders/event_order.py on real runs: the correct smoke run's write cycles and the
     read_uncommitted run's G1c-realtime (its consumers read uncommitted: the weaker edge) are
     possible in Kafka; finding F1's history is not: eosc-txn-1's txn (invoked at 49.05 s) was
     acknowledged at t1/3 offset 110 after eosc-txn-0's record at offset 112 had been

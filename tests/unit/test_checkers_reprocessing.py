@@ -1,4 +1,4 @@
-"""How eos-duplicate came about (checkers.reprocessing): reprocessed ranges and restarts.
+"""How eos-duplicate came about (checkers.finders.reprocessing): reprocessed ranges and restarts.
 
 Tiny histories, each of which the checker before this module could not explain (its cases
 had no ``range`` or ``restarts`` and came in (key, position) order only):
@@ -37,11 +37,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checkers import app_cases
-from checkers import simulate as sim
-from checkers.build import HistoryBuilder
+from checkers.synthetic import simulate as sim
+from checkers.synthetic.build import HistoryBuilder
 from checkers.history import as_history, load_history
-from checkers.pipeline import pipeline_cases, pipeline_window_cases
-from checkers.reprocessing import ranges, restarts
+from checkers.finders.pipeline import pipeline_cases, pipeline_window_cases
+from checkers.finders.reprocessing import ranges, restarts
 from checkers.verdict import check
 
 NS = 1_000_000_000
@@ -301,7 +301,7 @@ def test_report_shows_the_ranges_with_their_restart():
 def test_a_failing_explanation_never_costs_the_cases(monkeypatch):
     """The explanation is auxiliary: if it raises, the eos-duplicate cases stay, unexplained,
     and say why (a crash inside pipeline_cases would turn an invalid verdict into unknown)."""
-    import checkers.reprocessing as rp
+    import checkers.finders.reprocessing as rp
 
     def boom(*a, **k):
         raise RuntimeError("odd history")
@@ -315,7 +315,7 @@ def test_a_failing_explanation_never_costs_the_cases(monkeypatch):
 @given(seed=st.integers(0, 10_000), aborts=st.sampled_from([0.0, 0.3]), crashes=st.sampled_from([0.0, 0.05]),
        processors=st.integers(1, 3))
 def test_negative_control_simulated_correct_pipelines_have_no_restart(seed, aborts, crashes, processors):
-    """Correct pipelines (checkers.simulate: rebalances, aborts with rewinds, crashes with and
+    """Correct pipelines (checkers.synthetic.simulate: rebalances, aborts with rewinds, crashes with and
     without an ``info`` completion, restarts under the same transactional.id) never start a
     partition behind the group's committed offset: no restart is named and no eos-duplicate
     found. The property can fail: ``test_restart_property_can_fail`` breaks one."""

@@ -1,4 +1,4 @@
-"""server-error (checkers/server_error.py): ops that failed with an error a correct broker never
+"""server-error (checkers/finders/server_error.py): ops that failed with an error a correct broker never
 returns to a valid request (UNKNOWN_SERVER_ERROR, CORRUPT_MESSAGE, INVALID_RECORD); a liveness
 report, failing a run only through fail_on. Tiny histories (positive, near misses) and a
 negative control on real runs' histories (tests/data)."""
@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from checkers import ANOMALIES, check, load_history, server_error_cases
-from checkers.build import HistoryBuilder
+from checkers.synthetic.build import HistoryBuilder
 from checkers.run import FAIL_ON_NAMES
-from checkers.server_error import SERVER_ERRORS
+from checkers.finders.server_error import SERVER_ERRORS
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -1,4 +1,4 @@
-"""checkers/share_group.py: each share-group anomaly on a tiny history that has it and one that does
+"""checkers/finders/share_group.py: each share-group anomaly on a tiny history that has it and one that does
 not, the verdict's wiring (share-duplicate allowed, stats.share), and a negative control on a
 real run of scenarios/share.yaml (tests/data/real-share-s1)."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from checkers import check, load_history
-from checkers.share_group import share_cases, share_stats
+from checkers.finders.share_group import share_cases, share_stats
 
 K = "t0/0"
 SHARE = {"group_id": "g", "isolation_level": "read_committed", "lock_duration_ms": 5000,

@@ -6,8 +6,8 @@ Each test fails on the checker before the fix it names and passes after.
 import pytest
 
 from checkers import check, load_history
-from checkers.build import HistoryBuilder
-from checkers.cycles import cycle_cases
+from checkers.synthetic.build import HistoryBuilder
+from checkers.finders.cycles import cycle_cases
 
 G0_ALLOWED = ["G0", "G0-process", "G0-realtime"]
 
@@ -187,7 +187,7 @@ def _two_sends() -> HistoryBuilder:
 
 
 def test_completion_timed_before_its_invoke_is_a_loader_problem_not_g0_realtime():
-    from checkers.build import MS
+    from checkers.synthetic.build import MS
     b = HistoryBuilder()
     b.invoke(0, "send", [["send", "x/0", 1]], time=10 * MS)
     b.complete(0, "ok", [["send", "x/0", [1, 1]]], time=2 * MS)  # before its own invoke
@@ -228,7 +228,7 @@ def _write(tmp_path, events):
 
 # -- 7. liveness bounds reach the checkers -------------------------------------------------
 def _late_read() -> HistoryBuilder:
-    from checkers.build import MS
+    from checkers.synthetic.build import MS
     b = HistoryBuilder()
     b.send(0, [("x/0", 1, 0)])
     b.assign(1, ["x/0"])

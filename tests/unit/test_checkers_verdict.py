@@ -3,7 +3,7 @@
 import json
 
 from checkers import Verdict, check, load_history, verdict
-from checkers.build import HistoryBuilder
+from checkers.synthetic.build import HistoryBuilder
 
 
 def _replace_finder(monkeypatch, name, finder):

@@ -1,4 +1,4 @@
-"""Window checks (checkers/windows.py, issue 25 section 3): a case found on a slice stays found.
+"""Window checks (checkers/engines/windows.py, issue 25 section 3): a case found on a slice stays found.
 
 * Random contiguous slices of simulated correct histories (half of them eos-pipelines, with
   their pipeline mapping: eos-duplicate is a window finder) are never invalid under the window
@@ -21,16 +21,16 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from checkers.simulate import pipeline_meta, simulate
+from checkers.synthetic.simulate import pipeline_meta, simulate
 from checkers.verdict import FINDERS
-from checkers.windows import NS, WINDOW_FINDERS, WindowTracker, check_slice, slice_lines
+from checkers.engines.windows import NS, WINDOW_FINDERS, WindowTracker, check_slice, slice_lines
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NAIVE = WINDOW_FINDERS + tuple(f for f in FINDERS if f[0] in (
     "lost_write_cases", "unseen_cases", "torn_transaction_cases", "zombie_write_cases",
     "impossible_cycle_cases"))
 
-# processors > 0: the eos-pipeline (checkers.simulate), judged with its pipeline mapping (META)
+# processors > 0: the eos-pipeline (checkers.synthetic.simulate), judged with its pipeline mapping (META)
 histories = st.builds(
     lambda seed, n, aborts, crashes, producers, processors: simulate(
         n, seed=seed, n_keys=4, n_producers=producers, abort_rate=aborts, crash_rate=crashes,

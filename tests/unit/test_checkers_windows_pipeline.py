@@ -1,13 +1,13 @@
-"""eos-duplicate as a window finder (checkers.pipeline.pipeline_window_cases, checkers/windows.py).
+"""eos-duplicate as a window finder (checkers.finders.pipeline.pipeline_window_cases, checkers/engines/windows.py).
 
 * By hand: two processor transactions that completed ``ok`` and carry outputs of one input
   value make the window invalid with eos-duplicate, through the window child
-  (``python -m checkers.windows``, meta.json beside the history) as the soak runs it, and the
+  (``python -m checkers.engines.windows``, meta.json beside the history) as the soak runs it, and the
   whole history's check reports the same input value under the same name; with the second
   ``info``, ``fail``, cut by the slice's end or begun before its start, the window is valid;
   so it is without the pipeline mapping, with eos-duplicate expected, or for an app that
   declares at-least-once.
-* Simulated pipelines (checkers.simulate with processors: aborts, rewinds, crashes with and
+* Simulated pipelines (checkers.synthetic.simulate with processors: aborts, rewinds, crashes with and
   without an ``info`` completion, rebalances) are valid as a whole; random slices of them are
   never invalid (the Hypothesis property of test_checkers_windows.py); counting the writers
   of ``fail`` or ``info`` txns would make them so (the property can fail); with a zombie copy
@@ -34,12 +34,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checkers import simulate as sim
-from checkers import windows
+from checkers.synthetic import simulate as sim
+from checkers.engines import windows
 from checkers.history import as_history
-from checkers.pipeline import pipeline_cases
+from checkers.finders.pipeline import pipeline_cases
 from checkers.verdict import check
-from checkers.windows import NS, WindowTracker, check_slice
+from checkers.engines.windows import NS, WindowTracker, check_slice
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 PIPE = {"pipeline": {"keys": {"in/0": "out/0"}, "group_id": "eosc-proc", "value_divisor": 1_000_000}}

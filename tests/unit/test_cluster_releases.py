@@ -171,7 +171,7 @@ def test_what_a_release_supports_is_asked_by_name_at_the_release_that_brought_it
 
 
 def test_one_version_parser_for_checkers_and_the_harness():
-    from checkers.bug_facts import release
+    from checkers.known_bugs.facts import release
     from checkers.version_numbers import between, older_than, version_tuple
 
     assert release is not None and release("4.0.0-rc1") == version_tuple("4.0.0-rc1") == (4, 0, 0)

@@ -1,9 +1,9 @@
-"""epoch-exhausted (checkers/epoch_exhausted.py): a transactional.id that cannot initialise
+"""epoch-exhausted (checkers/finders/epoch_exhausted.py): a transactional.id that cannot initialise
 again; KAFKA-19367's shape on a tiny history, and real histories where it must stay silent."""
 from pathlib import Path
 
-from checkers.build import MS, HistoryBuilder
-from checkers.epoch_exhausted import epoch_exhausted_cases
+from checkers.synthetic.build import MS, HistoryBuilder
+from checkers.finders.epoch_exhausted import epoch_exhausted_cases
 from checkers.history import load_history
 from checkers.verdict import check
 

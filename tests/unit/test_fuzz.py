@@ -1,6 +1,6 @@
 """Fuzz suite (issue 23): bad input never crashes, hangs or passes silently.
 
-Histories: well-formed programs (``checkers.simulate`` plus a fault's nemesis events) with
+Histories: well-formed programs (``checkers.synthetic.simulate`` plus a fault's nemesis events) with
 exactly one corruption each, and raw byte mutations of the real histories in tests/data, go
 through ``checkers.verdict.check_run`` and the report (``harness.report.check_and_render``).
 Scenarios: valid ones with exactly one bad field go through the loader and ``eos-chaos run
@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
-from checkers.simulate import simulate
+from checkers.synthetic.simulate import simulate
 from checkers.verdict import check_run
 from harness.report import check_and_render
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from checkers.build import HistoryBuilder
+from checkers.synthetic.build import HistoryBuilder
 from checkers.history import load_history
-from checkers.rebalances import rebalance_stats
+from checkers.history.rebalances import rebalance_stats
 from harness.cluster.releases import CONSUMER_GROUP_BROKER, release
 from harness.detect import suite as st
 from harness.run.scenario import ScenarioError, load_scenario, with_overrides

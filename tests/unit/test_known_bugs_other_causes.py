@@ -1,4 +1,4 @@
-"""The verdict names only bugs it has shown (issue 43 section 1; checkers/known_bugs.py,
+"""The verdict names only bugs it has shown (issue 43 section 1; checkers/known_bugs/bugs.py,
 docs/known-bugs.md "A name needs its own mark").
 
 For every signature, the same anomaly from another cause, inside the bug's affected range: a
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import yaml
 
-from checkers.build import MS, HistoryBuilder
-from checkers.bug_facts import run_facts
-from checkers.known_bugs import CATALOGUE, match
+from checkers.synthetic.build import MS, HistoryBuilder
+from checkers.known_bugs.facts import run_facts
+from checkers.known_bugs.bugs import CATALOGUE, match
 from checkers.run import Verdict
 from checkers.verdict import check, check_run
 

@@ -1,5 +1,5 @@
 """harness.cluster.open_txns: kafka-transactions.sh's tables, who holds a key, the bounded wait
-before the final drain; checkers.stalled_lso naming the holder (issue 46)."""
+before the final drain; checkers.finders.stalled_lso naming the holder (issue 46)."""
 from __future__ import annotations
 
 import json
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from checkers.history import load_history
-from checkers.stalled_lso import open_transactions, stalled_lso_cases
+from checkers.finders.stalled_lso import open_transactions, stalled_lso_cases
 from checkers.verdict import check
 from harness.cluster import open_txns as ot
 

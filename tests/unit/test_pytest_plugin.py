@@ -155,7 +155,7 @@ def test_a_broken_scenario_is_a_collection_error_naming_the_field(project):
 
 FIXTURE_TESTS = '''
 import yaml
-from checkers.build import HistoryBuilder
+from checkers.synthetic.build import HistoryBuilder
 from harness.pytest_plugin import VerdictFailure, assert_valid
 import pytest
 

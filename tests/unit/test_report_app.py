@@ -13,7 +13,7 @@ import re
 import shutil
 from pathlib import Path
 
-from checkers.app_end_to_end import app_stats
+from checkers.finders.app_end_to_end import app_stats
 from checkers.history import load_history
 from harness.report import render_report, render_report_html
 from harness.report.analysis import fault_windows

@@ -123,7 +123,7 @@ def test_unseen_counts_an_info_write_only_once_read_and_a_never_read_write_at_th
 
 
 def test_unseen_plot_counts_what_the_checkers_count_as_committed():
-    """An info send whose delivery report gave an offset must have committed (checkers.log);
+    """An info send whose delivery report gave an offset must have committed (checkers.history.log);
     the plot counted only ok writes and read info writes before it used the checkers' model,
     so its 'never read' disagreed with the verdict's unseen."""
     h = history()[:12] + [

@@ -10,7 +10,7 @@ import time
 import pytest
 
 import harness.run.soak as hw
-from checkers.simulate import PIPELINE_FACTOR, pipeline_meta, simulate
+from checkers.synthetic.simulate import PIPELINE_FACTOR, pipeline_meta, simulate
 from harness.run.history_writer import HistoryWriter
 from harness.run.scenario import Scenario
 

@@ -8,7 +8,7 @@ import os
 import yaml
 
 from checkers.run import RunDir
-from checkers.simulate import simulate
+from checkers.synthetic.simulate import simulate
 from harness.run import runner
 
 

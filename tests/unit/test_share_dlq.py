@@ -1,4 +1,4 @@
-"""The share groups' dead-letter queue (KIP-1191): checkers/share_dlq.py on tiny histories (each
+"""The share groups' dead-letter queue (KIP-1191): checkers/finders/share_dlq.py on tiny histories (each
 case once failing, once passing), the verdict's wiring, and the workload's ``dlq`` option
 (harness/workloads/share.py: group configs, the DLQ topic, the reader, the release check)."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from checkers import check, load_history
-from checkers.share_dlq import share_dlq_cases, share_dlq_stats
+from checkers.finders.share_dlq import share_dlq_cases, share_dlq_stats
 from tests.unit.test_checkers_share import K, SHARE, H, good
 
 DLQ = dict(SHARE, dlq={"topic": "dlq.g", "partitions": 1, "copy_record": True})

@@ -23,7 +23,7 @@ from tests.unit.test_zoo_releases import RELEASE, release_zoo
 ROOT = Path(__file__).resolve().parents[2]
 ZOO = ROOT / "scenarios" / "zoo"
 DATA = ROOT / "tests" / "data"
-#: the anomalies finding F1 makes on its own (checkers.bug_signatures.sig_f1)
+#: the anomalies finding F1 makes on its own (checkers.known_bugs.signatures.sig_f1)
 F1_ANOMALIES = {"lost-write", "torn-transaction", "unseen"}
 
 
@@ -147,7 +147,7 @@ def test_feature_levels_must_be_names_with_whole_levels(tmp_path, bad):
 
 
 def test_kafka_17754_librdkafka_is_a_mutant_that_f1_alone_cannot_satisfy(tmp_path):
-    from checkers.bug_signatures import sig_f1
+    from checkers.known_bugs.signatures import sig_f1
     from checkers.run import Verdict
 
     e, = zoo.load_entries(ZOO / "kafka-17754-librdkafka.yaml")

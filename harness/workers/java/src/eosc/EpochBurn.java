@@ -48,7 +48,7 @@ import java.util.concurrent.TimeUnit;
  * (the TransactionManager's, by reflection); the abandoned transaction is a txn op completed
  * fail with error ["_REINIT", ...] and meta abort "reinit": commit was never asked, and the
  * next init aborts it (KIP-98). Then init ops as usual, so a broker that refuses them shows
- * as init fail/info ops until the run ends (checkers/epoch_exhausted.py).
+ * as init fail/info ops until the run ends (checkers/finders/epoch_exhausted.py).
  */
 final class EpochBurn extends TxnProducer {
     static final short INIT_PRODUCER_ID = 22;
