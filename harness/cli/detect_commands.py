@@ -1,4 +1,4 @@
-"""The ``eos-chaos zoo`` and ``eos-chaos explore`` commands (registered by harness.cli.main)."""
+"""The ``eos-chaos zoo`` and ``eos-chaos explore`` commands, and ``hunt``'s registration (registered by harness.cli.main)."""
 from __future__ import annotations
 
 import json
@@ -158,8 +158,11 @@ def _print_zoo(summary: dict, paths: dict, as_json: bool) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``zoo`` and ``explore`` to the eos-chaos app."""
+    """Add ``zoo``, ``explore`` and ``hunt`` to the eos-chaos app."""
     app.command("zoo")(zoo)
     from harness.cli.explore_commands import explore
 
     app.command("explore")(explore)
+    from harness.cli.hunt_commands import register as register_hunt  # eos-chaos hunt (issue 44)
+
+    register_hunt(app)
