@@ -56,6 +56,12 @@ TXN_MAX_TIMEOUT_MS = 900_000
 
 INT32_MAX = 2**31 - 1
 
+#: the run cap of every client timeout: a hunt run's load lasts at most 60 s (harness.detect.hunt
+#: MAX_LOAD_S); a longer timeout only lengthens the run's end, where the runner waits up to the
+#: transaction timeout for open transactions (open-transactions.json) and a writer for its flush
+RUN_TIMEOUT_CAP_MS = 120_000
+TIMEOUT_CAP_WHY = "a hunt run's load is at most 60 s: a timeout past 2 minutes only lengthens the run's end"
+
 
 class SearchSpaceError(ValueError):
     """A draw or a space that cannot be built; says what to fix (one line)."""
@@ -130,18 +136,18 @@ def _p(key, source, default, lo, hi, **kw) -> Setting:
 PRODUCER: dict[str, list[Setting]] = {
     "librdkafka": [
         # socket.timeout.ms: 10 .. 300000, default 60000 (the client-side request timeout)
-        _p("socket.timeout.ms", LIBRDKAFKA_DOC, 60000, 10, 300000,
-           floor=100, cap_why="below 100 ms every request to a loaded broker times out: a flood of retries, not a run"),
+        _p("socket.timeout.ms", LIBRDKAFKA_DOC, 60000, 10, 300000, floor=100, cap=RUN_TIMEOUT_CAP_MS,
+           cap_why="below 100 ms every request to a loaded broker times out (a flood of retries, not a run); "
+                   + TIMEOUT_CAP_WHY),
         # request.timeout.ms: 1 .. 900000, default 30000 (the broker's ack timeout of a ProduceRequest)
-        _p("request.timeout.ms", LIBRDKAFKA_DOC, 30000, 1, 900000, cap=300000,
-           cap_why="a run's load lasts at most a few minutes"),
+        _p("request.timeout.ms", LIBRDKAFKA_DOC, 30000, 1, 900000, cap=RUN_TIMEOUT_CAP_MS, cap_why=TIMEOUT_CAP_WHY),
         # message.timeout.ms (alias delivery.timeout.ms): 0 .. 2147483647, default 300000; 0 = infinite
-        _p("message.timeout.ms", LIBRDKAFKA_DOC, 300000, 0, INT32_MAX, floor=100, cap=TXN_MAX_TIMEOUT_MS,
-           cap_why="0 (infinite) would hold a flush past the run; must stay <= transaction.timeout.ms, "
-                   "itself <= the brokers' transaction.max.timeout.ms 900000"),
+        _p("message.timeout.ms", LIBRDKAFKA_DOC, 300000, 0, INT32_MAX, floor=100, cap=RUN_TIMEOUT_CAP_MS,
+           cap_why="0 (infinite) would hold a flush past the run; " + TIMEOUT_CAP_WHY),
         # transaction.timeout.ms: 1000 .. 2147483647, default 60000
-        _p("transaction.timeout.ms", LIBRDKAFKA_DOC, 60000, 1000, INT32_MAX, cap=TXN_MAX_TIMEOUT_MS,
-           cap_why="the brokers' transaction.max.timeout.ms (900000) refuses a larger one at init"),
+        _p("transaction.timeout.ms", LIBRDKAFKA_DOC, 60000, 1000, INT32_MAX, cap=RUN_TIMEOUT_CAP_MS,
+           cap_why="the brokers' transaction.max.timeout.ms (900000) refuses more than 900000 at init; "
+                   + TIMEOUT_CAP_WHY),
         # max.in.flight.requests.per.connection: 1 .. 1000000, default 1000000; enable.idempotence
         # sets it to 5 and requires <= 5
         _p("max.in.flight.requests.per.connection", LIBRDKAFKA_DOC, 5, 1, 1000000, cap=5,
@@ -155,16 +161,15 @@ PRODUCER: dict[str, list[Setting]] = {
     ],
     "java": [
         # request.timeout.ms: [0,...], default 30000
-        _p("request.timeout.ms", KAFKA_PRODUCER_DOC, 30000, 0, INT32_MAX, floor=100, cap=300000,
-           cap_why="0 times out every request at once; a run's load lasts at most a few minutes"),
+        _p("request.timeout.ms", KAFKA_PRODUCER_DOC, 30000, 0, INT32_MAX, floor=100, cap=RUN_TIMEOUT_CAP_MS,
+           cap_why="0 times out every request at once; " + TIMEOUT_CAP_WHY),
         # delivery.timeout.ms: [0,...], default 120000; must be >= linger.ms + request.timeout.ms
-        _p("delivery.timeout.ms", KAFKA_PRODUCER_DOC, 120000, 0, INT32_MAX, floor=100, cap=TXN_MAX_TIMEOUT_MS,
-           cap_why="a run's load lasts at most a few minutes"),
+        _p("delivery.timeout.ms", KAFKA_PRODUCER_DOC, 120000, 0, INT32_MAX, floor=100, cap=RUN_TIMEOUT_CAP_MS,
+           cap_why="0 expires every record at once; " + TIMEOUT_CAP_WHY),
         # transaction.timeout.ms: default 60000 (no client-side validator; the broker's
         # transaction.max.timeout.ms bounds it)
-        _p("transaction.timeout.ms", KAFKA_PRODUCER_DOC, 60000, 1, INT32_MAX, floor=1000, cap=TXN_MAX_TIMEOUT_MS,
-           cap_why="the brokers' transaction.max.timeout.ms (900000); 1000 is librdkafka's documented "
-                   "minimum, kept for both clients"),
+        _p("transaction.timeout.ms", KAFKA_PRODUCER_DOC, 60000, 1, INT32_MAX, floor=1000, cap=RUN_TIMEOUT_CAP_MS,
+           cap_why="1000 is librdkafka's documented minimum, kept for both clients; " + TIMEOUT_CAP_WHY),
         # max.in.flight.requests.per.connection: [1,...], default 5; idempotence requires <= 5
         _p("max.in.flight.requests.per.connection", KAFKA_PRODUCER_DOC, 5, 1, INT32_MAX, cap=5,
            cap_why="enable.idempotence requires <= 5 (ProducerConfig)"),
@@ -298,13 +303,17 @@ class Draw:
 
 def repair(client: str, producer: dict) -> dict:
     """The settings raised so that ``client`` accepts ``producer`` with the worker's defaults;
-    returns {key: new value} (also applied to ``producer``). librdkafka: message.timeout.ms <=
+    returns {key: new value} (also applied to ``producer``). librdkafka: message.timeout.ms >
+    linger.ms (librdkafka refuses the configuration otherwise), message.timeout.ms <=
     transaction.timeout.ms and socket.timeout.ms <= transaction.timeout.ms - 100 (CONFIGURATION.md,
     transaction.timeout.ms); Java: delivery.timeout.ms >= linger.ms + request.timeout.ms
-    (ProducerConfig). Only the transaction / delivery timeout is raised, within its range."""
+    (ProducerConfig). Only the message / transaction / delivery timeout is raised, within its
+    documented range."""
     eff = {**WORKER_DEFAULTS[client], **producer}
     out: dict = {}
     if client == "librdkafka":
+        if int(eff["message.timeout.ms"]) <= float(eff["linger.ms"]):  # "must be greater than linger.ms"
+            out["message.timeout.ms"] = eff["message.timeout.ms"] = int(eff["linger.ms"]) + 100
         need = max(int(eff["message.timeout.ms"]), int(eff["socket.timeout.ms"]) + 100)
         if int(eff["transaction.timeout.ms"]) < need:
             out["transaction.timeout.ms"] = min(need, TXN_MAX_TIMEOUT_MS)

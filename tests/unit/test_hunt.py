@@ -102,7 +102,11 @@ def test_no_zoo_trigger_is_in_the_space():
 def test_draws_stay_within_the_cited_ranges(d):
     table = {s.key: s for s in S.PRODUCER[d.client]}
     for k, v in d.producer.items():
-        assert table[k].contains(v), (k, v)
+        if k in d.repaired:  # raised so the client accepts the combination: still within the documented range
+            assert table[k].lo <= v <= min(table[k].hi, S.TXN_MAX_TIMEOUT_MS), (k, v)
+        else:
+            assert table[k].contains(v), (k, v)
+            assert v <= S.RUN_TIMEOUT_CAP_MS or not k.endswith("timeout.ms")
     broker = {s.key: s for s in S.BROKER}
     for k, v in d.broker.items():
         assert broker[k].contains(v), (k, v)
@@ -115,6 +119,7 @@ def test_draws_stay_within_the_cited_ranges(d):
     eff = {**S.WORKER_DEFAULTS[d.client], **d.producer}
     if d.client == "librdkafka":
         assert eff["transaction.timeout.ms"] >= max(eff["message.timeout.ms"], eff["socket.timeout.ms"] + 100)
+        assert eff["message.timeout.ms"] > eff["linger.ms"]
     else:
         assert eff["delivery.timeout.ms"] >= eff["linger.ms"] + eff["request.timeout.ms"]
         assert "think_time_ms" not in d.workload  # java has no txn-producers worker
@@ -128,6 +133,8 @@ def test_repair_raises_only_the_transaction_or_delivery_timeout():
     p = {"request.timeout.ms": 300000, "linger.ms": 5000}
     assert S.repair("java", p) == {"delivery.timeout.ms": 305000}
     assert S.repair("java", {"request.timeout.ms": 100}) == {}
+    p = {"linger.ms": 5000, "message.timeout.ms": 1000}
+    assert S.repair("librdkafka", p) == {"message.timeout.ms": 5100} and "transaction.timeout.ms" not in p
 
 
 # ---------------------------------------------------------------- draws reach the run
@@ -370,3 +377,17 @@ def test_dry_run_prints_the_plan_without_a_cluster(monkeypatch):
     assert doc["estimated_runs"] == 4 and len(doc["draws"]) == 4
     assert {e["name"] for e in doc["pool"]} == set(POOL_NAMES)
     assert doc["draws"][0]["scenario"] == "smoke" and doc["draws"][0]["draw"]["producer"] == {}  # the simplest first
+
+
+def test_a_drawn_transaction_version_reaches_the_storage_format(tmp_path):
+    from harness.cluster.kafka import KafkaNode
+
+    entry = H.load_pool("4.4.0", names=("smoke",))[0]
+    assert S.transaction_version_choice("4.4.0") == (2, 1)  # the release's default first
+    scn = S.apply(entry.base, S.Draw("java", features={"transaction.version": 1}))
+    assert scn.cluster.features == {"transaction.version": 1}
+    node = KafkaNode(1, SimpleNamespace(address="10.0.0.1"),
+                     SimpleNamespace(release=Release("4.4.0"), classpath="kafka.jar"), tmp_path, tmp_path / "log",
+                     features=dict(scn.cluster.features))
+    cmd = node.format_cmd("cluster-id")
+    assert cmd[cmd.index("--feature") + 1] == "transaction.version=1"
