@@ -1,7 +1,7 @@
 """Issue 43 section 2, "controls that differ only in the fix", without a cluster: every release
 entry's two sides compared field by field (only the fix it names may differ), KAFKA-17754 as a
-librdkafka mutant F1 alone cannot satisfy plus a Java transaction.version 1 vs 2 entry that is
-not measured yet (and cannot run until scenarios set feature levels), KAFKA-14402 labelled by
+librdkafka mutant F1 alone cannot satisfy plus a Java transaction.version 1 vs 2 entry whose
+sides differ in cluster.features.transaction.version alone, KAFKA-14402 labelled by
 what it replays, and the epoch bugs' fixed side judged by the producer epoch it reached
 (harness.detect.zoo_releases)."""
 from __future__ import annotations
@@ -118,24 +118,43 @@ FEATURE_SIDES = ("  fix: transaction.version\n  affected: {kafka_version: 4.4.0,
                  "  fixed: {kafka_version: 4.4.0, features: {transaction.version: 2}}\n")
 
 
-def test_a_feature_level_fix_loads_as_a_measurement_but_never_runs_as_one_scenario(tmp_path):
-    """Scenarios have no cluster.features yet: such an entry must be reproduced: false, it loads
-    (and is compared, the levels under cluster.features), and naming it is refused with why."""
-    assert not zr.cluster_features_supported()
+def test_a_feature_level_fix_runs_with_the_levels_under_cluster_features(tmp_path):
+    """Scenarios have cluster.features: each side's levels are its scenario's, the two merged
+    scenarios differ in cluster.features.<fix> alone, and the entry runs (both sides) when named."""
+    assert zr.cluster_features_supported()
+    d = _entry(tmp_path / "r", FEATURE_SIDES).parent
+    a, x = zoo.load_entries(d / "kafka-1.yaml")
+    assert (a.scenario.cluster.features, x.scenario.cluster.features) == ({"transaction.version": 1},
+                                                                          {"transaction.version": 2})
+    bad, fix_differs = zr.side_differences(zr.side_view(a.scenario, a.upstream.affected),
+                                           zr.side_view(x.scenario, x.upstream.fixed), "transaction.version")
+    assert (bad, fix_differs) == ([], True)
+    assert zr.describe_side(a.scenario, x.scenario, a.upstream.describe_fix("affected")) == \
+        "Kafka 4.4.0, transaction.version 1"
+    assert zr.unsupported(a.upstream) is None
+    assert sorted(e.name for e in zoo.load_zoo(d, only=["kafka-1"])) == ["kafka-1.affected", "kafka-1.fixed"]
+    assert zr.side_overrides({"kafka_version": "4.4.0", "features": {"transaction.version": 1}}) == {
+        "cluster": {"kafka_version": "4.4.0", "features": {"transaction.version": 1}}}
+    # a level the release cannot format is refused when the side's scenario is validated
+    old = FEATURE_SIDES.replace("kafka_version: 4.4.0", "kafka_version: 3.7.0")
+    with pytest.raises(zoo.ZooError, match="cannot be set on Kafka 3.7.0"):
+        zoo.load_entries(_entry(tmp_path / "old", old + "  reproduced: false\n"))
+
+
+def test_without_cluster_features_a_feature_level_fix_loads_as_a_measurement_but_never_runs(tmp_path, monkeypatch):
+    """The guard for a harness whose scenario model has no cluster.features (as before issue 43
+    section 2 built it): such an entry must be reproduced: false, it loads (and is compared, the
+    levels under cluster.features), and naming it is refused with why."""
+    monkeypatch.setattr(zr, "cluster_features_supported", lambda: False)
     with pytest.raises(zoo.ZooError, match="no cluster.features field yet.*reproduced: false"):
         zoo.load_entries(_entry(tmp_path / "r", FEATURE_SIDES))
     sides = FEATURE_SIDES + "  reproduced: false\n  tried: not measured yet\n"
     d = _entry(tmp_path / "m", sides).parent
     a, x = zoo.load_entries(d / "kafka-1.yaml")
     assert zr.side_view(a.scenario, a.upstream.affected)["cluster"]["features"] == {"transaction.version": 1}
-    assert zr.describe_side(a.scenario, x.scenario, a.upstream.describe_fix("affected")) == \
-        "Kafka 4.4.0, transaction.version 1"
     assert [e.name for e in zoo.load_zoo(d)] == ["ctl"]                        # not run by default
     with pytest.raises(zoo.ZooError, match="kafka-1 cannot run on this harness yet: .*transaction.version=1"):
         zoo.load_zoo(d, only=["kafka-1"])
-    # once the scenario model has the field, a side's levels are passed on as cluster.features
-    assert zr.side_overrides({"kafka_version": "4.4.0", "features": {"transaction.version": 1}}, features=True) == {
-        "cluster": {"kafka_version": "4.4.0", "features": {"transaction.version": 1}}}
     assert zr.side_overrides({"features": {"transaction.version": 1}}, features=False) == {}
 
 
@@ -165,21 +184,30 @@ def test_kafka_17754_librdkafka_is_a_mutant_that_f1_alone_cannot_satisfy(tmp_pat
     assert zoo.run_facts(tmp_path, rec, e, {})["detected"] is True
 
 
-def test_kafka_17754_release_entry_is_java_on_4_4_0_transaction_version_1_vs_2_not_measured():
+def test_kafka_17754_release_entry_is_java_on_4_4_0_and_its_sides_differ_only_in_transaction_version(tmp_path):
+    """Issue 43 section 2: the same client, release, settings and schedule on both sides; the
+    merged scenarios differ, field by field, in cluster.features.transaction.version alone."""
     a, x = zoo.load_entries(ZOO / "kafka-17754.yaml")
     up = a.upstream
-    assert (up.id, up.fix, up.reproduced) == ("KAFKA-17754", "transaction.version", False)
+    assert (up.id, up.fix) == ("KAFKA-17754", "transaction.version")
     assert (up.affected, up.fixed) == ({"features": {"transaction.version": 1}}, {"features": {"transaction.version": 2}})
     for e in (a, x):
         assert (e.scenario.workload.client, e.scenario.cluster.kafka_version) == ("java", "4.4.0")
-    assert "not measured" in up.tried.lower()
+    assert (a.scenario.cluster.features, x.scenario.cluster.features) == ({"transaction.version": 1},
+                                                                          {"transaction.version": 2})
+    va, vx = a.scenario.model_dump(mode="json"), x.scenario.model_dump(mode="json")
+    assert zr.differences(va, vx) == [(("cluster", "features", "transaction.version"), 1, 2),
+                                      (("name",), "kafka-17754.affected", "kafka-17754.fixed")]
     assert not set(a.must_find) & {"unseen"}
-    # not in the nightly's selection, not in the folder's default run, refused when named
+    # a measurement: not in the nightly's selection; the zoo runs both sides when it is named
     _, chosen, _ = zoo.load_selection(ROOT / "scenarios" / "releases.yaml")
     assert "kafka-17754" not in chosen
-    assert not [e for e in zoo.load_zoo(ZOO) if e.release == "kafka-17754"]
-    res = CliRunner().invoke(app, ["zoo", "--dry-run", "--runs", "1", "--only", "kafka-17754"])
-    assert res.exit_code == 2 and "cannot run on this harness yet" in " ".join(res.output.split()), res.output
+    if not up.reproduced:
+        assert not [e for e in zoo.load_zoo(ZOO) if e.release == "kafka-17754"]
+    res = CliRunner().invoke(app, ["zoo", "--dry-run", "--runs", "1", "--only", "kafka-17754",
+                                   "--out", str(tmp_path / "zoo")])
+    out = " ".join(res.output.split())
+    assert res.exit_code == 0 and "kafka-17754.affected/s1" in out and "kafka-17754.fixed/s1" in out, res.output
 
 
 # -- 4. KAFKA-14402 labelled by what it replays --------------------------------------------------------
