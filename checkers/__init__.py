@@ -6,7 +6,8 @@ Never imports harness or nemesis (docs/architecture.md). Public API:
 * :class:`Verdict`, :class:`RunMeta`, :class:`RunDir` - verdict.json, meta.json, a run folder (``checkers.run``).
 * :func:`load_history` - tolerant history.jsonl reader -> :class:`History`.
 * one finder per anomaly, ``<anomaly>_cases(h) -> list[dict]`` (docs/anomalies.md).
-* :data:`ANOMALIES` - the catalogue: every anomaly name a finder reports (``checkers.catalogue``).
+* :data:`ANOMALIES` - every anomaly name a finder reports: the names of the anomaly table
+  (``checkers.catalogue.TABLE``, one record per name).
 
 The names are loaded on first use (PEP 562): a worker process that needs only the run
 contract (``checkers.run``, e.g. its isolation_level default) must not pay for numpy, polars
@@ -22,7 +23,7 @@ from typing import Any
 _WHERE: dict[str, str] = {
     "app_cases": "finders.app_end_to_end", "ANOMALIES": "catalogue",
     "cycle_cases": "finders.cycles", "g0_cases": "finders.cycles", "g1c_cases": "finders.cycles",
-    "duplicate_cases": "finders.duplicate", "g1a_cases": "finders.g1a",
+    "duplicate_cases": "finders.duplicate", "epoch_exhausted_cases": "finders.epoch_exhausted", "g1a_cases": "finders.g1a",
     "History": "history", "load_history": "history",
     "inconsistent_offsets_cases": "finders.inconsistent_offsets", "lost_write_cases": "finders.lost_write",
     "nonmonotonic_poll_cases": "finders.nonmonotonic_poll", "nonmonotonic_send_cases": "finders.nonmonotonic_send",
@@ -32,6 +33,7 @@ _WHERE: dict[str, str] = {
     "share_cases": "finders.share_group", "share_dlq_cases": "finders.share_dlq", "sink_cases": "finders.sink", "stalled_lso_cases": "finders.stalled_lso",
     "torn_transaction_cases": "finders.torn_transaction", "unavailable_cases": "finders.unavailable",
     "unseen_cases": "finders.unseen", "zombie_write_cases": "finders.zombie_write",
+    "impossible_cycle_cases": "finders.event_order",
     "LIVENESS": "verdict", "check": "verdict",
 }
 
