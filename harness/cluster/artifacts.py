@@ -218,6 +218,10 @@ def dump_log_command(version: str = DEFAULT_KAFKA_VERSION, *, fetch: bool = True
     return kafka_tools_command(version, main, fetch=fetch, need_tools=False)
 
 
+#: a short-lived tool JVM's whole life is start-up: C1 only (harness.cluster.kafka.TOOL_JVM_OPTS)
+TOOL_JVM = ("-XX:TieredStopAtLevel=1",)
+
+
 def kafka_tools_command(version: str, main: str, *, fetch: bool = True, need_tools: bool = True) -> list[str]:
     """``java -cp BROKER_JARS[:KAFKA_TOOLS] MAIN`` for Kafka ``version``: kafka-tools
     (``org.apache.kafka:kafka-tools``) is fetched on first use with Maven into the version's
@@ -230,7 +234,7 @@ def kafka_tools_command(version: str, main: str, *, fetch: bool = True, need_too
         if need_tools:
             raise ArtifactError(f"{main} needs Kafka's kafka-tools jar, which the harness fetches for Kafka 4.x "
                                 f"only, not {version}")
-        return [java, "-cp", dist.classpath, main]
+        return [java, *TOOL_JVM, "-cp", dist.classpath, main]
     tools = dist.home / "tools"
     jar = tools / f"kafka-tools-{version}.jar"
     if not jar.exists():
@@ -245,7 +249,7 @@ def kafka_tools_command(version: str, main: str, *, fetch: bool = True, need_too
         if proc.returncode != 0 or not jar.exists():
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
             raise ArtifactError(f"Maven could not fetch org.apache.kafka:kafka-tools:{version}:\n{tail}")
-    return [java, "-cp", f"{dist.classpath}:{tools / '*'}", main]
+    return [java, *TOOL_JVM, "-cp", f"{dist.classpath}:{tools / '*'}", main]
 
 
 #: toxiproxy v2.12.0's go.mod asks for Go 1.23 (``go 1.23.0``)

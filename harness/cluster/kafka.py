@@ -27,7 +27,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.cluster.artifacts import KafkaDist
+from harness.cluster.artifacts import TOOL_JVM, KafkaDist
 from harness.cluster.namespaces import Host, TestNetwork
 
 BROKER_PORT = 9092
@@ -70,6 +70,22 @@ BROKER_DEFAULTS: dict[str, str] = {
 
 class ClusterError(RuntimeError):
     """A node failed to format or start; the message points at its log."""
+
+
+#: environment variable: extra JVM options for every broker the harness starts (netns and
+#: docker), split as a shell would (shlex); unset or empty: the JVM's defaults. `make test`
+#: sets ``-XX:TieredStopAtLevel=1`` (C1 only: a 3-node cluster ready in 13.0 s instead of
+#: 21.7 s on 2 cores, `eos-chaos bench cluster-ready`, docs/benchmarks.md); runs, suites
+#: and the zoo leave it unset. A run records it (meta.json ``versions`` ``broker-jvm-opts``).
+BROKER_JVM_OPTS_ENV = "EOS_CHAOS_BROKER_JVM_OPTS"
+
+
+def broker_jvm_opts() -> list[str]:
+    """The extra broker JVM options of BROKER_JVM_OPTS_ENV ([] when unset). Raises ValueError
+    on text shlex cannot split (an unclosed quote)."""
+    import shlex
+
+    return shlex.split(os.environ.get(BROKER_JVM_OPTS_ENV, ""))
 
 
 def random_cluster_id() -> str:
@@ -158,12 +174,16 @@ class KafkaNode:
         rel = self.dist.release
         (self.workdir / rel.log4j_file).write_text(rel.log4j_text)
 
-    def _java(self, main: str, *args: str) -> list[str]:
+    def _java(self, main: str, *args: str, tool: bool = False) -> list[str]:
+        """``java ... MAIN ARGS``: the broker (``kafka.Kafka``) with broker_jvm_opts(); a
+        short-lived ``tool`` (the storage format) with C1 only (artifacts.TOOL_JVM: its whole
+        life is start-up, and it is not the system under test)."""
         rel = self.dist.release
         logging = rel.log4j_flag(str(self.workdir / rel.log4j_file))
         return [
             "java", f"-Xms{self.heap_mb}m", f"-Xmx{self.heap_mb}m", "-XX:+UseG1GC",
-            "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true", logging,
+            "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
+            *(TOOL_JVM if tool else broker_jvm_opts()), logging,
             "-cp", self.dist.classpath, main, *args,
         ]
 
@@ -171,7 +191,8 @@ class KafkaNode:
         """The ``kafka-storage format`` command that prepares this node's KRaft log dir, with
         ``--feature NAME=LEVEL`` for each of ``features`` (harness.cluster.releases.Release.format_args)."""
         return self._java("kafka.tools.StorageTool",
-                          *self.dist.release.format_args(cluster_id, str(self.config_path), self.features or None))
+                          *self.dist.release.format_args(cluster_id, str(self.config_path), self.features or None),
+                          tool=True)
 
     def start(self) -> int:
         """Start the JVM in the node's namespace; return its pid. A running node is left alone."""

@@ -14,6 +14,8 @@ when the part took part in the run:
     librdkafka       the C client under it (confluent_kafka.libversion())
                      (the Python workers' and the admin agent's)
     jdk              the JVM of the brokers (netns) and of the Java workers (``java -version``)
+    broker-jvm-opts  extra JVM options the brokers ran with (EOS_CHAOS_BROKER_JVM_OPTS, which
+                     `make test` sets to ``-XX:TieredStopAtLevel=1``), when set
     java-client      kafka-clients of the Java workers (workload client: java)
     group-protocol   the consumer group protocol and assignor of a workload with a group
                      (eos-pipeline, app; harness.workloads.group): ``consumer (uniform)``, ...
@@ -36,7 +38,8 @@ from pathlib import Path
 from typing import Any
 
 PACKAGE = "kafka-eos-chaos"
-ORDER = ("harness", "kafka", "kafka-features", "backend", "confluent-kafka", "librdkafka", "jdk", "java-client", "group-protocol", "spark",
+ORDER = ("harness", "kafka", "kafka-features", "backend", "confluent-kafka", "librdkafka", "jdk", "broker-jvm-opts",
+         "java-client", "group-protocol", "spark",
          "python", "linux")
 
 
@@ -119,6 +122,10 @@ def collect_versions(scenario: Any = None, meta: dict | None = None) -> dict[str
     features = meta.get("cluster_features") or getattr(cluster, "features", None)
     if features:  # set at format time (cluster.features); else the release's defaults ran
         found["kafka-features"] = ", ".join(f"{k}={v}" for k, v in sorted(features.items()))
+    from harness.cluster.kafka import broker_jvm_opts
+
+    if backend in ("netns", "docker") and broker_jvm_opts():  # EOS_CHAOS_BROKER_JVM_OPTS (make test sets it)
+        found["broker-jvm-opts"] = " ".join(broker_jvm_opts())
     found.update(client_versions())  # the admin agent is confluent-kafka's, whatever the workers' client
     # the brokers run on this machine's JVM on netns; docker brings its own, external is not ours
     if scenario is None or backend == "netns" or client == "java":

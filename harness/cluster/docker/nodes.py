@@ -204,6 +204,10 @@ class BrokerContainer:
         }
         environment = {"KAFKA_HEAP_OPTS": f"-Xms{self.heap_mb}m -Xmx{self.heap_mb}m",
                        "KAFKA_LOG4J_OPTS": log4j_opts(self.config_dir)}
+        from harness.cluster.kafka import broker_jvm_opts
+
+        if broker_jvm_opts():  # EOS_CHAOS_BROKER_JVM_OPTS, as on netns (the start scripts read KAFKA_OPTS)
+            environment["KAFKA_OPTS"] = shlex.join(broker_jvm_opts())
         if self.clock_dir is not None:
             from harness.cluster.kafka import libfaketime_path
 
