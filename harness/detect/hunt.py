@@ -287,7 +287,8 @@ class Hunter:
             rec.update(valid="error", failing=[], run_dir=None, error=f"{type(exc).__name__}: {exc}")
             sig = {}
         wall = self.clock() - t0
-        waited = max(0.0, progress.__dict__["working_since"] - began) if "working_since" in progress.__dict__ else 0.0
+        # a run that never got the cluster lock (stopped while queued) used no machine time
+        waited = max(0.0, progress.__dict__["working_since"] - began) if "working_since" in progress.__dict__ else wall
         new_codes = set(sig.get("codes", [])) - self.codes_seen
         rec["signals"] = sig
         rec["novelty"] = len(new_codes)

@@ -269,6 +269,7 @@ class FakeRuns:
         return self.t
 
     def __call__(self, scn, results_root, *, source, stop, progress):
+        progress.phase = "cluster"  # got the cluster lock: machine time counts from here
         self.n += 1
         self.t += 100.0
         bad = getattr(scn.workload, "inflight_abort", "replace") == "reuse"
@@ -391,3 +392,15 @@ def test_a_drawn_transaction_version_reaches_the_storage_format(tmp_path):
                      features=dict(scn.cluster.features))
     cmd = node.format_cmd("cluster-id")
     assert cmd[cmd.index("--feature") + 1] == "transaction.version=1"
+
+
+def test_a_run_stopped_while_queued_for_the_cluster_lock_costs_no_machine_time(pool, tmp_path):
+    def queued(scn, results_root, *, source, stop, progress):
+        raise RuntimeError("LockWaitStopped: stopped while waiting for the cluster lock")
+
+    ticks = iter(range(0, 10_000, 60))  # 60 s queued between the run's start and its end
+    h = H.Hunter("3.5.2", budget_s=300, out_dir=tmp_path / "c", results_root=tmp_path, pool=pool, runner=queued,
+                 clock=lambda: float(next(ticks)))
+    rec = h.run_example({"scenario": "smoke", "draw": S.Draw("librdkafka"),
+                         "schedule": {"duration": 20, "faults": []}}, "search")
+    assert rec["valid"] == "error" and rec["machine_s"] == 0.0 and "LockWaitStopped" in rec["error"]
