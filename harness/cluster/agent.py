@@ -15,7 +15,10 @@ replication factor, configs; waits for the result), ``delete_topics`` (names; {n
 "deleted" | error}), ``watermarks`` (high watermarks of keys), ``offsets`` (each key's last stable
 offset and high watermark, ListOffsets read_committed and read_uncommitted: a key whose last
 stable offset is below its high watermark is held by an open transaction, KIP-98;
-harness.cluster.open_txns).
+harness.cluster.open_txns), ``warm`` (a FindCoordinator for a group and for a transactional.id,
+WARMUP_ID, through a DescribeGroups and a transactional producer's init: the brokers create
+``__transaction_state`` and ``__consumer_offsets`` and elect their coordinators;
+harness.cluster.service.ClusterService.warm_coordinators).
 
 ``config`` (a JSON object, second argument) holds librdkafka settings every client of the
 cluster needs, such as an external cluster's ``security.protocol`` / ``sasl.*`` / ``ssl.*``.
@@ -182,6 +185,40 @@ def _offsets(admin, keys: list[str], timeout: float) -> dict:
     return out
 
 
+#: the transactional.id and group id of the coordinator warm-up (``warm``): an Empty
+#: transaction state of its own (no partition, no record) and no committed offset
+WARMUP_ID = "eosc-coordinator-warmup"
+
+
+def _warm(admin, bootstrap: str, config: dict | None, timeout: float) -> dict:
+    """FindCoordinator for WARMUP_ID as a group (DescribeGroups) and as a transactional.id
+    (InitProducerId): Kafka creates ``__consumer_offsets`` / ``__transaction_state`` on the
+    first such request (KafkaApis getOrCreateInternalTopic) and elects their coordinators.
+    {"transactions": "ok" or the error, "groups": "asked"} (the group lookup only has to
+    reach a broker: its NOT_COORDINATOR while the topic is created is the expected answer;
+    the caller waits for the topic). confluent-kafka's list_consumer_group_offsets for a group
+    without partitions crashed this process (SIGSEGV, 2.16.1), hence DescribeGroups."""
+    from confluent_kafka import Producer
+
+    out: dict[str, str] = {}
+    try:
+        # only a trigger: it may retry COORDINATOR_LOAD_IN_PROGRESS for as long as it is given
+        admin.describe_consumer_groups([WARMUP_ID], request_timeout=3)[WARMUP_ID].result(timeout=5)
+    except Exception:  # NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS while the topic is made
+        pass
+    out["groups"] = "asked"
+    p = Producer({**(config or {}), "bootstrap.servers": bootstrap, "transactional.id": WARMUP_ID,
+                  "transaction.timeout.ms": 60000})
+    try:
+        p.init_transactions(timeout)
+        out["transactions"] = "ok"
+    except Exception as exc:
+        out["transactions"] = f"{type(exc).__name__}: {exc}"[:300]
+    finally:
+        p.flush(0)
+    return out
+
+
 def serve(bootstrap: str, config: dict | None = None) -> None:
     """Answer requests from stdin until it closes."""
     from confluent_kafka.admin import AdminClient
@@ -206,6 +243,8 @@ def serve(bootstrap: str, config: dict | None = None) -> None:
                 res = _watermarks(bootstrap, req["keys"], timeout, config)
             elif cmd == "offsets":
                 res = _offsets(admin, req["keys"], timeout)
+            elif cmd == "warm":
+                res = _warm(admin, bootstrap, config, timeout)
             else:
                 raise ValueError(f"unknown agent command {cmd!r}")
             reply = {"ok": True, "result": res}

@@ -203,6 +203,35 @@ class ClusterService:
         wait_until(lambda: cluster_ready(self.agent, nodes, topics, min_isr), timeout,
                    what or "every partition of the workload's topics to have a leader and an ISR")
 
+    def warm_coordinators(self, broker: dict[str, str], timeout: float = 60.0) -> list[str]:
+        """Before the load: have the brokers create ``__transaction_state`` and
+        ``__consumer_offsets`` and elect their coordinators (the agent's ``warm``), then wait
+        until every partition of both has a leader and enough replicas in sync to write
+        (``transaction.state.log.min.isr`` / 2, at most the topic's replication factor).
+        Kafka creates them on the first FindCoordinator, and a fresh 3-node cluster on 2
+        cores then answered NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS for 10-30 s into
+        the load: faults landed before producers had registered (CI, 2026-11-29). ``broker``:
+        the scenario's ``cluster.broker`` overrides. Returns problems (never raises): the run
+        goes on with cold coordinators. Not for a cluster that is not ours (external)."""
+        nodes = len(self.node_ids())
+
+        def need(rf_key: str, isr_key: str) -> int:
+            return max(1, min(int(broker.get(isr_key, 2)), int(broker.get(rf_key, 3)), nodes))
+
+        try:
+            res = self.agent.request("warm", timeout=timeout + 5)
+            bad = [f"{k}: {v}" for k, v in res.items() if v not in ("ok", "asked")]
+            if bad:
+                return [f"coordinator warm-up: {'; '.join(bad)}"]
+            want = {"__transaction_state": need("transaction.state.log.replication.factor",
+                                                "transaction.state.log.min.isr"),
+                    "__consumer_offsets": need("offsets.topic.replication.factor", "min.insync.replicas")}
+            wait_until(lambda: all(cluster_ready(self.agent, nodes, [t], n) for t, n in want.items()), timeout,
+                       "every partition of __transaction_state and __consumer_offsets to have a leader")
+        except Exception as exc:  # the load still runs; its first inits wait for the coordinators
+            return [f"coordinator warm-up: {type(exc).__name__}: {exc}"[:300]]
+        return []
+
     def create_topics(self, topics: Iterable[Any], replication_factor: int, min_isr: int,
                       timeout: float = 30.0) -> dict[str, str]:
         """Create ``topics`` (objects with ``name``, ``partitions``, ``configs``); {name:

@@ -273,6 +273,8 @@ def _execute(scn: Scenario, run_dir: Path, progress: Progress, stop: threading.E
         service.create_topics(topics, replication_factor=min(3, scn.cluster.nodes), min_isr=min_isr)
         names = [t.name for t in topics]
         service.wait_ready(names, min_isr, 120, "every partition of the workload's topics to have a leader and an ISR")
+        if scn.cluster.backend != "external":  # coordinators elected before the load (not on a cluster not ours)
+            problems += service.warm_coordinators(scn.cluster.broker)
         timings["cluster_ready_s"] = round(time.monotonic() - t0, 2)
         if scn.cluster.features:  # the levels set at format time, read back from the brokers
             problems += _check_features(scn, service, logs, meta)
