@@ -590,6 +590,7 @@ def test_meta_json_is_written_when_the_load_starts_and_completed_at_the_end(tmp_
         def meta(self): return {"nodes": {"1": "n1"}}
         def create_topics(self, *a, **k): ...
         def wait_ready(self, *a, **k): ...
+        def warm_coordinators(self, broker): return []
         def nemesis_context(self, pool): return None
         def teardown(self): return []
 
