@@ -15,9 +15,8 @@ replication factor, configs; waits for the result), ``delete_topics`` (names; {n
 "deleted" | error}), ``watermarks`` (high watermarks of keys), ``offsets`` (each key's last stable
 offset and high watermark, ListOffsets read_committed and read_uncommitted: a key whose last
 stable offset is below its high watermark is held by an open transaction, KIP-98;
-harness.cluster.open_txns), ``warm`` (a FindCoordinator for a group and for a transactional.id,
-WARMUP_ID, through a DescribeGroups and a transactional producer's init: the brokers create
-``__transaction_state`` and ``__consumer_offsets`` and elect their coordinators;
+harness.cluster.open_txns). ``python -m harness.cluster.agent --warm BOOTSTRAP`` is a one-shot
+process instead (``warm``: a FindCoordinator for a group and for a transactional.id, WARMUP_ID;
 harness.cluster.service.ClusterService.warm_coordinators).
 
 ``config`` (a JSON object, second argument) holds librdkafka settings every client of the
@@ -190,20 +189,24 @@ def _offsets(admin, keys: list[str], timeout: float) -> dict:
 WARMUP_ID = "eosc-coordinator-warmup"
 
 
-def _warm(admin, bootstrap: str, config: dict | None, timeout: float) -> dict:
+def warm(bootstrap: str, config: dict | None, timeout: float) -> dict:
     """FindCoordinator for WARMUP_ID as a group (DescribeGroups) and as a transactional.id
     (InitProducerId): Kafka creates ``__consumer_offsets`` / ``__transaction_state`` on the
     first such request (KafkaApis getOrCreateInternalTopic) and elects their coordinators.
     {"transactions": "ok" or the error, "groups": "asked"} (the group lookup only has to
-    reach a broker: its NOT_COORDINATOR while the topic is created is the expected answer;
-    the caller waits for the topic). confluent-kafka's list_consumer_group_offsets for a group
-    without partitions crashed this process (SIGSEGV, 2.16.1), hence DescribeGroups."""
+    reach a broker: its NOT_COORDINATOR while the topic is made is the expected answer; the
+    caller waits for the topic). Run in a process of its own (``python -m
+    harness.cluster.agent --warm BOOTSTRAP``), not in the agent: librdkafka 2.16.0 aborted
+    the long-lived agent later in the run (rd_kafka_enq_once_del_source_return: Assertion
+    ``eonce->refcnt > 0``) once it had made these clients, and list_consumer_group_offsets
+    for a group without partitions crashed it at once (SIGSEGV)."""
     from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient
 
     out: dict[str, str] = {}
-    try:
-        # only a trigger: it may retry COORDINATOR_LOAD_IN_PROGRESS for as long as it is given
-        admin.describe_consumer_groups([WARMUP_ID], request_timeout=3)[WARMUP_ID].result(timeout=5)
+    admin = AdminClient({**(config or {}), "bootstrap.servers": bootstrap, "socket.timeout.ms": 5000})
+    try:  # only a trigger: it may retry COORDINATOR_LOAD_IN_PROGRESS as long as it is given
+        admin.describe_consumer_groups([WARMUP_ID], request_timeout=3)[WARMUP_ID].result()
     except Exception:  # NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS while the topic is made
         pass
     out["groups"] = "asked"
@@ -214,8 +217,6 @@ def _warm(admin, bootstrap: str, config: dict | None, timeout: float) -> dict:
         out["transactions"] = "ok"
     except Exception as exc:
         out["transactions"] = f"{type(exc).__name__}: {exc}"[:300]
-    finally:
-        p.flush(0)
     return out
 
 
@@ -243,8 +244,6 @@ def serve(bootstrap: str, config: dict | None = None) -> None:
                 res = _watermarks(bootstrap, req["keys"], timeout, config)
             elif cmd == "offsets":
                 res = _offsets(admin, req["keys"], timeout)
-            elif cmd == "warm":
-                res = _warm(admin, bootstrap, config, timeout)
             else:
                 raise ValueError(f"unknown agent command {cmd!r}")
             reply = {"ok": True, "result": res}
@@ -296,4 +295,8 @@ class Agent:
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--warm":  # one answer line, then exit at once (os._exit: no client teardown)
+        sys.stdout.write(json.dumps(warm(sys.argv[2], config_from(sys.argv, 3), 60.0)) + "\n")
+        sys.stdout.flush()
+        os._exit(0)
     serve(sys.argv[1], config_from(sys.argv, 2))

@@ -212,14 +212,15 @@ class ClusterService:
         cores then answered NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS for 10-30 s into
         the load: faults landed before producers had registered (CI, 2026-11-29). ``broker``:
         the scenario's ``cluster.broker`` overrides. Returns problems (never raises): the run
-        goes on with cold coordinators. Not for a cluster that is not ours (external)."""
+        goes on with cold coordinators. Not for a cluster that is not ours (external). The lookups
+        run in a one-shot process (``_warm``), then the agent's describe is polled."""
         nodes = len(self.node_ids())
 
         def need(rf_key: str, isr_key: str) -> int:
             return max(1, min(int(broker.get(isr_key, 2)), int(broker.get(rf_key, 3)), nodes))
 
         try:
-            res = self.agent.request("warm", timeout=timeout + 5)
+            res = self._warm(timeout)
             bad = [f"{k}: {v}" for k, v in res.items() if v not in ("ok", "asked")]
             if bad:
                 return [f"coordinator warm-up: {'; '.join(bad)}"]
@@ -231,6 +232,28 @@ class ClusterService:
         except Exception as exc:  # the load still runs; its first inits wait for the coordinators
             return [f"coordinator warm-up: {type(exc).__name__}: {exc}"[:300]]
         return []
+
+    def _warm(self, timeout: float) -> dict:
+        """harness.cluster.agent's ``--warm`` in a process of its own in the client namespace
+        (librdkafka aborted the long-lived agent after it made these clients); its one JSON line.
+        Raises RuntimeError when it gives none."""
+        import json
+        import os
+        import subprocess
+        import sys
+
+        from harness.util import CONFIG_ENV
+
+        proc = subprocess.run(
+            self.backend.client_host.exec_prefix() + [sys.executable, "-m", "harness.cluster.agent", "--warm",
+                                                      self.backend.bootstrap],
+            capture_output=True, text=True, timeout=timeout + 30,
+            env=dict(os.environ, **{CONFIG_ENV: json.dumps(self.backend.client_config or {})}))
+        lines = [x for x in proc.stdout.splitlines() if x.startswith("{")]
+        if not lines:
+            raise RuntimeError(f"the warm-up process exited {proc.returncode} without an answer: "
+                               f"{(proc.stderr.strip().splitlines() or [''])[-1][:200]}")
+        return json.loads(lines[-1])
 
     def create_topics(self, topics: Iterable[Any], replication_factor: int, min_isr: int,
                       timeout: float = 30.0) -> dict[str, str]:

@@ -2,7 +2,8 @@
 __transaction_state and __consumer_offsets exist and every partition has a leader and enough
 replicas in sync to write; a failure is one problem line and the run goes on. The agent is a
 stand-in here (pure code: what is asked and how answers are judged); the real path runs in
-every integration test's cluster start."""
+every integration test's cluster start (the lookups in a one-shot process, ``_warm``,
+stood in for here too)."""
 from __future__ import annotations
 
 from harness.cluster.service import ClusterService
@@ -22,8 +23,6 @@ class Agent:
 
     def request(self, cmd, timeout=10.0, **args):
         self.asked.append((cmd, args.get("topics")))
-        if cmd == "warm":
-            return self.warm
         parts = {str(p): {"leader": 1, "replicas": [1, 2, 3], "isr": list(range(1, self.isr + 1))} for p in range(3)}
         return {"brokers": list(range(1, self.nodes + 1)), "controller": 1,
                 "topics": {t: {"error": None, "partitions": parts} for t in args.get("topics") or []}}
@@ -32,6 +31,12 @@ class Agent:
 def _service(agent: Agent, nodes: int = 3) -> ClusterService:
     s = ClusterService(Backend(nodes), "/tmp")
     s.agent = agent
+
+    def warm(timeout):
+        agent.asked.append(("warm", None))
+        return agent.warm
+
+    s._warm = warm
     return s
 
 
