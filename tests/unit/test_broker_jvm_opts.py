@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.unit.docker_fakes import fake_docker_client
+
 from harness.cluster import Cluster
 from harness.cluster.artifacts import KafkaDist
 from harness.cluster.kafka import BROKER_JVM_OPTS_ENV, broker_jvm_opts
@@ -46,32 +48,15 @@ def test_set_every_broker_gets_the_options_and_the_run_records_them(tmp_path, mo
 def test_the_docker_container_carries_them_in_kafka_opts(tmp_path, monkeypatch):
     from harness.cluster.docker.nodes import BrokerContainer, DockerNet
 
-    class Containers:
-        def create(self, image, **kw):
-            Containers.kw = kw
-            return object()
-
-    class Client:
-        containers = Containers()
-
-        class volumes:
-            @staticmethod
-            def create(*a, **k):
-                return None
-
-        class api:
-            @staticmethod
-            def create_endpoint_config(**kw):
-                return kw
-
+    client = fake_docker_client()
     (tmp_path / "server.properties").write_text("x=1\n")
     net = DockerNet(name="eosc-t", id="i", subnet="198.18.7.0/24", gateway="198.18.7.1")
     monkeypatch.setenv(BROKER_JVM_OPTS_ENV, "-XX:TieredStopAtLevel=1")
-    BrokerContainer(Client(), "t", 1, "img", net, tmp_path, "AbC", kafka_version="4.4.0").create()
-    assert Containers.kw["environment"]["KAFKA_OPTS"] == "-XX:TieredStopAtLevel=1"
+    BrokerContainer(client, "t", 1, "img", net, tmp_path, "AbC", kafka_version="4.4.0").create()
+    assert client.containers.kw["environment"]["KAFKA_OPTS"] == "-XX:TieredStopAtLevel=1"
     monkeypatch.delenv(BROKER_JVM_OPTS_ENV)
-    BrokerContainer(Client(), "t", 1, "img", net, tmp_path, "AbC", kafka_version="4.4.0").create()
-    assert "KAFKA_OPTS" not in Containers.kw["environment"]
+    BrokerContainer(client, "t", 1, "img", net, tmp_path, "AbC", kafka_version="4.4.0").create()
+    assert "KAFKA_OPTS" not in client.containers.kw["environment"]
 
 
 def test_an_unclosed_quote_is_a_value_error(monkeypatch):

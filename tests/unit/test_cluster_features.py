@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
+from tests.unit.docker_fakes import fake_docker_client
 import yaml
 
 from harness.cluster import Cluster
@@ -64,29 +66,12 @@ def test_the_docker_start_script_carries_the_feature_levels():
 def test_the_docker_container_is_created_with_the_levels(tmp_path):
     from harness.cluster.docker.nodes import BrokerContainer, DockerNet
 
-    class Containers:
-        def create(self, image, **kw):
-            self.kw = kw
-            return object()
-
-    class Client:
-        containers = Containers()
-
-        class volumes:
-            @staticmethod
-            def create(*a, **k):
-                return None
-
-        class api:
-            @staticmethod
-            def create_endpoint_config(**kw):
-                return kw
-
+    client = fake_docker_client()
     (tmp_path / "server.properties").write_text("x=1\n")
     net = DockerNet(name="eosc-t", id="i", subnet="198.18.7.0/24", gateway="198.18.7.1")
-    c = BrokerContainer(Client(), "t", 1, "img", net, tmp_path, "AbC", kafka_version="4.4.0", features=TV1)
+    c = BrokerContainer(client, "t", 1, "img", net, tmp_path, "AbC", kafka_version="4.4.0", features=TV1)
     c.create()
-    assert "--feature transaction.version=1" in Client.containers.kw["command"][0]
+    assert "--feature transaction.version=1" in client.containers.kw["command"][0]
 
 
 @pytest.mark.parametrize("features, match", [
