@@ -23,13 +23,17 @@ verbs (start, wait, stop, clean); ``heal`` is Jepsen's.
 """
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any, Iterable, Protocol, runtime_checkable
 
 from harness.cluster.agent import Agent
 from harness.cluster.toxiproxy_server import ClientProxies
-from harness.util import wait_until
+from harness.util import CONFIG_ENV, wait_until
 from nemesis.core import NemesisContext, NodeProcess
 
 
@@ -237,13 +241,6 @@ class ClusterService:
         """harness.cluster.agent's ``--warm`` in a process of its own in the client namespace
         (librdkafka aborted the long-lived agent after it made these clients); its one JSON line.
         Raises RuntimeError when it gives none."""
-        import json
-        import os
-        import subprocess
-        import sys
-
-        from harness.util import CONFIG_ENV
-
         proc = subprocess.run(
             self.backend.client_host.exec_prefix() + [sys.executable, "-m", "harness.cluster.agent", "--warm",
                                                       self.backend.bootstrap],
