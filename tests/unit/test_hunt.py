@@ -404,3 +404,20 @@ def test_a_run_stopped_while_queued_for_the_cluster_lock_costs_no_machine_time(p
     rec = h.run_example({"scenario": "smoke", "draw": S.Draw("librdkafka"),
                          "schedule": {"duration": 20, "faults": []}}, "search")
     assert rec["valid"] == "error" and rec["machine_s"] == 0.0 and "LockWaitStopped" in rec["error"]
+
+
+def test_no_hunt_run_is_shorter_than_its_load_floor(pool):
+    # the first campaign's 10 s loads on 3.5.2 ended before the first init (UNKNOWN): every
+    # example the strategy draws, and the simplest one it shrinks to, has >= MIN_LOAD_S of load
+    strat = H.examples(pool, "3.5.2")
+    loads = []
+
+    @given(strat)
+    @settings(database=None, max_examples=60, suppress_health_check=list(HealthCheck), deadline=None)
+    def draw(ex):
+        loads.append(ex["schedule"]["duration"])
+
+    draw()
+    assert loads and min(loads) >= H.MIN_LOAD_S > 10
+    simplest = find(strat, lambda ex: True, settings=settings(database=None, suppress_health_check=list(HealthCheck)))
+    assert simplest["schedule"]["duration"] == H.MIN_LOAD_S
