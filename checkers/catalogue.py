@@ -147,7 +147,8 @@ TABLE: tuple[Anomaly, ...] = (
             "(UNKNOWN_SERVER_ERROR, CORRUPT_MESSAGE, INVALID_RECORD): the broker failed.", ("server_error_cases",)),
     Anomaly("epoch-exhausted", "liveness",
             "A transactional.id whose init failed again and again at the end of its producer epochs and "
-            "never succeeded again (KAFKA-19367).", ("epoch_exhausted_cases",)),
+            "never succeeded again (KAFKA-19367), or whose transaction at epoch 32767 its coordinator did "
+            "not abort past its timeout (KAFKA-20090).", ("epoch_exhausted_cases",)),
     # Share groups (KIP-932): share-duplicate is counted and always allowed (share groups deliver at
     # least once); the dead-letter queue's (KIP-1191; checkers.finders.share_dlq)
     Anomaly("share-lost", "share",

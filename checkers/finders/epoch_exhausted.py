@@ -1,5 +1,5 @@
-"""epoch-exhausted: a transactional.id that cannot initialise again at the end of its producer
-epochs (KAFKA-19367, KAFKA-20090)."""
+"""epoch-exhausted: a transactional.id that cannot initialise again, or whose transaction its
+coordinator cannot abort, at the end of its producer epochs (KAFKA-19367, KAFKA-20090)."""
 
 from __future__ import annotations
 
@@ -35,6 +35,15 @@ EPOCH_NEAR_END = EPOCH_EXHAUSTED_AT - EPOCH_MARGIN
 #: equal to Short.MaxValue since this would overflow", "Illegal new producer epoch -32768",
 #: a client's "epoch exhausted"); an epoch number near the end (below) counts too
 OVERFLOW_WORDS = re.compile(r"overflow|exhaust|short\.?max|max_?value", re.IGNORECASE)
+#: how long past its ``transaction.timeout.ms`` a transaction may stay Ongoing at a working
+#: coordinator (ms): the coordinator aborts timed-out transactions when it next looks, every
+#: ``transaction.abort.timed.out.transaction.cleanup.interval.ms`` (10000 ms by default, Kafka's
+#: broker configs; the zoo's epoch entries set 1000), and the abort is one marker write; 5 s of
+#: slack on top of the default interval
+ABORT_GRACE_MS = 10_000 + 5_000
+#: the runner's record of the transactions that held a key's last stable offset when the writers
+#: stopped (harness.cluster.open_txns; a nemesis event of the history)
+OPEN_TXNS_F = "open-transactions"
 
 
 def _error_text(err) -> str:
@@ -60,10 +69,63 @@ def error_names_epoch_end(err) -> str | None:
     return None
 
 
+def unaborted_at_epoch_end(h: History) -> list[dict]:
+    """epoch-exhausted's second mark: a transaction at producer epoch 32767 (Short.MAX_VALUE)
+    that its coordinator still listed Ongoing more than ``ABORT_GRACE_MS`` past its
+    ``transaction.timeout.ms`` when the writers stopped, read from the history's last
+    ``open-transactions`` event (the holders of each key's last stable offset, with the
+    coordinator's ``kafka-transactions.sh describe``: state, ``timeout_ms``, ``duration_ms``).
+
+    A coordinator aborts a timed-out transaction by fencing its producer with one more epoch
+    bump (TransactionMetadata.prepareFenceProducerEpoch); at 32767 it cannot, and with Kafka
+    4.0.0-4.2.x (KAFKA-20090: a timeout abort at 32766, then a late EndTxn answered with epoch
+    32767) it throws in the abort task every time it looks: the transaction hangs and holds the
+    last stable offset. A correct coordinator never lets a producer id reach a transaction at
+    32767 (it rotates the producer id at 32766, KIP-360), so this is a case on any release.
+    One case per transactional.id: {"anomaly", "transactional_id", "producer_id",
+    "producer_epoch", "coordinator", "state", "timeout_ms", "duration_ms", "keys", "observed"
+    (the open-transactions event's ref: the case is known when the harness asked),
+    "epoch_evidence", "explanation"}; [] without the event (an older run, an external cluster
+    the tool could not ask)."""
+    ev = next((e for e in reversed(h.nemesis)
+               if e.get("f") == OPEN_TXNS_F and isinstance(e.get("value"), dict)), None)
+    if ev is None:
+        return []
+    by_tid: dict[str, dict] = {}
+    for key, holders in sorted((ev["value"].get("holders") or {}).items()):
+        for hd in holders or []:
+            if not isinstance(hd, dict):
+                continue
+            epoch, state, tid = hd.get("producer_epoch"), hd.get("state"), hd.get("transactional_id")
+            timeout, dur = hd.get("timeout_ms"), hd.get("duration_ms")
+            if (not isinstance(epoch, int) or epoch < EPOCH_MAX or state != "Ongoing" or tid is None
+                    or not isinstance(timeout, (int, float)) or not isinstance(dur, (int, float))
+                    or dur - timeout <= ABORT_GRACE_MS):
+                continue
+            c = by_tid.get(tid)
+            if c is None:
+                why = (f"its transaction at producer epoch {epoch} (Short.MAX_VALUE) was still Ongoing at its "
+                       f"coordinator (broker {hd.get('coordinator')}) after {dur / 1000:.1f} s, "
+                       f"{(dur - timeout) / 1000:.1f} s past its transaction.timeout.ms {int(timeout)} ms: the "
+                       "coordinator did not abort it (a timeout abort fences the producer with one more epoch "
+                       "bump, which 32767 cannot take)")
+                c = by_tid[tid] = {
+                    "anomaly": "epoch-exhausted", "transactional_id": tid, "producer_id": hd.get("producer_id"),
+                    "producer_epoch": epoch, "coordinator": hd.get("coordinator"), "state": state,
+                    "timeout_ms": timeout, "duration_ms": dur, "keys": [],
+                    "observed": {"f": OPEN_TXNS_F, "invoke_index": ev.get("index"), "process": "nemesis"},
+                    "epoch_evidence": why, "explanation": f"transactional.id {tid}: {why}"}
+            c["keys"].append(key)
+            c["explanation"] = (f"transactional.id {tid}: {c['epoch_evidence']}; it holds the last stable "
+                                f"offset of {', '.join(c['keys'])}")
+    return list(by_tid.values())
+
+
 def epoch_exhausted_cases(h: History, bound_s: float | None = None) -> list[dict]:
     """epoch-exhausted: a transactional.id whose ``init`` (InitProducerId) failed and never
-    succeeded again until the history ends, at the end of its producer epochs
-    (docs/anomalies.md, liveness; docs/checkers.md).
+    succeeded again until the history ends, at the end of its producer epochs, or whose
+    transaction at producer epoch 32767 its coordinator did not abort past its timeout
+    (``unaborted_at_epoch_end``) (docs/anomalies.md, liveness; docs/checkers.md).
 
     Per transactional.id: the init ops (``f == "init"``, any process) after its last ``ok``
     init (all of them when none succeeded) that completed ``fail`` or ``info``, or never
@@ -106,8 +168,9 @@ def epoch_exhausted_cases(h: History, bound_s: float | None = None) -> list[dict
     bound = DEFAULT_BOUND_S if bound_s is None else bound_s
     ops = h.ops.filter(pl.col("transactional_id").is_not_null())
     inits = ops.filter(pl.col("f") == "init").sort("invoke_time", "op")
+    unaborted = unaborted_at_epoch_end(h)
     if inits.is_empty():
-        return []
+        return unaborted
     txns = ops.filter(pl.col("f") == "txn").select("op", "transactional_id", "invoke_time", "complete_time")
     out = []
     for (tid,), g in inits.group_by(["transactional_id"], maintain_order=True):
@@ -174,4 +237,5 @@ def epoch_exhausted_cases(h: History, bound_s: float | None = None) -> list[dict
                 f"{why} (bound {bound} s)"
             ),
         })
-    return out
+    streaks = {c["transactional_id"] for c in out}
+    return out + [c for c in unaborted if c["transactional_id"] not in streaks]

@@ -5,7 +5,7 @@ from pathlib import Path
 from checkers.synthetic.build import MS, HistoryBuilder
 from checkers.finders.epoch_exhausted import epoch_exhausted_cases
 from checkers.history import load_history
-from checkers.verdict import check
+from checkers.verdict import check, check_run
 
 DATA = Path(__file__).parents[1] / "data"
 S = 1000 * MS
@@ -131,3 +131,67 @@ def test_real_epoch_burn_runs_kafka_4_0_0_caught_and_4_0_1_rotated():
     rotated = [x["meta"] for op, x in h.extras.items()
                if h.ops["f"][op] == "init" and x["meta"].get("producer_epoch") == 0]
     assert len(rotated) == 2 and {m["producer_id"] for m in rotated} == {2, 3}
+
+
+# ---- the second mark: a transaction at epoch 32767 its coordinator did not abort (KAFKA-20090)
+
+def _open_at_end(epoch: int, duration_ms: int, timeout_ms: int = 2000, state: str = "Ongoing") -> HistoryBuilder:
+    """Process 1 commits, then opens a transaction at ``epoch`` that never ends; the runner's
+    open-transactions record (harness.cluster.open_txns) lists its holder as the coordinator
+    described it when the writers stopped."""
+    b = HistoryBuilder()
+    tid = "eosc-txn-0"
+    _init(b, 1, tid, "ok", 0, meta={"producer_id": 1, "producer_epoch": epoch - 1})
+    b.txn(1, [("t0/0", 1, 0)], tid=tid)
+    b.txn(1, [("t0/0", 2, 1)], "fail", tid=tid, error=["TimeoutException", "Timeout expired after 2000ms"])
+    holder = {"key": "t0/0", "lso": 1, "producer_id": 1, "producer_epoch": epoch, "start_offset": 1,
+              "transactional_id": tid, "coordinator": 1, "state": state, "timeout_ms": timeout_ms,
+              "duration_ms": duration_ms, "partitions": ["t0/0"], "status": "open"}
+    b.nemesis("open-transactions", {"held": {"t0/0": [1, 2]}, "holders": {"t0/0": [holder]}, "unjudged": {}})
+    b.assign(100, ["t0/0"])
+    b.poll(100, {"t0/0": [(0, 1)]}, final=True)
+    return b
+
+
+def test_a_transaction_at_epoch_32767_the_coordinator_did_not_abort_is_a_case():
+    cases = epoch_exhausted_cases(load_history(_open_at_end(32767, duration_ms=30_000).events))
+    assert len(cases) == 1
+    c = cases[0]
+    assert c["transactional_id"] == "eosc-txn-0" and c["producer_epoch"] == 32767 and c["keys"] == ["t0/0"]
+    assert "did not abort" in c["epoch_evidence"] and "28.0 s past" in c["epoch_evidence"]
+    assert c["observed"]["f"] == "open-transactions" and isinstance(c["observed"]["invoke_index"], int)
+
+
+def test_an_open_transaction_within_its_timeout_or_below_the_epoch_end_is_no_case():
+    # within the timeout and one abort interval: the coordinator may still abort it
+    assert epoch_exhausted_cases(load_history(_open_at_end(32767, duration_ms=2000 + 14_000).events)) == []
+    # the same anomaly from another cause: a coordinator that did not abort an overdue
+    # transaction at an ordinary epoch is not the epoch's end (stalled-lso and the
+    # open-transactions wait report it)
+    assert epoch_exhausted_cases(load_history(_open_at_end(40, duration_ms=60_000).events)) == []
+    # being completed by the coordinator (PrepareAbort) is not an abort it failed to start
+    assert epoch_exhausted_cases(load_history(_open_at_end(32767, 60_000, state="PrepareAbort").events)) == []
+
+
+def test_real_kafka_20090_run_whose_transactions_hung_at_32767_is_caught():
+    """scenarios/zoo/kafka-20090.yaml's affected side (Kafka 4.2.2), seed 2 (2026-11-29): both
+    transactional.ids ended the load with a transaction at epoch 32767 that the coordinator
+    listed Ongoing 32.8 s and 35.9 s with transaction.timeout.ms 2000 (its abort check every
+    1 s): before this mark the verdict was UNKNOWN (the final drain left both keys out) and the
+    bug went uncaught. The verdict now fails on epoch-exhausted (the entry's fail_on)."""
+    h = load_history(DATA / "real-kafka-20090-unaborted-4.2.2-s2" / "history.jsonl")
+    cases = sorted(epoch_exhausted_cases(h), key=lambda c: c["transactional_id"])
+    assert [(c["transactional_id"], c["producer_epoch"], c["keys"]) for c in cases] == [
+        ("eosc-txn-0", 32767, ["t0/0"]), ("eosc-txn-1", 32767, ["t0/1"])]
+    assert [c["duration_ms"] for c in cases] == [32764, 35924]
+    v = check_run(DATA / "real-kafka-20090-unaborted-4.2.2-s2")
+    assert v.valid is False and v.failing == ["epoch-exhausted"]
+    named = {k["id"]: k for k in v.known_bugs}
+    assert named["KAFKA-20090"]["match"] == "looks-like"
+    assert named["KAFKA-19367"]["match"] == "resembles" and "4.0.0 only" in named["KAFKA-19367"]["why"]
+
+
+def test_real_runs_with_an_open_transactions_record_have_no_unaborted_case():
+    h = load_history(DATA / "real-zombie-paused-mid-init-s2" / "history.jsonl")
+    assert any(e.get("f") == "open-transactions" for e in h.nemesis)
+    assert epoch_exhausted_cases(h) == []
