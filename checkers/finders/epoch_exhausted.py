@@ -8,6 +8,7 @@ import re
 import polars as pl
 
 from ..history import History
+from .stalled_lso import OPEN_TXNS_F, open_transactions_event
 
 DEFAULT_BOUND_S = 10.0
 #: init failures needed in a streak: one failed init followed by the end of a worker is not
@@ -41,9 +42,6 @@ OVERFLOW_WORDS = re.compile(r"overflow|exhaust|short\.?max|max_?value", re.IGNOR
 #: broker configs; the zoo's epoch entries set 1000), and the abort is one marker write; 5 s of
 #: slack on top of the default interval
 ABORT_GRACE_MS = 10_000 + 5_000
-#: the runner's record of the transactions that held a key's last stable offset when the writers
-#: stopped (harness.cluster.open_txns; a nemesis event of the history)
-OPEN_TXNS_F = "open-transactions"
 
 
 def _error_text(err) -> str:
@@ -87,8 +85,7 @@ def unaborted_at_epoch_end(h: History) -> list[dict]:
     (the open-transactions event's ref: the case is known when the harness asked),
     "epoch_evidence", "explanation"}; [] without the event (an older run, an external cluster
     the tool could not ask)."""
-    ev = next((e for e in reversed(h.nemesis)
-               if e.get("f") == OPEN_TXNS_F and isinstance(e.get("value"), dict)), None)
+    ev = open_transactions_event(h)
     if ev is None:
         return []
     by_tid: dict[str, dict] = {}
@@ -114,10 +111,11 @@ def unaborted_at_epoch_end(h: History) -> list[dict]:
                     "producer_epoch": epoch, "coordinator": hd.get("coordinator"), "state": state,
                     "timeout_ms": timeout, "duration_ms": dur, "keys": [],
                     "observed": {"f": OPEN_TXNS_F, "invoke_index": ev.get("index"), "process": "nemesis"},
-                    "epoch_evidence": why, "explanation": f"transactional.id {tid}: {why}"}
+                    "epoch_evidence": why}
             c["keys"].append(key)
-            c["explanation"] = (f"transactional.id {tid}: {c['epoch_evidence']}; it holds the last stable "
-                                f"offset of {', '.join(c['keys'])}")
+    for tid, c in by_tid.items():
+        c["explanation"] = (f"transactional.id {tid}: {c['epoch_evidence']}; it holds the last stable "
+                            f"offset of {', '.join(c['keys'])}")
     return list(by_tid.values())
 
 

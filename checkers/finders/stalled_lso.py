@@ -71,14 +71,21 @@ def _ending(row: dict) -> str:
     return " and never read it" if row["next_t"] is None else ""
 
 
+def open_transactions_event(h: History) -> dict | None:
+    """The history's last ``open-transactions`` event (its ``index``, ``time`` and ``value``),
+    or None."""
+    for e in reversed(h.nemesis):
+        if e.get("f") == OPEN_TXNS_F and isinstance(e.get("value"), dict):
+            return e
+    return None
+
+
 def open_transactions(h: History) -> dict | None:
     """The value of the history's last ``open-transactions`` event (harness.cluster.open_txns:
     which transactions held which keys' last stable offset when the writers stopped, which
     ended while the harness waited, which keys the final drain left out), or None."""
-    for e in reversed(h.nemesis):
-        if e.get("f") == OPEN_TXNS_F and isinstance(e.get("value"), dict):
-            return e["value"]
-    return None
+    ev = open_transactions_event(h)
+    return ev["value"] if ev is not None else None
 
 
 def _txn_op(h: History, key: str, offset: int, tid: str | None) -> dict | None:
