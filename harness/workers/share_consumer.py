@@ -13,7 +13,8 @@ harness/workers/java/src/eosc/ShareConsumers.java; both write the same ops
   invoke's real time; empty polls are not recorded.
 * ``process``: the records this instance processed (the workload's "output"), value
   ``{key: [[offset, value], ...]}``; ``ok`` when processing finished.
-* ``ack``: one per partition of a ``commit_sync()``: value ``[[type, key, offset, value],
+* ``ack``: one partition's acknowledgements, committed by their own ``commit_sync()`` (the
+  invoke is written before the commit is sent): value ``[[type, key, offset, value],
   ...]`` with type ``accept`` | ``release`` | ``reject``; ``ok`` when the broker accepted the
   partition's acknowledgements, ``fail`` when it refused them (INVALID_RECORD_STATE: the
   acquisition lock had expired or the record was not this member's), ``info`` otherwise.
@@ -165,29 +166,33 @@ class ShareConsumerWorker(Worker):
         self.emit("ok", "process", out, meta=self.meta())
 
     def acknowledge(self, c, plan: list, kinds: dict) -> None:
-        """Acknowledge every record of ``plan`` and commit: one ``ack`` op per partition."""
+        """Acknowledge every record of ``plan``: one ``commit_sync()`` and one ``ack`` op per
+        partition, the op's invoke written before the commit is sent. A member killed inside
+        ``commit_sync()`` then leaves an open invoke (info: the broker may have taken it),
+        not a history without the acknowledgement: a reject the broker archived must not read
+        as share-lost (CI 2026-11-29, seed 2: a reject killed in flight did)."""
         by_key: dict[str, list] = {}
         for m, key, value, kind in plan:
-            c.acknowledge(m, kinds[kind])
-            by_key.setdefault(key, []).append([kind, key, m.offset(), value])
-        t0 = self.now()
-        results, err = {}, None
-        try:
-            results = c.commit_sync(15.0) or {}
-        except Exception as exc:  # noqa: BLE001 - the outcome is unknown: info
-            err = exc
-        res_by_key = {f"{tp.topic}/{tp.partition}": r for tp, r in results.items()}
-        t1 = self.now()
-        for key, acks in by_key.items():
-            self.emit("invoke", "ack", acks, time_ns=t0, meta=self.meta())
+            by_key.setdefault(key, []).append((m, [kind, key, m.offset(), value]))
+        for key, part in by_key.items():
+            acks = [a for _m, a in part]
+            self.emit("invoke", "ack", acks, meta=self.meta())
+            for m, a in part:
+                c.acknowledge(m, kinds[a[0]])
+            results, err = {}, None
+            try:
+                results = c.commit_sync(15.0) or {}
+            except Exception as exc:  # noqa: BLE001 - the outcome is unknown: info
+                err = exc
+            res_by_key = {f"{tp.topic}/{tp.partition}": r for tp, r in results.items()}
             if err is not None:
-                self.emit("info", "ack", acks, time_ns=t1, error=[error_name(err), str(err)[:300]], meta=self.meta())
+                self.emit("info", "ack", acks, error=[error_name(err), str(err)[:300]], meta=self.meta())
             elif key not in res_by_key:
-                self.emit("info", "ack", acks, time_ns=t1, error=["NO_RESULT", "commit_sync named no result for the partition"],
+                self.emit("info", "ack", acks, error=["NO_RESULT", "commit_sync named no result for the partition"],
                           meta=self.meta())
             elif res_by_key[key] is None:
-                self.emit("ok", "ack", acks, time_ns=t1, meta=self.meta())
+                self.emit("ok", "ack", acks, meta=self.meta())
             else:
                 name = error_name(res_by_key[key])
-                self.emit("fail" if name in REFUSED else "info", "ack", acks, time_ns=t1,
+                self.emit("fail" if name in REFUSED else "info", "ack", acks,
                           error=[name, str(res_by_key[key])[:300]], meta=self.meta())

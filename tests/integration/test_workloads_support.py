@@ -48,7 +48,8 @@ def variant(name: str, seed: int, duration: float, *, suffix: str = "", workload
     return scn.model_copy(update={
         "name": scn.name + suffix, "seed": seed, "duration": duration,
         "workload": scn.workload.model_copy(update=workload or {}),
-        "nemesis": scn.nemesis.model_copy(update=nemesis),
+        # validated, not copied: [6, 8] becomes the model's tuple, a bad field fails here
+        "nemesis": scn.nemesis.model_validate({**scn.nemesis.model_dump(), **nemesis}),
     })
 
 

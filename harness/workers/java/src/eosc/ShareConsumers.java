@@ -32,7 +32,8 @@ import java.util.concurrent.TimeUnit;
  * configs first (IncrementalAlterConfigs on the GROUP resource: a share-config op), then per
  * non-empty poll(): an acquire op ({key: [[offset, value, deliveryCount]]}), per record
  * release / reject / process+accept as drawn, a process op for the processed records and one
- * ack op per partition of commitSync() (ok, fail on INVALID_RECORD_STATE, info otherwise).
+ * ack op per partition, each committed by its own commitSync() with its invoke written first
+ * (ok, fail on INVALID_RECORD_STATE, info otherwise).
  * ack_order before-processing accepts and commits before it processes (the zoo mutant).
  */
 final class ShareConsumers extends Worker {
@@ -208,39 +209,45 @@ final class ShareConsumers extends Worker {
         emit("ok", "process", out, meta());
     }
 
+    /** One commitSync() and one ack op per partition, the invoke written before the commit
+     * is sent: a member killed inside commitSync() leaves an open invoke (info), not a history
+     * without the acknowledgement (a reject the broker archived must not read as share-lost). */
     @SuppressWarnings("unchecked")
     void acknowledge(KafkaShareConsumer<byte[], byte[]> c, List<Object[]> plan) {
-        Map<String, List<Object>> byKey = new LinkedHashMap<>();
-        for (Object[] x : plan) {
-            ConsumerRecord<byte[], byte[]> r = (ConsumerRecord<byte[], byte[]>) x[0];
-            String kind = (String) x[3];
-            c.acknowledge(r, kind.equals("accept") ? AcknowledgeType.ACCEPT
-                    : kind.equals("release") ? AcknowledgeType.RELEASE : AcknowledgeType.REJECT);
-            byKey.computeIfAbsent((String) x[1], k -> new ArrayList<>()).add(Json.list(kind, x[1], r.offset(), x[2]));
-        }
-        long t0 = now();
-        Map<String, Optional<KafkaException>> res = new LinkedHashMap<>();
-        Throwable err = null;
-        try {
-            for (Map.Entry<TopicIdPartition, Optional<KafkaException>> e : c.commitSync(Duration.ofSeconds(15)).entrySet()) {
-                res.put(e.getKey().topic() + "/" + e.getKey().partition(), e.getValue());
+        Map<String, List<Object[]>> byKey = new LinkedHashMap<>();
+        for (Object[] x : plan) byKey.computeIfAbsent((String) x[1], k -> new ArrayList<>()).add(x);
+        for (Map.Entry<String, List<Object[]>> e : byKey.entrySet()) {
+            List<Object> acks = new ArrayList<>();
+            for (Object[] x : e.getValue()) {
+                ConsumerRecord<byte[], byte[]> r = (ConsumerRecord<byte[], byte[]>) x[0];
+                acks.add(Json.list(x[3], x[1], r.offset(), x[2]));
             }
-        } catch (KafkaException e) {
-            err = e;
-        }
-        long t1 = now();
-        for (Map.Entry<String, List<Object>> e : byKey.entrySet()) {
-            emit("invoke", "ack", e.getValue(), t0, null, meta());
+            emit("invoke", "ack", acks, now(), null, meta());
+            for (Object[] x : e.getValue()) {
+                ConsumerRecord<byte[], byte[]> r = (ConsumerRecord<byte[], byte[]>) x[0];
+                String kind = (String) x[3];
+                c.acknowledge(r, kind.equals("accept") ? AcknowledgeType.ACCEPT
+                        : kind.equals("release") ? AcknowledgeType.RELEASE : AcknowledgeType.REJECT);
+            }
+            Map<String, Optional<KafkaException>> res = new LinkedHashMap<>();
+            Throwable err = null;
+            try {
+                for (Map.Entry<TopicIdPartition, Optional<KafkaException>> r : c.commitSync(Duration.ofSeconds(15)).entrySet()) {
+                    res.put(r.getKey().topic() + "/" + r.getKey().partition(), r.getValue());
+                }
+            } catch (KafkaException x) {
+                err = x;
+            }
+            long t1 = now();
             if (err != null) {
-                emit("info", "ack", e.getValue(), t1, error(err), meta());
+                emit("info", "ack", acks, t1, error(err), meta());
             } else if (!res.containsKey(e.getKey())) {
-                emit("info", "ack", e.getValue(), t1, List.of("NO_RESULT", "commitSync named no result for the partition"), meta());
+                emit("info", "ack", acks, t1, List.of("NO_RESULT", "commitSync named no result for the partition"), meta());
             } else if (res.get(e.getKey()).isEmpty()) {
-                emit("ok", "ack", e.getValue(), t1, null, meta());
+                emit("ok", "ack", acks, t1, null, meta());
             } else {
-                KafkaException x = res.get(e.getKey()).get();
-                List<String> er = error(x);
-                emit(er.get(0).equals("INVALID_RECORD_STATE") ? "fail" : "info", "ack", e.getValue(), t1, er, meta());
+                List<String> er = error(res.get(e.getKey()).get());
+                emit(er.get(0).equals("INVALID_RECORD_STATE") ? "fail" : "info", "ack", acks, t1, er, meta());
             }
         }
     }
