@@ -97,3 +97,22 @@ def test_java_processor_records_its_rewinds(java_run):
                 assert op["value"] == {k: recs[0][0] for k, recs in reads.items() if k in op["value"]}
     aborted = sum(1 for ops in by_proc.values() for op in ops if op["f"] == "txn" and op["type"] == "fail")
     assert aborted == 0 or rewinds > 0, (aborted, rewinds)
+
+
+def test_java_producers_record_their_producer_epoch(java_run):
+    """Every ok init carries the producer id and epoch the coordinator handed out, and every
+    ok transaction the epoch after its end: with transaction version 2 each end bumps it
+    (KIP-890 part 2), so one instance's epochs rise. The hunt's max_epoch signal and the
+    epoch-exhausted checker read them (harness.detect.zoo_releases.epochs_reached)."""
+    from harness.detect.zoo_releases import epochs_reached
+
+    run, events, _ = java_run
+    inits = [e for e in events if e.get("f") == "init" and e["type"] == "ok"]
+    assert all(isinstance(e["meta"].get("producer_epoch"), int) and e["meta"]["producer_epoch"] >= 0
+               and isinstance(e["meta"].get("producer_id"), int) for e in inits), inits[:3]
+    by_proc: dict = {}
+    for e in events:
+        if e.get("f") == "txn" and e["type"] == "ok" and e["meta"]["worker"].startswith("producer"):
+            by_proc.setdefault(e["process"], []).append(e["meta"]["producer_epoch"])
+    assert by_proc and all(len(v) < 2 or all(a < b for a, b in zip(v, v[1:])) for v in by_proc.values()), by_proc
+    assert max(epochs_reached(run.run_dir / "history.jsonl").values()) >= max(max(v) for v in by_proc.values())

@@ -45,7 +45,7 @@ import java.util.concurrent.TimeUnit;
  *
  * History: an {@code epoch-burn} op (invoke/ok, or info with the error) whose value is
  * {"requests", "epoch", "producer_id"}; init ok meta carries producer_id and producer_epoch
- * (the TransactionManager's, by reflection); the abandoned transaction is a txn op completed
+ * (TxnProducer.initOk); the abandoned transaction is a txn op completed
  * fail with error ["_REINIT", ...] and meta abort "reinit": commit was never asked, and the
  * next init aborts it (KIP-98). Then init ops as usual, so a broker that refuses them shows
  * as init fail/info ops until the run ends (checkers/finders/epoch_exhausted.py).
@@ -72,40 +72,6 @@ final class EpochBurn extends TxnProducer {
         reinitAt = (int) Json.lng(cfg, "reinit_at_epoch", 32766);
         timeoutTrigger = Json.str(cfg, "trigger", "reinit").equals("timeout");
         timeoutWait = Json.dbl(cfg, "timeout_wait_s", 8);
-    }
-
-    // -- the producer's own id and epoch -----------------------------------------------------
-
-    private static Method pidEpoch;
-
-    /** {producer_id, epoch} of the producer's TransactionManager, or null when unreadable. */
-    long[] producerIdAndEpoch() {
-        Object tm = Errors.transactionManager(producer);
-        if (tm == null) return null;
-        try {
-            synchronized (EpochBurn.class) {
-                if (pidEpoch == null) {
-                    pidEpoch = tm.getClass().getDeclaredMethod("producerIdAndEpoch");
-                    pidEpoch.setAccessible(true);
-                }
-            }
-            Object pe = pidEpoch.invoke(tm);
-            long id = pe.getClass().getField("producerId").getLong(pe);
-            short epoch = pe.getClass().getField("epoch").getShort(pe);
-            return new long[] {id, epoch};
-        } catch (ReflectiveOperationException | RuntimeException e) {
-            log("producer id and epoch not readable: " + e);
-            return null;
-        }
-    }
-
-    @Override
-    void initOk(Map<String, Object> meta) {
-        long[] pe = producerIdAndEpoch();
-        if (pe != null) {
-            meta.put("producer_id", pe[0]);
-            meta.put("producer_epoch", pe[1]);
-        }
     }
 
     // -- the burn: InitProducerId by hand --------------------------------------------------

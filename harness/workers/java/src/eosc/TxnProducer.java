@@ -141,8 +141,44 @@ class TxnProducer extends Worker {
         return true;
     }
 
-    /** What a subclass adds to an ok init's meta (EpochBurn: the producer id and epoch). */
+    /** An ok init's meta gets the producer id and epoch the coordinator handed out: the
+     *  epoch-exhausted checker and the hunt's max_epoch signal read them. */
     void initOk(Map<String, Object> meta) {
+        long[] pe = producerIdAndEpoch();
+        if (pe != null) {
+            meta.put("producer_id", pe[0]);
+            meta.put("producer_epoch", pe[1]);
+        }
+    }
+
+    private static java.lang.reflect.Method pidEpoch;
+    private static volatile boolean pidEpochUnreadable;
+
+    /** {producer_id, epoch} of the producer's TransactionManager (private: read by reflection,
+     *  as Errors reads its state), or null when unreadable. With transaction version 2 every
+     *  transaction end bumps the epoch (KIP-890 part 2). */
+    long[] producerIdAndEpoch() {
+        Object tm = producer == null || pidEpochUnreadable ? null : Errors.transactionManager(producer);
+        if (tm == null) return null;
+        try {
+            synchronized (TxnProducer.class) {
+                if (pidEpoch == null) {
+                    java.lang.reflect.Method m = tm.getClass().getDeclaredMethod("producerIdAndEpoch");
+                    m.setAccessible(true);
+                    pidEpoch = m;
+                }
+            }
+            Object pe = pidEpoch.invoke(tm);
+            long id = pe.getClass().getField("producerId").getLong(pe);
+            short epoch = pe.getClass().getField("epoch").getShort(pe);
+            return new long[] {id, epoch};
+        } catch (NoSuchMethodException | NoSuchFieldException e) {
+            pidEpochUnreadable = true; // once: this client release has another shape
+            log("producer id and epoch not readable: " + e);
+            return null;
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return null; // e.g. the instance closing under it: the next op reads again
+        }
     }
 
     /** Abandon the current instance; the next one is a new logical process. A retired worker
@@ -200,6 +236,10 @@ class TxnProducer extends Worker {
         if (type.equals("ok") && !versionRecorded && producer != null) {
             m.put("transaction_version", Errors.transactionVersion(producer));
             versionRecorded = true;
+        }
+        if (type.equals("ok") && !m.containsKey("producer_epoch")) {
+            long[] pe = producerIdAndEpoch(); // after the commit: its bump under version 2
+            if (pe != null) m.put("producer_epoch", pe[1]);
         }
         emit(type, "txn", value, null, error, new java.util.TreeMap<>(m));
     }
