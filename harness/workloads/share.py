@@ -50,9 +50,11 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from checkers.run import DEFAULT_ISOLATION_LEVEL, IsolationLevel
+from checkers.version_numbers import older_than
 
 from harness.workloads.base import MAX_TIME_S, ClientSpec, Setting, Strict, TopicSpec, WorkerSpec
 from harness.workloads.txn_queue import VALUE_STRIDE, TxnQueue
+from harness.workers.java import SHARE_MIN_CLIENT
 from harness.workers.share_dlq_reader import DLQ_ROLE
 
 #: the broker's errors.deadletterqueue.topic.name.prefix by default (GroupCoordinatorConfig, 4.4.0)
@@ -133,6 +135,14 @@ class ShareSpec(ClientSpec):
         mine = sorted(k for k in self.group_configs if k in (DLQ_TOPIC_CONFIG, DLQ_COPY_CONFIG))
         if self.dlq is not False and mine:
             raise ValueError(f"dlq sets {mine[0]} itself: remove it from group_configs")
+        return self
+
+    @model_validator(mode="after")
+    def _java_client_has_share_consumer(self) -> "ShareSpec":
+        jv = self.java_client_version
+        if self.client == "java" and jv and older_than(jv, SHARE_MIN_CLIENT):
+            raise ValueError(f"java_client_version {jv} has no KafkaShareConsumer (KIP-932): "
+                             f"use {SHARE_MIN_CLIENT} or later")
         return self
 
     @model_validator(mode="after")

@@ -84,6 +84,25 @@ def test_source_digest_follows_the_sources(tmp_path, monkeypatch):
     assert java.source_digest() != before and len(before) == 12
 
 
+def test_clients_before_4_0_build_without_the_share_consumer(tmp_path, monkeypatch):
+    """kafka-clients 3.x has no KafkaShareConsumer: the workers compiled against 3.9.1 with it
+    failed (javac: ConfigResource.Type.GROUP, deliveryCount()); now they leave it out and Main
+    names the version to set, and a share scenario asking for it is refused up front."""
+    (tmp_path / "eosc").mkdir()
+    for name in ("Main.java", java.SHARE_SOURCE):
+        (tmp_path / "eosc" / name).write_text("class X {}")
+    monkeypatch.setattr(java, "SRC", tmp_path)
+    names = lambda v: [p.name for p in java.sources(v)]  # noqa: E731
+    assert names("3.9.1") == ["Main.java"] and names("3.5.2") == ["Main.java"]
+    assert names("4.0.0") == names("4.4.0") == names(None) == sorted(["Main.java", java.SHARE_SOURCE])
+    assert java.source_digest("3.9.1") != java.source_digest("4.3.1")
+    from harness.workloads import ShareSpec
+
+    with pytest.raises(ValidationError, match="java_client_version 3.9.1 has no KafkaShareConsumer"):
+        ShareSpec(client="java", java_client_version="3.9.1")
+    assert ShareSpec(client="java", java_client_version="4.0.0").java_client_version == "4.0.0"
+
+
 # -- meta ------------------------------------------------------------------------------------
 def _history(tmp_path, events):
     p = tmp_path / "history.jsonl"

@@ -39,15 +39,25 @@ JVM_FLAGS = ["-Xms16m", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1
              "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS"]
 
 
-def sources() -> list[Path]:
-    """The worker sources, sorted."""
-    return sorted(SRC.rglob("*.java"))
+#: the share consumer's KafkaShareConsumer (KIP-932), ConfigResource.Type.GROUP and
+#: ConsumerRecord.deliveryCount() arrived in kafka-clients 4.0.0: older clients build without it
+SHARE_MIN_CLIENT = "4.0.0"
+SHARE_SOURCE = "ShareConsumers.java"
 
 
-def source_digest() -> str:
-    """12 hex digits of SHA-256 over the sources' names and contents."""
+def sources(version: str | None = None) -> list[Path]:
+    """The worker sources, sorted; for a kafka-clients ``version`` before ``SHARE_MIN_CLIENT``,
+    without the share consumer (Main then refuses the role with what to set)."""
+    from checkers.version_numbers import older_than
+
+    skip = version is not None and older_than(version, SHARE_MIN_CLIENT)
+    return sorted(p for p in SRC.rglob("*.java") if not (skip and p.name == SHARE_SOURCE))
+
+
+def source_digest(version: str | None = None) -> str:
+    """12 hex digits of SHA-256 over the names and contents of ``sources(version)``."""
     h = hashlib.sha256()
-    for p in sources():
+    for p in sources(version):
         h.update(p.relative_to(SRC).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()[:12]
 
@@ -60,7 +70,7 @@ def build(version: str = DEFAULT_JAVA_CLIENT_VERSION, *, fetch: bool = True) -> 
     or Maven is missing, the version does not resolve, its jars are not cached and ``fetch`` is
     false, or the sources do not compile (javac's output quoted)."""
     libs = java_client_libs(version, fetch=fetch)
-    out = cache_dir() / "java-client" / version / f"classes-{source_digest()}"
+    out = cache_dir() / "java-client" / version / f"classes-{source_digest(version)}"
     if (out / ".complete").exists():
         return f"{out}:{libs}/*"
     # one build per folder at a time: two processes compiling into one staging folder at once
@@ -73,7 +83,7 @@ def build(version: str = DEFAULT_JAVA_CLIENT_VERSION, *, fetch: bool = True) -> 
             shutil.rmtree(staging, ignore_errors=True)
             proc = subprocess.run(
                 [javac, "-nowarn", "-XDsuppressNotes", "--release", "17", "-encoding", "UTF-8",
-                 "-d", str(staging), "-cp", f"{libs}/*", *map(str, sources())],
+                 "-d", str(staging), "-cp", f"{libs}/*", *map(str, sources(version))],
                 capture_output=True, text=True)
             if proc.returncode != 0:
                 shutil.rmtree(staging, ignore_errors=True)

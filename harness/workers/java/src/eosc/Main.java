@@ -33,7 +33,7 @@ public final class Main {
             case "pipeline-drain": w = new Consumers.PipelineDrain(cfg); break;
             case "processor": w = new Processor(cfg); break;
             case "idempotent-producer": w = new IdempotentProducer(cfg); break;
-            case "share-consumer": w = new ShareConsumers(cfg); break;
+            case "share-consumer": w = shareConsumer(cfg); break;
             default:
                 System.err.println("unknown role " + args[0]);
                 System.exit(2);
@@ -51,5 +51,20 @@ public final class Main {
         System.out.flush();
         // the clients' non-daemon threads must not keep a finished worker alive
         Runtime.getRuntime().halt(rc);
+    }
+
+    /** The share consumer, by name: it is compiled only against kafka-clients 4.0+
+     *  (harness.workers.java.SHARE_MIN_CLIENT), so an older client has no such class. */
+    static Worker shareConsumer(JsonNode cfg) throws Exception {
+        Class<?> c;
+        try {
+            c = Class.forName("eosc.ShareConsumers");
+        } catch (ClassNotFoundException e) {
+            System.err.println("the share-consumer role needs kafka-clients 4.0.0 or later (KafkaShareConsumer, KIP-932): "
+                    + "set workload.java_client_version to 4.0.0 or later");
+            System.exit(2);
+            return null;
+        }
+        return (Worker) c.getDeclaredConstructor(JsonNode.class).newInstance(cfg);
     }
 }
