@@ -174,11 +174,18 @@ def to_run_scenario(pool: list[PoolEntry], ex: dict, *, name: str | None = None)
 
 
 def finding_name(verdict: dict) -> str:
-    """``KAFKA-14402 (looks-like)`` ... from the verdict's known bugs, else ``new: <anomalies>``."""
-    bugs = sorted({f"{b.get('id')} ({b.get('match')})" for b in verdict.get("known_bugs") or [] if b.get("id")})
-    if bugs:
-        return ", ".join(bugs)
-    return "new: " + ", ".join(sorted(verdict.get("failing") or []))
+    """``KAFKA-14402 (looks-like)`` ... from the verdict's known bugs that the run shows
+    (``looks-like``), else ``new: <failing anomalies>``, with the ones it only resembles after
+    it: ``new: lost-write, torn-transaction (resembles F1, KAFKA-17754)``. A resemblance is not
+    a name (its ``why`` says what does not fit), so a campaign never files a finding under one
+    (2026-11-29: a torn transaction on 4.2.2 with the Java client was filed as "F1 (resembles),
+    ..." although F1 is librdkafka's)."""
+    known = [b for b in verdict.get("known_bugs") or [] if b.get("id")]
+    named = sorted({f"{b['id']} ({b.get('match')})" for b in known if b.get("match") == "looks-like"})
+    if named:
+        return ", ".join(named)
+    like = sorted({str(b["id"]) for b in known})
+    return "new: " + ", ".join(sorted(verdict.get("failing") or [])) + (f" (resembles {', '.join(like)})" if like else "")
 
 
 def _verdict_dict(v) -> dict:

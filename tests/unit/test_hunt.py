@@ -351,6 +351,14 @@ def test_finding_names():
     assert H.finding_name({"known_bugs": [{"id": "KAFKA-14402", "match": "looks-like"}], "failing": ["G1a"]}) == \
         "KAFKA-14402 (looks-like)"
     assert H.finding_name({"known_bugs": [], "failing": ["lost-write", "G1a"]}) == "new: G1a, lost-write"
+    # a resemblance is not a name: the 4.2.2 Java torn transaction of 2026-11-29 was filed as
+    # "F1 (resembles), KAFKA-14402 (resembles), KAFKA-17754 (resembles)"
+    torn = {"known_bugs": [{"id": "KAFKA-17754", "match": "resembles"}, {"id": "F1", "match": "resembles"}],
+            "failing": ["torn-transaction", "lost-write"]}
+    assert H.finding_name(torn) == "new: lost-write, torn-transaction (resembles F1, KAFKA-17754)"
+    both = {"known_bugs": [{"id": "KAFKA-14402", "match": "looks-like"}, {"id": "F1", "match": "resembles"}],
+            "failing": ["G1a"]}
+    assert H.finding_name(both) == "KAFKA-14402 (looks-like)"
 
 
 # ---------------------------------------------------------------- the command
