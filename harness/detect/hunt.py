@@ -383,6 +383,7 @@ class Hunter:
         """Rounds until the budget is spent (or ``stop``); writes the minimal scenario of each
         round's failure, summary.json and summary.html; returns the summary."""
         from harness.detect.explore_strategy import normalized, scenario_yaml
+        from harness.detect.pinning import write_pinned
 
         self.out_dir.mkdir(parents=True, exist_ok=True)
         (self.out_dir / "campaign.json").write_text(json.dumps(
@@ -403,6 +404,8 @@ class Hunter:
                 path.write_text(scenario_yaml(scn, f"The smallest failing example of eos-chaos hunt round {self.round} "
                                                    f"(finding: {name}; anomalies {sorted(self.original or [])}).\n"
                                                    f"Replay: sudo .venv/bin/eos-chaos run {path}"))
+                write_pinned(path, best, rec.get("run_dir"), name,
+                             lambda ex: to_run_scenario(self.pool, ex, name=f"hunt-{ex['scenario']}-pinned"))
                 f = self.findings.get(name)
                 if f is not None and best["draw"].size() < (f.get("minimal") or {}).get("draw_size", 10**9):
                     f["minimal"] = {"path": str(path), "scenario": best["scenario"], "draw": best["draw"].as_dict(),
