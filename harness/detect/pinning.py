@@ -13,10 +13,10 @@ the interleaving with the clients.
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 from typing import Any, Callable
 
+from checkers import load_history
 from nemesis.registry import FAULTS
 
 #: how much earlier than its entry's ``at`` (s) a nemesis event may be and still be its begin;
@@ -27,24 +27,17 @@ EARLY_S = 1.0
 
 def resolved_begins(history: Path) -> list[dict[str, Any]]:
     """The nemesis completions that name the node a fault hit: ``{"t": s, "f", "role",
-    "transactional_id", "key", "node"}``, in history order. A missing or unreadable history
-    gives []."""
-    out: list[dict[str, Any]] = []
+    "transactional_id", "key", "node"}``, in history order, read with the checkers' history
+    reader (``checkers.load_history``: its ``nemesis`` events; malformed lines are its
+    problems, skipped). A missing or unreadable history gives []."""
     try:
-        lines = Path(history).read_text().splitlines()
-    except OSError:
-        return out
-    for line in lines:
-        try:
-            e = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(e, dict):
-            continue
+        h = load_history(Path(history))
+    except (OSError, ValueError):
+        return []
+    out: list[dict[str, Any]] = []
+    for e in h.nemesis:
         v = e.get("value")
-        if e.get("process") != "nemesis" or not isinstance(v, dict) or "node" not in v or "result" not in v:
-            continue
-        if not isinstance(e.get("time"), int):
+        if not isinstance(v, dict) or "node" not in v or "result" not in v or not isinstance(e.get("time"), int):
             continue
         out.append({"t": e["time"] / 1e9, "f": e.get("f"), "role": v.get("role"),
                     "transactional_id": v.get("transactional_id"), "key": v.get("key"), "node": v["node"]})

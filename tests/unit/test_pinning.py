@@ -44,9 +44,9 @@ def test_without_a_history_or_a_matching_event_nothing_is_pinned(tmp_path):
     h = tmp_path / "history.jsonl"
     h.write_text("\n".join(json.dumps(e) for e in [
         # another transactional.id's coordinator, and a begin long before the entry
-        {"process": "nemesis", "time": 6_100_000_000, "type": "info", "f": "kill",
+        {"index": 0, "process": "nemesis", "time": 6_100_000_000, "type": "info", "f": "kill",
          "value": {"role": "coordinator", "transactional_id": "eosc-txn-9", "node": 2, "result": "killed"}},
-        {"process": "nemesis", "time": 1_000_000_000, "type": "info", "f": "kill",
+        {"index": 1, "process": "nemesis", "time": 1_000_000_000, "type": "info", "f": "kill",
          "value": {"role": "coordinator", "transactional_id": "eosc-txn-0", "node": 2, "result": "killed"}},
         "not json",
     ]) + "\n")

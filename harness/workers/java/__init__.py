@@ -21,6 +21,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from checkers.version_numbers import older_than
 from harness.cluster.artifacts import (DEFAULT_KAFKA_VERSION, ArtifactError, _require, build_lock, cache_dir,
                                        java_client_libs)
 from harness.workers.outcomes import TABLE
@@ -48,8 +49,6 @@ SHARE_SOURCE = "ShareConsumers.java"
 def sources(version: str | None = None) -> list[Path]:
     """The worker sources, sorted; for a kafka-clients ``version`` before ``SHARE_MIN_CLIENT``,
     without the share consumer (Main then refuses the role with what to set)."""
-    from checkers.version_numbers import older_than
-
     skip = version is not None and older_than(version, SHARE_MIN_CLIENT)
     return sorted(p for p in SRC.rglob("*.java") if not (skip and p.name == SHARE_SOURCE))
 
