@@ -1,4 +1,8 @@
-"""The main job on the real cluster, and its negative control (issue 2)."""
+"""The main job on the real cluster, and its negative control (issue 2).
+
+The run is conftest.py's session fixture ``smoke_run``: smoke.yaml, seed 3, 90 s of load, its
+history also checked every 20 s while it runs, so that test_soak_windows.py's valid window run
+reads the same run (one cluster run fewer in `make test`, ~85 s)."""
 import json
 from collections import Counter
 from pathlib import Path
@@ -20,23 +24,28 @@ def _events(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
 
 
-def _scenario(**workload):
+def _scenario(duration: float = 60.0, windows_every_s: float = 0.0, **workload):
     scn = load_scenario(SMOKE)
-    scn = scn.model_copy(update={"seed": SEED, "duration": 60.0})
+    scn = scn.model_copy(update={"seed": SEED, "duration": duration})
     if workload:
         scn = scn.model_copy(update={"workload": scn.workload.model_copy(update=workload)})
     n = scn.nemesis
     steps = fault_schedule(SEED, [f.as_dict() for f in n.faults], [1, 2, 3], [], scn.duration,
                            n.interval_s, n.fault_duration_s, n.first_fault_s, n.quiet_s)
     assert {"kill", "pause"} <= {s.f for s in steps}, "pick a seed whose schedule kills and pauses"
-    # the 60 s of load count from the producers' first ok: on a loaded machine they took 16.7 s
-    # to commit their first transaction, and 264 ok in the 42 s left fell short of 300
-    return scn.model_copy(update={"nemesis": n.model_copy(update={"start_after_ok": ["producer-*"]})})
+    # the load counts from the producers' first ok: on a loaded machine they took 16.7 s to
+    # commit their first transaction, and 264 ok in the 42 s left of 60 s fell short of 300
+    scn = scn.model_copy(update={"nemesis": n.model_copy(update={"start_after_ok": ["producer-*"]})})
+    if windows_every_s:  # validated again: every_s must lie between 5 s and the duration
+        scn = type(scn).model_validate({**scn.model_dump(mode="json"),
+                                        "windows": {"every_s": windows_every_s, "stop_on_invalid": True}})
+    return scn
 
 
-@pytest.fixture(scope="module")
-def smoke_run(results_root):
-    return run_scenario(_scenario(), results_root, source=str(SMOKE))
+def run_smoke(results_root: Path):
+    """conftest.py's session fixture ``smoke_run``: 90 s of load (its schedule: the 60 s one,
+    kills of n3 and pauses, then a pause of n2 and a kill of n3), windows of 20 s."""
+    return run_scenario(_scenario(duration=90.0, windows_every_s=20.0), results_root, source=str(SMOKE))
 
 
 def test_smoke_run_is_valid_under_kills_and_pauses(smoke_run):
@@ -46,7 +55,8 @@ def test_smoke_run_is_valid_under_kills_and_pauses(smoke_run):
     events = _events(res.run_dir)
     outcomes = Counter((e["f"], e["type"]) for e in events)
     # the load went on through the faults: 4 producers commit ~10 txn/s on an idle machine,
-    # 252 in 60 s in CI on 2026-11-29 (a slow machine); a stuck load commits a handful
+    # 252 in 60 s in CI on 2026-11-29 (a slow machine; the run now has 90 s); a stuck load
+    # commits a handful
     assert outcomes[("txn", "ok")] >= 150, outcomes
     assert outcomes[("txn", "fail")] > 0, "no aborted transaction: the workload must abort some"
     nemesis = Counter(e["f"] for e in events if e["process"] == "nemesis")

@@ -1,9 +1,11 @@
 """Soak runs checked while they run (issue 25 section 3): window checks on the real cluster.
 
 (a) a valid short run checked every 20 s: windows.jsonl holds the closed windows, all valid,
-and the run's verdict is valid; (b) the read_uncommitted mutant (scenarios/zoo, aborted reads:
-G1a, a window finder) checked every 15 s with 600 s of load and stop_on_invalid: the load
-ends at the first invalid window, long before 600 s, and meta.json and the report say so."""
+and the run's verdict is valid (the run is conftest.py's ``smoke_run``, smoke.yaml seed 3 with
+90 s of load, which test_smoke_run.py reads too); (b) the read_uncommitted mutant
+(scenarios/zoo, aborted reads: G1a, a window finder) checked every 15 s with 600 s of load and
+stop_on_invalid: the load ends at the first invalid window, long before 600 s, and meta.json
+and the report say so."""
 import json
 from pathlib import Path
 
@@ -30,8 +32,8 @@ def _with_windows(path: Path, seed: int, duration: float, every_s: float):
     return type(scn).model_validate(data)
 
 
-def test_a_valid_run_checked_every_20_s(results_root):
-    res = run_scenario(_with_windows(ROOT / "smoke.yaml", 3, 90, 20), results_root, source="smoke+windows")
+def test_a_valid_run_checked_every_20_s(smoke_run):
+    res = smoke_run
     xfail_if_kafka_20734(res.run_dir, res.verdict)
     rows = _windows(res.run_dir)
     # windows close up to settle (10 s) + grace after their end: 90 s of load closes at least 0-2
@@ -41,6 +43,7 @@ def test_a_valid_run_checked_every_20_s(results_root):
     assert res.verdict.valid is True, res.verdict.anomaly_counts
     meta = json.loads((res.run_dir / "meta.json").read_text())
     assert meta["windows"]["checked"] == len(rows) and "stopped_at_window" not in meta
+    assert meta["windows"]["every_s"] == 20.0  # the shared run is the one this test asks for
     assert meta["timings"]["load_s"] >= 89
     assert "<h2>Windows</h2>" in res.report.read_text()
 
