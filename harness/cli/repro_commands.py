@@ -1,5 +1,5 @@
-"""``eos-chaos repro f1|f2|f4|f5|f6``: the findings' reproducers (docs/findings/F1.md, F2.md,
-F4.md, F5.md, F6.md), each on a 3-node cluster of its own (root); ``repro f1 --mock`` and ``repro f4
+"""``eos-chaos repro f1|f2|f4|f5|f6|f9``: the findings' reproducers (docs/findings/F1.md, F2.md,
+F4.md, F5.md, F6.md, F9.md), each on a 3-node cluster of its own (root); ``repro f1 --mock`` and ``repro f4
 --mock`` on librdkafka's mock cluster and ``repro f5 --runtime`` against the release's jars need
 no Kafka cluster and no root, nor does ``eos-chaos repro librdkafka-5511``: a known upstream bug
 on librdkafka's mock cluster (docs/known-bugs.md)."""
@@ -14,7 +14,7 @@ import typer
 from harness.cli.common import console, out, require_root
 
 repro_app = typer.Typer(help="Reproduce the harness's findings (docs/findings/) and a known upstream bug. "
-                             "f1, f2, f4, f5 and f6 start a 3-node cluster of their own (root); f1 --mock, "
+                             "f1, f2, f4, f5, f6 and f9 start a 3-node cluster of their own (root); f1 --mock, "
                              "f4 --mock, f5 --runtime and librdkafka-5511 need no Kafka cluster and no root. "
                              "Exit codes: 0 when every try ran (whatever it showed), 2 on errors.",
                         no_args_is_help=True)
@@ -79,6 +79,44 @@ def f2(
         for line in res.evidence:
             out.print(line, highlight=False, soft_wrap=True)
         out.print(f"run: {res.run_dir} (f2.json, steps.jsonl, logs/find-hanging.txt, logs/n*.log, kept segments)",
+                  highlight=False, soft_wrap=True)
+    raise typer.Exit(2 if res.result.get("error") else 0)
+
+
+@repro_app.command("f9")
+def f9(
+    kafka_version: Optional[str] = typer.Option(None, metavar="VERSION", help="Apache Kafka version (default 4.3.1; "
+                                                "F9 was found on 4.2.2)"),
+    results: Path = typer.Option(Path("results"), metavar="DIR", help="results root folder"),
+    as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+    variant: str = typer.Option("stale-restart", metavar="VARIANT", help="stale-restart (the coordinator started again "
+                                "within its broker lease) or fenced-restart (the control: started once fenced)"),
+) -> None:
+    """Finding F9: a transaction coordinator killed right after an unreplicated PREPARE_COMMIT
+    and started again before the controller fenced it commits on some partitions while its
+    successor aborts on the others. Drives harness/findings/f9.py's steps on a fresh 3-node
+    cluster (about 2 minutes), keeps the brokers' logs and segments (root). Exit codes: 0 when
+    the steps ran (whatever they showed), 2 on errors or no root."""
+    from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, ArtifactError
+    from harness.findings.f9 import VARIANTS, run_f9
+
+    if variant not in VARIANTS:
+        console.print(f"[red]error:[/] --variant {variant!r}: use one of {', '.join(VARIANTS)}")
+        raise typer.Exit(2)
+    require_root("eos-chaos repro", "it creates network namespaces")
+    try:
+        res = run_f9(results, kafka_version=kafka_version or DEFAULT_KAFKA_VERSION, variant=variant)
+    except (ArtifactError, RuntimeError, TimeoutError) as exc:
+        console.print(f"[red]error:[/] {type(exc).__name__}: {exc}")
+        raise typer.Exit(2)
+    for p in res.problems:
+        console.print(f"[yellow]note:[/] {p}")
+    if as_json:
+        out.print_json(json.dumps({"run_dir": str(res.run_dir), **res.result}, default=str))
+    else:
+        for line in res.evidence:
+            out.print(line, highlight=False, soft_wrap=True)
+        out.print(f"run: {res.run_dir} (f9.json, steps.jsonl, evidence.txt, logs/n*.log, kept segments)",
                   highlight=False, soft_wrap=True)
     raise typer.Exit(2 if res.result.get("error") else 0)
 
