@@ -61,10 +61,11 @@ TOPIC = "f9"
 #: every time, and the control (``fenced-restart``) waits it out
 BROKER9 = {**BROKER, "broker.session.timeout.ms": "30000"}
 VARIANTS = ("stale-restart", "fenced-restart")
-#: C's log lines that tell the story: its coordinator role for p, the markers it sent, its
-#: metadata catch-up, its resignation and the markers it cancelled
-_C_LINES = r"(txn coordinator for partition {p} |__transaction_state-{p}[ ,]|{tid}|has caught up|" \
-           r"STARTING to RECOVERY|no longer the coordinator)"
+#: C's log lines that tell the story: the first metadata image its broker applied, its
+#: coordinator role for p and the loading of p, the markers it sent and cancelled, its
+#: metadata catch-up, and the truncation of p's log
+_C_LINES = (r"(txn coordinator for partition {p} |Transaction State Manager.*__transaction_state-{p} |{tid}|"
+            r"has caught up|initializing BrokerMetadataPublisher|partition=__transaction_state-{p},.*Truncating to)")
 
 
 def _cut(host, peer: str, add: bool, *, one_way: bool = False) -> None:
