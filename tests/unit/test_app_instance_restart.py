@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -21,22 +22,34 @@ ROOT = Path(__file__).resolve().parents[2]
 EXIT_AT_ONCE = [sys.executable, "-c", "raise SystemExit(3)"]
 
 
-def _supervise(tmp_path, watch_s: float, **cfg_over) -> tuple[list[dict], str]:
-    """Run the worker for ``watch_s`` seconds; its events and its stderr (its log)."""
+def _supervise(tmp_path, watch_s: float, until=None, **cfg_over) -> tuple[list[dict], str]:
+    """Run the worker for ``watch_s`` seconds, or until ``until(events so far)`` holds; its events
+    and its stderr (its log)."""
     cfg = {"instance": 0, "work_dir": str(tmp_path / "w"), "client_properties": str(tmp_path / "w" / "c.properties"),
            "bootstrap": "198.18.0.11:9092", "restart": "on-failure", "startup_s": 1.0, "stop_grace_s": 2,
            "argv": EXIT_AT_ONCE, "log": str(tmp_path / "app-0.log"), "cwd": str(tmp_path), **cfg_over}
     env = dict(os.environ, PYTHONPATH=str(ROOT), **{CONFIG_ENV: json.dumps(cfg)})
     p = subprocess.Popen([sys.executable, "-m", "harness.workers", "app"], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=str(ROOT), text=True)
+    lines: list[str] = []
+    errs: list[str] = []
+    readers = [threading.Thread(target=lambda: lines.extend(p.stdout), daemon=True),  # events as they come
+               threading.Thread(target=lambda: errs.extend(p.stderr), daemon=True)]
+    for r in readers:
+        r.start()
     deadline = time.monotonic() + watch_s
     while time.monotonic() < deadline and p.poll() is None:
+        if until is not None and until([json.loads(x) for x in list(lines) if x.strip()]):
+            break
         time.sleep(0.1)
     if p.poll() is None:
         p.stdin.write("stop\n")
         p.stdin.flush()
-    out, err = p.communicate(timeout=30)
-    return [json.loads(line) for line in out.splitlines() if line.strip()], err
+    p.stdin.close()
+    p.wait(timeout=30)
+    for r in readers:
+        r.join(30)
+    return [json.loads(line) for line in lines if line.strip()], "".join(errs)
 
 
 def _start_times(events) -> list[float]:
@@ -44,8 +57,9 @@ def _start_times(events) -> list[float]:
 
 
 def test_an_exit_within_startup_after_a_restart_is_restarted_with_a_backoff(tmp_path):
-    # 1 + 2 s of backoff plus three Python starts: 6 s gave 2 starts on a loaded machine
-    events, log = _supervise(tmp_path, 12.0, restarted=True)
+    # 1 + 2 s of backoff plus three Python starts: 6 s gave 2 starts on a loaded machine; the
+    # watch ends at the third start (at most 12 s)
+    events, log = _supervise(tmp_path, 12.0, until=lambda ev: len(_start_times(ev)) >= 3, restarted=True)
     assert not [e for e in events if "app_failed" in e.get("ctl", {})], events
     starts = _start_times(events)
     # exits at once every time: started again after 1, 2, then 4 s (backoff), not once and never again

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -14,7 +15,8 @@ from harness.util import CONFIG_ENV
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _supervise(tmp_path, commands: list[str], watch_s: float = 6.0) -> list[dict]:
+def _supervise(tmp_path, commands: list[str], watch_s: float = 6.0, until=None) -> list[dict]:
+    """Run the worker for ``watch_s`` seconds, or until ``until(events so far)`` holds."""
     cfg = {"instance": 0, "work_dir": str(tmp_path / "w"), "client_properties": str(tmp_path / "w" / "c.properties"),
            "bootstrap": "198.18.0.11:9092", "restart": "on-failure", "startup_s": 0.2, "stop_grace_s": 2,
            "argv": [sys.executable, "-c", "import time; time.sleep(2.0); raise SystemExit(3)"],
@@ -25,11 +27,20 @@ def _supervise(tmp_path, commands: list[str], watch_s: float = 6.0) -> list[dict
     for c in commands:  # read by the worker's stdin thread at its start, long before the child's exit
         p.stdin.write(c + "\n")
     p.stdin.flush()
-    time.sleep(watch_s)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(p.stdout), daemon=True)  # events as they come
+    reader.start()
+    deadline = time.monotonic() + watch_s
+    while time.monotonic() < deadline:
+        if until is not None and until([json.loads(x) for x in list(lines) if x.strip()]):
+            break
+        time.sleep(0.1)
     p.stdin.write("stop\n")
     p.stdin.flush()
-    out, _ = p.communicate(timeout=30)
-    return [json.loads(line) for line in out.splitlines() if line.strip()]
+    p.stdin.close()
+    p.wait(timeout=30)
+    reader.join(30)
+    return [json.loads(line) for line in lines if line.strip()]
 
 
 def _starts(events):
@@ -46,5 +57,6 @@ def test_a_retired_instance_that_exits_is_not_restarted(tmp_path):
 
 def test_an_instance_not_retired_is_restarted_on_failure(tmp_path):
     # the control: the same child, not retired, is started again after each exit with code 3
-    # 12 s: a 2 s child, a 1 s backoff and two Python starts; 6 s gave one start on a loaded machine
-    assert len(_starts(_supervise(tmp_path, [], watch_s=12.0))) >= 2
+    # 12 s: a 2 s child, a 1 s backoff and two Python starts; 6 s gave one start on a loaded machine;
+    # the watch ends at the second start
+    assert len(_starts(_supervise(tmp_path, [], watch_s=12.0, until=lambda ev: len(_starts(ev)) >= 2))) >= 2
