@@ -89,7 +89,7 @@ def f9(
                                                 "F9 was found on 4.2.2)"),
     results: Path = typer.Option(Path("results"), metavar="DIR", help="results root folder"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
-    variant: str = typer.Option("stale-restart", metavar="VARIANT", help="stale-restart (the coordinator started again "
+    variant: str = typer.Option("stale-restart", metavar="NAME", help="stale-restart (the coordinator started again "
                                 "within its broker lease) or fenced-restart (the control: started once fenced)"),
 ) -> None:
     """Finding F9: a transaction coordinator killed right after an unreplicated PREPARE_COMMIT
