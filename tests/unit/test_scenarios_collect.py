@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness.pytest_plugin import kind_of
@@ -21,6 +22,15 @@ QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
 def collect(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pytest", *args, "--collect-only", "-q", "-rs", *QUIET],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def at_once(*calls):
+    """The results of ``calls`` (each a function of no argument that runs one pytest process),
+    in order, the processes run side by side: each is mostly interpreter start-up and imports,
+    one core's work, and the unit tests' own process leaves the other core idle."""
+    with ThreadPoolExecutor(len(calls)) as pool:
+        futures = [pool.submit(c) for c in calls]
+        return [f.result() for f in futures]
 
 
 def kinds(files) -> dict[str, list[Path]]:
@@ -60,13 +70,15 @@ def test_pytest_scenarios_as_the_readme_writes_it_collects_without_errors():
     """`python -m pytest scenarios/ --collect-only -q` from the repository root, as written (the
     README's run, `sudo .venv/bin/python -m pytest scenarios/ --eos-duration 30`, collects the
     same), then with -rs: the skipped files and their reasons."""
-    res = subprocess.run([sys.executable, "-m", "pytest", "scenarios/", "--collect-only", "-q"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    res, res_rs = at_once(
+        lambda: subprocess.run([sys.executable, "-m", "pytest", "scenarios/", "--collect-only", "-q"],
+                               cwd=ROOT, capture_output=True, text=True, timeout=600),
+        lambda: collect("scenarios/", "--eos-duration", "30"))
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     k = kinds(SC.rglob("*.yaml"))
     assert summary(res).startswith(f"{len(k['scenario'])} tests collected in "), summary(res)  # no "N errors"
     assert items(res) == {str(p.relative_to(ROOT)) for p in k["scenario"]}
-    res = collect("scenarios/", "--eos-duration", "30")
+    res = res_rs
     assert res.returncode == 0 and summary(res).startswith(f"{len(k['scenario'])} tests collected in ")
     assert items(res) == {str(p.relative_to(ROOT)) for p in k["scenario"]}
     why = skipped(res)
@@ -83,13 +95,13 @@ def test_pytest_scenarios_as_the_readme_writes_it_collects_without_errors():
 
 def test_pytest_scenarios_star_yaml_and_subfolders():
     top = sorted(str(p.relative_to(ROOT)) for p in SC.glob("*.yaml"))  # what the shell makes of scenarios/*.yaml
-    res = collect(*top)
+    folders = ("scenarios/java/", "scenarios/zoo/")
+    res, *in_folders = at_once(lambda: collect(*top), *[lambda f=f: collect(f) for f in folders])
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     k = kinds(SC.glob("*.yaml"))
     assert items(res) == {str(p.relative_to(ROOT)) for p in k["scenario"]}
     assert set(skipped(res)) == {str(p.relative_to(ROOT)) for p in k["suite"] + k["selection"]}
-    for folder in ("scenarios/java/", "scenarios/zoo/"):
-        res = collect(folder)
+    for folder, res in zip(folders, in_folders):
         assert res.returncode in (0, 5), res.stdout[-3000:]  # 5: zoo/ has no item at all
         assert "error" not in summary(res), summary(res)
         k = kinds((ROOT / folder).glob("*.yaml"))
@@ -142,7 +154,8 @@ def probe(tmp_path, *args: str) -> tuple[subprocess.CompletedProcess, list[list[
     backend] per scenario item, the results root)."""
     import os
 
-    (tmp_path / "eos_doc_probe.py").write_text(PROBE)
+    if not (tmp_path / "eos_doc_probe.py").is_file():  # written once: probes may run side by side
+        (tmp_path / "eos_doc_probe.py").write_text(PROBE)
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     res = subprocess.run([sys.executable, "-m", "pytest", *args, "--collect-only", "-q", "-s", *QUIET,
                           "-p", "eos_doc_probe"], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
@@ -159,25 +172,30 @@ def test_every_command_of_docs_pytest_md_collects_what_the_page_says(tmp_path):
     scenario_files = {str(p.relative_to(ROOT)) for p in k["scenario"]}
     assert [c[0] for c in cmds] == ["scenarios/", "scenarios/smoke.yaml", "scenarios/nightly.yaml", "scenarios/",
                                     "scenarios/"], "a command the test does not know: add its check here"
+    junit = cmds[3][-1]
+    (tmp_path / "eos_doc_probe.py").write_text(PROBE)
+    runs = at_once(*[lambda c=c: probe(tmp_path, *c) for c in cmds[:3]],
+                   lambda: probe(tmp_path, *cmds[3][:-1], f"--junitxml={tmp_path / 'scenarios.xml'}"),
+                   lambda: subprocess.run([sys.executable, "-m", "pytest", *cmds[4], *QUIET], cwd=ROOT,
+                                          capture_output=True, text=True, timeout=600))
     # pytest scenarios/: every scenario, once
-    res, rows, root = probe(tmp_path, *cmds[0])
+    res, rows, root = runs[0]
     assert res.returncode == 0 and {r[0].split("::")[0] for r in rows} == scenario_files
     assert len(rows) == len(scenario_files) and root == str(ROOT / "results")
     # scenarios/smoke.yaml --eos-duration 20 --eos-seed 3: one item with that seed and duration
     assert cmds[1][1:] == ["--eos-duration", "20", "--eos-seed", "3"]
-    res, rows, _ = probe(tmp_path, *cmds[1])
+    res, rows, _ = runs[1]
     assert res.returncode == 0 and rows == [["scenarios/smoke.yaml::smoke", "3", "20.0", "4.3.1", "netns"]], res.stdout
     # scenarios/nightly.yaml -v: one item per cell of the matrix, ids SCENARIO/sSEED/kafka-V
     assert cmds[2][1:] == ["-v"]
-    res, rows, _ = probe(tmp_path, *cmds[2])
+    res, rows, _ = runs[2]
     cells = expand(load_suite(SC / "nightly.yaml"), SC)
     assert res.returncode == 0 and [r[0] for r in rows] == [f"scenarios/nightly.yaml::{c.id}" for c in cells]
     assert re.fullmatch(r"scenarios/nightly.yaml::smoke/s\d+/kafka-[\d.]+", rows[0][0])
     # scenarios/ --eos-kafka-version 4.3.1 --eos-kafka-version 3.9.1 --junitxml=...: one item per version
-    junit = cmds[3][-1]
     assert cmds[3][1:-1] == ["--eos-kafka-version", "4.3.1", "--eos-kafka-version", "3.9.1"]
     assert junit == "--junitxml=results/scenarios.xml"
-    res, rows, _ = probe(tmp_path, *cmds[3][:-1], f"--junitxml={tmp_path / 'scenarios.xml'}")
+    res, rows, _ = runs[3]
     assert res.returncode == 0 and (tmp_path / "scenarios.xml").is_file()
     assert len(rows) == 2 * len(scenario_files)
     assert {r[3] for r in rows} == {"4.3.1", "3.9.1"}
@@ -186,8 +204,7 @@ def test_every_command_of_docs_pytest_md_collects_what_the_page_says(tmp_path):
     assert all(re.fullmatch(r"scenarios/\S+\.yaml::[^\[]+\[kafka-(4\.3\.1|3\.9\.1)\]", i) for i in ids), ids
     # scenarios/ --collect-only -q -rs: the skipped files with their reasons
     assert cmds[4][1:] == ["--collect-only", "-q", "-rs"]
-    res = subprocess.run([sys.executable, "-m", "pytest", *cmds[4], *QUIET], cwd=ROOT, capture_output=True,
-                         text=True, timeout=600)
+    res = runs[4]
     assert res.returncode == 0
     assert set(skipped(res)) == {str(p.relative_to(ROOT)) for p in k["zoo"] + k["suite"] + k["selection"]}
     for line in re.search(r"one-line reason naming the command that runs it; `-rs` lists them:\n\n```\n(.*?)```",
@@ -197,13 +214,17 @@ def test_every_command_of_docs_pytest_md_collects_what_the_page_says(tmp_path):
 
 def test_the_options_table_and_the_plugin_switch(tmp_path):
     """--eos-results and --eos-backend (docs/pytest.md "Options"), `-p no:eos_chaos`."""
-    res, rows, root = probe(tmp_path, "scenarios/smoke.yaml", "--eos-results", str(tmp_path / "r"),
-                            "--eos-backend", "docker")
+    (tmp_path / "eos_doc_probe.py").write_text(PROBE)
+    docker, external, off = at_once(
+        lambda: probe(tmp_path, "scenarios/smoke.yaml", "--eos-results", str(tmp_path / "r"), "--eos-backend", "docker"),
+        lambda: probe(tmp_path, "scenarios/smoke.yaml", "--eos-backend", "external"),
+        lambda: subprocess.run([sys.executable, "-m", "pytest", "scenarios/", "-p", "no:eos_chaos", "--collect-only",
+                                "-q", *QUIET], cwd=ROOT, capture_output=True, text=True, timeout=600))
+    res, rows, root = docker
     assert res.returncode == 0 and root == str(tmp_path / "r")
     assert [r[-1] for r in rows] == ["docker"]
-    res, rows, _ = probe(tmp_path, "scenarios/smoke.yaml", "--eos-backend", "external")
+    res, rows, _ = external
     assert res.returncode != 0 and not rows
     assert "scenarios/smoke.yaml with --eos-backend external" in res.stdout  # a collection error saying why
-    res = subprocess.run([sys.executable, "-m", "pytest", "scenarios/", "-p", "no:eos_chaos", "--collect-only", "-q",
-                          *QUIET], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    res = off
     assert res.returncode == 5 and ".yaml" not in res.stdout, res.stdout[-2000:]  # no item, no skip, no error
