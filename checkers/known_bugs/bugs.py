@@ -1,5 +1,5 @@
 """Known bugs: the one catalogue of upstream Kafka and client defects, and of this project's
-findings (docs/findings/F1-F7.md), that a run can meet; ``match`` names those whose signature a
+findings (docs/findings/F*.md), that a run can meet; ``match`` names those whose signature a
 verdict shows. docs/known-bugs.md is the catalogue as a table (tests/unit/test_checkers_known_bugs.py
 checks every id is there).
 
@@ -131,7 +131,8 @@ CATALOGUE: tuple[KnownBug, ...] = (
         "enable, default true) shipped in 3.6.0 (KAFKA-14884), so 3.6.0 is the first release with the defence "
         "for every client; part 2 (transaction version 2) came in 4.0.0. stalled-lso alone is routine under "
         "faults (a valid 25-min soak reported 24), so the run must fail as well.",
-        signature=s.sig_kafka_14402, in_range=s.range_kafka_14402, yields_to=("KAFKA-20734", "F1", "KAFKA-17754")),
+        signature=s.sig_kafka_14402, in_range=s.range_kafka_14402,
+        yields_to=("KAFKA-20734", "F1", "KAFKA-17754", "F9")),
     KnownBug(
         id="KAFKA-17754", title="late Produce or EndTxn lands in a later transaction (transaction protocol v1)",
         component="kafka", affected="any release, producers on transaction version 1",
@@ -147,7 +148,8 @@ CATALOGUE: tuple[KnownBug, ...] = (
         "Producers on version 1 stay exposed on every release, which is why the range is the protocol version, "
         "not a release. With skipped-txn-markers in the brokers' logs the same anomalies are KAFKA-20734's: "
         "'resembles' then.",
-        signature=s.sig_kafka_17754, in_range=s.range_kafka_17754, yields_to=("KAFKA-20734", "F1", "KAFKA-14402")),
+        signature=s.sig_kafka_17754, in_range=s.range_kafka_17754,
+        yields_to=("KAFKA-20734", "F1", "KAFKA-14402", "F9")),
     KnownBug(
         id="F1", title="librdkafka's abort with records in flight loses the next transaction's write",
         component="librdkafka", affected="librdkafka (2.16.0 measured)", fixed=None, clients="librdkafka",
@@ -157,7 +159,7 @@ CATALOGUE: tuple[KnownBug, ...] = (
         link=FINDINGS + "F1.md", doc=FINDINGS + "F1.md",
         notes="Not reported upstream (searched 2026-11-23). The harness's txn-producer avoids it by default "
         "(inflight_abort: replace), so lost writes on such runs only resemble F1.",
-        signature=s.sig_f1, in_range=s.range_f1, yields_to=("KAFKA-20734",)),
+        signature=s.sig_f1, in_range=s.range_f1, yields_to=("KAFKA-20734", "F9")),
     KnownBug(
         id="F3", title="a fenced static consumer's _FATAL error with fatal() False", component="confluent-kafka-python",
         affected="confluent-kafka 2.16.1 measured (issue #869, open since 2020)", fixed=None,
@@ -296,6 +298,29 @@ CATALOGUE: tuple[KnownBug, ...] = (
         "does not explain; a valid run), or without a stall (flink_app.py's watchdog restarts the job), it is only "
         "seen, never named.",
         signature=s.sig_f7, in_range=s.range_f7),
+    KnownBug(
+        id="F9", title="a transaction coordinator restarted within its broker lease sends markers from its "
+        "unreplicated __transaction_state tail: a torn transaction", component="kafka",
+        affected="Kafka with KRaft, 4.2.2 and 4.4.0 measured", fixed=None, clients="any",
+        signature_text="the brokers' txn-markers-from-truncated-tail event (a coordinator's 'Sending txn markers "
+        "... after loading partition P', then on the same node, with no new election as P's coordinator and no "
+        "restart between, a truncation of __transaction_state-P) and an INVALID verdict whose failing names are "
+        "all a torn or hanging transaction's (torn-transaction, unseen, lost-write, stalled-lso, poll-skip) or "
+        "F9's other consequences (G1a, eos-loss, offsets-ahead, eos-duplicate)",
+        link=FINDINGS + "F9.md", doc=FINDINGS + "F9.md",
+        notes="Not reported upstream yet; shown by eos-chaos repro f9 with its fenced-restart control. The lower "
+        "bound is not pinned: every release the harness runs (KRaft only) is in range. A node SIGKILLed right "
+        "after its coordinator appended a PREPARE_COMMIT to __transaction_state-P (not yet replicated) and "
+        "started again within broker.session.timeout.ms applies its pre-crash metadata image (the controller "
+        "rejects its registration until the old lease expires), is P's coordinator again, loads P to its log end "
+        "and sends COMMIT markers; once the controller moves P it truncates P and cancels the undelivered "
+        "markers, and the new coordinator aborts the transaction. Measured: torn-transaction (repro f9), with "
+        "unseen, lost-write, poll-skip and int-poll-skip (the blind hunt run); G1a (the producer's abort reaching "
+        "the new coordinator), eos-loss and offsets-ahead (offsets committed, outputs aborted) and eos-duplicate "
+        "(outputs committed, offsets aborted) follow from the mechanism, not measured. KAFKA-14402, KAFKA-17754 "
+        "and F1 fit a torn transaction too and yield to F9 when its event is there; KAFKA-20734 has its own "
+        "broker event, and with both events both stand.",
+        signature=s.sig_f9, in_range=s.range_any),
 )
 
 #: id -> the ids it yields to (match: mutual yields let both stand)

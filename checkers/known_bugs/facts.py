@@ -147,9 +147,20 @@ def evidence(v: Verdict, names: list[str], n: int = 2) -> list[str]:
     return out
 
 
-def skipped_markers(facts: RunFacts) -> dict | None:
-    ev = facts.broker_events.get("skipped-txn-markers")
+def broker_event(facts: RunFacts, name: str) -> dict | None:
+    """meta.json ``broker_events[name]`` (harness.cluster.broker_events: count, partitions,
+    transactional_ids, first, node) when the brokers logged it; else None."""
+    ev = facts.broker_events.get(name)
     return ev if isinstance(ev, dict) and ev else None
+
+
+def skipped_markers(facts: RunFacts) -> dict | None:
+    return broker_event(facts, "skipped-txn-markers")
+
+
+def truncated_tail_markers(facts: RunFacts) -> dict | None:
+    """The txn-markers-from-truncated-tail event (finding F9) when the brokers logged it."""
+    return broker_event(facts, "txn-markers-from-truncated-tail")
 
 
 def event_text(name: str, ev: dict) -> str:

@@ -22,6 +22,7 @@ from .facts import (
     needs_client,
     needs_tv2,
     skipped_markers,
+    truncated_tail_markers,
 )
 from ..run import Verdict
 from ..version_numbers import older_than
@@ -35,6 +36,15 @@ HANGING_TXN_KINDS = frozenset({"torn-transaction", "unseen", "lost-write", "stal
 #: closed by a later COMMIT (G1a), a skipped COMMIT closed by a later ABORT in a pipeline
 #: (eos-loss, offsets-ahead)
 F2_KINDS = HANGING_TXN_KINDS | {"G1a", "eos-loss", "offsets-ahead"}
+#: F9's consequences (docs/findings/F9.md): the partitions that got the stale COMMIT markers are
+#: committed, the others hang open until the new coordinator aborts the transaction, so the
+#: hanging kinds; G1a when the producer's abort reached the new coordinator (its log lacks the
+#: PREPARE_COMMIT, so the abort succeeds) after a partition had taken the stale COMMIT; in a
+#: consume-transform-produce pipeline the tear splits the outputs from the offsets commit either
+#: way: offsets committed, outputs aborted (eos-loss, offsets-ahead), or outputs committed,
+#: offsets aborted (eos-duplicate). Measured: torn-transaction (eos-chaos repro f9), with unseen,
+#: lost-write, poll-skip and int-poll-skip (the blind hunt run of F9.md); the others by mechanism only.
+F9_KINDS = F2_KINDS | {"eos-duplicate"}
 #: the summary's cap (checkers.finders.reprocessing.summary): at the cap, ranges beyond it are unseen
 RANGES_CAP = 50
 
@@ -51,6 +61,24 @@ def kafka_20734_fit(v: Verdict, facts: RunFacts, kinds: frozenset[str] = F2_KIND
     return Fit(f"the coordinator skipped the markers of {', '.join(ev.get('transactional_ids') or []) or '?'} on "
                f"leaderless {', '.join(ev.get('partitions') or []) or '?'}; verdict INVALID with "
                f"{', '.join(sorted(bad))}", [event_text("skipped-txn-markers", ev), *evidence(v, sorted(bad))],
+               rests_on=tuple(sorted(bad)))
+
+
+def f9_fit(v: Verdict, facts: RunFacts, kinds: frozenset[str] = F9_KINDS) -> Fit | None:
+    """F9 (docs/findings/F9.md): an INVALID verdict whose failing names are all in ``kinds`` and
+    a ``txn-markers-from-truncated-tail`` broker event (a transaction coordinator sent markers
+    after loading a __transaction_state partition and then truncated it: markers that may rest
+    on a PREPARE_COMMIT the partition's new leader never had). None otherwise."""
+    ev = truncated_tail_markers(facts)
+    bad = set(v.failing_names)
+    if v.valid is not False or not ev or not bad or not bad <= kinds:
+        return None
+    return Fit(f"the transaction coordinator on {ev.get('node') or '?'} sent the markers of "
+               f"{', '.join(ev.get('transactional_ids') or []) or '?'} after loading "
+               f"{', '.join(ev.get('partitions') or []) or '?'}, then truncated that partition: the markers may "
+               f"rest on a record above the high watermark that the new coordinator never had; verdict INVALID with "
+               f"{', '.join(sorted(bad))}", [event_text("txn-markers-from-truncated-tail", ev),
+                                              *evidence(v, sorted(bad))],
                rests_on=tuple(sorted(bad)))
 
 
@@ -170,7 +198,8 @@ def sig_kafka_17754(v: Verdict, f: RunFacts) -> Fit | None:
         if f1_fits:
             others.append("librdkafka's abort with records in flight (F1)")
         others += ["a write the brokers lost (an unclean leader election, unsynced writes lost in a crash)",
-                   "a transaction left open or its markers skipped (KAFKA-14402 before 3.6.0, KAFKA-20734)"]
+                   "a transaction left open or its markers skipped (KAFKA-14402 before 3.6.0, KAFKA-20734)",
+                   "COMMIT markers sent from a coordinator's truncated __transaction_state tail (F9)"]
     if g1a:
         others.append("a late Produce of an older epoch appended without verification (KAFKA-14402, before 3.6.0)")
     return Fit(f"{', '.join(bad)}: an aborted write read as committed, or committed writes lost or torn, as a "
@@ -439,6 +468,10 @@ def range_f7(f: RunFacts) -> str | None:
         return (f"Flink {version} is older than 2.2.0: its Task adds an exception from a failed task's cleanup to "
                 "the failure as a suppressed one, the TaskManager survives")
     return None
+
+
+def sig_f9(v: Verdict, f: RunFacts) -> Fit | None:
+    return f9_fit(v, f)
 
 
 def sig_never(v: Verdict, f: RunFacts) -> Fit | None:

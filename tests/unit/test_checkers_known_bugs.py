@@ -149,6 +149,94 @@ def test_the_recorded_f2_run_names_kafka_20734():
     assert named(v) == {"KAFKA-20734": "looks-like"}
 
 
+# -- F9: markers from a coordinator's truncated __transaction_state tail (a broker event) -----------------------
+F9_EVENT = {"txn-markers-from-truncated-tail": {"count": 1, "partitions": ["__transaction_state-8"],
+                                                "transactional_ids": ["t"], "node": "n3"}}
+JAVA_422 = {"kafka_version": "4.2.2", "workload": "txn-queue", "client": {"name": "java", "version": "4.2.2"},
+            "transaction_version": {"broker": 2, "client": [2]}}
+
+
+def test_f9_stale_markers_and_a_torn_transaction_look_like_f9_alone():
+    v = check(torn(), meta={**JAVA_422, "broker_events": F9_EVENT})
+    assert v.failing == ["torn-transaction", "unseen"]
+    # KAFKA-17754 and F1 fit the torn write too, only resembled, and yield to the brokers' evidence
+    assert named(v) == {"F9": "looks-like"}, v.known_bugs
+    m = v.known_bugs[0]
+    assert m["doc"] == m["link"] == "docs/findings/F9.md" and m["fixed"] is None
+    assert any("txn-markers-from-truncated-tail" in e and "__transaction_state-8" in e for e in m["evidence"])
+    assert describe(m).startswith("looks like F9 (") and "4.2.2 and 4.4.0 measured" in describe(m)
+
+
+def test_f9_control_no_event_no_f9_and_the_others_as_before():
+    v = check(torn(), meta=JAVA_422)
+    assert "F9" not in named(v) and named(v) == {"KAFKA-17754": "resembles", "F1": "resembles"}, v.known_bugs
+    # nothing failing beyond F9's kinds: a server-error beside the event is not F9's
+    assert "F9" not in {m.id for m in match(_hand_verdict("server-error", protocol_error="UNKNOWN_SERVER_ERROR"),
+                                            {**JAVA_422, "broker_events": F9_EVENT})}
+    # a valid run with the event names nothing, not even as seen (F9 needs an INVALID verdict)
+    v = check(clean(), meta={**JAVA_422, "broker_events": F9_EVENT})
+    assert v.known_bugs == [] and v.known_bugs_seen == []
+
+
+def test_with_the_f9_event_the_other_torn_or_hanging_entries_only_resemble():
+    ev = {"broker_events": F9_EVENT}
+    # transaction version 1 with the Java client: KAFKA-17754 looked like it; with the event F9 does
+    tv1 = {**JAVA_422, "transaction_version": {"broker": 2, "client": [1]}}
+    assert named(check(torn(), meta=tv1)) == {"KAFKA-17754": "looks-like", "F1": "resembles"}
+    v = check(torn(), meta={**tv1, **ev})
+    assert named(v) == {"F9": "looks-like", "KAFKA-17754": "resembles"}, v.known_bugs
+    assert "F9 explains the same anomalies more specifically" in _why(v, "KAFKA-17754")
+    # a hanging transaction on 3.5.2: KAFKA-14402 looked like it; F9's range has no lower bound
+    v = check(stalled(), meta={**STALL, "kafka_version": "3.5.2", **ev})
+    assert named(v) == {"F9": "looks-like", "KAFKA-14402": "resembles"}, v.known_bugs
+    # both broker events: two mechanisms with their own lines, both named
+    v = check(torn(), meta={**JAVA_422, "broker_events": {**SKIPPED, **F9_EVENT}})
+    assert named(v) == {"KAFKA-20734": "looks-like", "F9": "looks-like"}, v.known_bugs
+
+
+def test_f1_yields_to_f9(tmp_path):
+    d = run_dir(tmp_path, lost(), {"kafka_version": "4.3.1", "workload": "txn-queue", "broker_events": F9_EVENT},
+                {"name": "txn-queue", "inflight_abort": "reuse", "producer": {}})
+    v = check_run(d)
+    assert named(v).get("F9") == "looks-like" and named(v).get("F1") == "resembles", v.known_bugs
+    assert "F9 explains" in _why(v, "F1")
+
+
+def test_the_blind_f9_run_names_f9_only_with_the_event_its_logs_hold(tmp_path):
+    """hunt-cascading-kills seed 864441 on 4.2.2 (the run that found F9): its recorded verdict, with
+    meta.json's broker_events as the old scanner wrote them ({}), resembled KAFKA-14402, KAFKA-17754
+    and F1; scanned again from its own n1.log lines it looks like F9 and nothing else."""
+    from harness.cluster.broker_events import scan_broker_logs
+    from tests.unit.test_broker_events import BLIND_F9_LINES
+
+    writer = {"op": 93, "invoke_index": 189, "complete_index": 252, "process": 0, "f": "txn", "type": "info",
+              "transactional_id": "eosc-txn-0"}
+    poll = {"op": 154, "invoke_index": 320, "complete_index": 321, "process": 1, "f": "poll", "type": "ok"}
+    lost_case = {"key": "t1/0", "value": 100000016, "offset": 25, "writer": writer}
+    verdict = {"valid": False, "failing": ["int-poll-skip", "lost-write", "poll-skip", "torn-transaction", "unseen"],
+               "anomaly_counts": {"G0": 3, "G0-process": 1, "G0-realtime": 1, "int-poll-skip": 1, "lost-write": 1,
+                                  "poll-skip": 2, "stalled-lso": 10, "torn-transaction": 1, "unseen": 1},
+               "liveness_reports": ["stalled-lso"],
+               "anomalies": {"lost-write": [{"anomaly": "lost-write", **lost_case}],
+                             "unseen": [{"anomaly": "unseen", **lost_case}],
+                             "torn-transaction": [{"anomaly": "torn-transaction", "op": writer}],
+                             "poll-skip": [{"anomaly": "poll-skip", "key": "t1/0", "op": poll}],
+                             "int-poll-skip": [{"anomaly": "int-poll-skip", "key": "t1/0", "op": poll}],
+                             "stalled-lso": [{"anomaly": "stalled-lso", "key": "t0/2", "process": 1,
+                                              "stuck_at": {"offset": 21}, "stalled_ms": 57600}]}}
+    meta = {"kafka_version": "4.2.2", "client": {"name": "java", "version": "4.3.1"}, "workload": "txn-queue",
+            "transaction_version": {"broker": 2, "client": [2]}, "isolation_level": "read_committed",
+            "broker_events": {}}
+    workload = {"name": "txn-queue", "client": "java", "inflight_abort": "replace"}
+    before = {m["id"]: m["match"] for m in match_dicts(verdict, meta, workload)}
+    assert before == {"KAFKA-14402": "resembles", "KAFKA-17754": "resembles", "F1": "resembles"}, before
+    (tmp_path / "n1.log").write_text("\n".join(BLIND_F9_LINES) + "\n")
+    meta["broker_events"] = scan_broker_logs(tmp_path)
+    after = match_dicts(verdict, meta, workload)
+    assert [(m["id"], m["match"]) for m in after] == [("F9", "looks-like")], after
+    assert "eosc-txn-0" in after[0]["why"] and "__transaction_state-14" in after[0]["why"]
+
+
 # -- KAFKA-17754 ----------------------------------------------------------------------------------------
 def test_kafka_17754_aborted_read_with_transaction_version_1():
     meta = {"kafka_version": "4.3.1", "client": {"name": "librdkafka", "version": "2.16.0"},
@@ -372,7 +460,7 @@ def test_every_catalogue_entry_is_in_the_docs_table_with_its_releases():
         assert bug.affected in rows[bug.id] and (bug.fixed or "none") in rows[bug.id], rows[bug.id]
     assert set(BY_ID) == {b.id for b in CATALOGUE} and len(BY_ID) == len(CATALOGUE)
     assert {"KAFKA-14402", "KAFKA-20734", "KAFKA-17754", "KAFKA-15653", "KAFKA-19367", "KAFKA-20090",
-            "F1", "F3", "F4", "F5", "F6"} <= set(BY_ID)
+            "F1", "F3", "F4", "F5", "F6", "F7", "F9"} <= set(BY_ID)
 
 
 def test_a_signature_that_raises_is_skipped_not_a_crash(monkeypatch):

@@ -258,6 +258,22 @@ def test_a_server_error_with_no_fault_near_and_compression_looks_like_kafka_1565
     assert named(check_run(d)).get("KAFKA-15653") == "looks-like"
 
 
+# -- F9: a torn transaction from another cause on a release in its range ----------------------------------------
+def test_a_torn_transaction_without_stale_markers_on_4_2_2_is_not_f9():
+    """A torn transaction on 4.2.2 with the Java client whose brokers logged no
+    txn-markers-from-truncated-tail: not F9 (whatever else tore it), whether the brokers logged
+    nothing, skipped markers (KAFKA-20734's) or an unclean leader election (a write lost with
+    the leader)."""
+    meta = {"kafka_version": "4.2.2", "workload": "txn-queue", **TV2}
+    unclean = {"unclean-leader-election": {"count": 1, "partitions": ["y-0"], "transactional_ids": [], "node": "n1"}}
+    skipped = {"skipped-txn-markers": {"count": 1, "partitions": ["y-0"], "transactional_ids": ["t"], "node": "n3"}}
+    for events in ({}, unclean, skipped):
+        v = check(torn(), meta={**meta, "broker_events": events})
+        assert v.failing == ["torn-transaction", "unseen"]
+        assert "F9" not in named(v), (events, v.known_bugs)
+    assert named(v) == {"KAFKA-20734": "looks-like"}
+
+
 # -- every signature over the project's own recorded valid runs -----------------------------------------------
 def _recorded_valid() -> list[tuple[str, Verdict, dict, dict | None]]:
     """(name, verdict, meta, workload) of each recorded valid run: tests/data's histories
