@@ -1,14 +1,18 @@
-"""The findings' reproducers on the real cluster (docs/findings/F1.md, F2.md, F4.md): each must still
+"""The findings' reproducers on the real cluster (docs/findings/F1.md, F2.md, F4.md, F9.md): each must still
 show its defect with the client and broker versions the harness pins. When a fixed librdkafka
 or Kafka makes one of these fail, the finding is fixed upstream: update the document and turn
 the test around."""
 from __future__ import annotations
+
+import json
+import re
 
 import pytest
 
 from harness.findings.f1 import run_f1
 from harness.findings.f2 import run_f2
 from harness.findings.f4 import run_f4
+from harness.findings.f9 import run_f9
 
 pytestmark = pytest.mark.integration
 
@@ -61,6 +65,30 @@ def test_f4_rebalance_while_a_transaction_holds_offsets_starts_at_auto_offset_re
     text = "\n".join(res.evidence)
     assert "back to pending list because on-going transaction is blocking offset retrieval" in text
     assert "at offset INVALID" in text
+
+
+def test_f9_coordinator_started_within_its_lease_commits_what_its_successor_aborts(results_root):
+    # about 75 s of steps: the successor aborts once the transaction's 60 s timeout has passed
+    res = run_f9(results_root, variant="stale-restart")
+    r = res.result
+    assert "error" not in r, r.get("error")
+    # the restarted coordinator loaded its unreplicated PREPARE_COMMIT and sent COMMIT markers,
+    # then truncated that record once the controller moved its partition away
+    lines = r["coordinator_lines"]
+    assert any("Sending txn markers for" in x and r["transactional_id"] in x and "COMMIT" in x for x in lines), lines
+    assert any(f"partition=__transaction_state-{r['txn_partition']}," in x and "Truncating to offset" in x
+               for x in lines), lines
+    # f9-0 took that COMMIT, f9-1 only the successor's ABORT: one transaction, two outcomes
+    assert r["v0_visible"] and not r["v1_visible"] and r["torn"], r
+    epochs = {m: sorted({int(e) for e in re.findall(rf"endTxnMarker: {m} coordinatorEpoch: (\d+)", "\n".join(res.evidence))})
+              for m in ("COMMIT", "ABORT")}
+    assert epochs["COMMIT"] and epochs["ABORT"] and max(epochs["COMMIT"]) < min(epochs["ABORT"]), epochs
+    assert r["verdict"]["valid"] is False and "torn-transaction" in r["verdict"]["anomaly_counts"], r["verdict"]
+    # the brokers' logs carry F9's event, and the verdict names F9
+    meta = json.loads((res.run_dir / "meta.json").read_text())
+    assert "txn-markers-from-truncated-tail" in meta["broker_events"], meta["broker_events"]
+    named = [(b["id"], b["match"]) for b in json.loads((res.run_dir / "verdict.json").read_text())["known_bugs"]]
+    assert ("F9", "looks-like") in named, named
 
 
 def _mock_tries(finding: str, variants: list[str]) -> dict[str, dict]:
