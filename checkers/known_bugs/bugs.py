@@ -301,15 +301,16 @@ CATALOGUE: tuple[KnownBug, ...] = (
     KnownBug(
         id="F9", title="a transaction coordinator restarted within its broker lease sends markers from its "
         "unreplicated __transaction_state tail: a torn transaction", component="kafka",
-        affected="Kafka with KRaft, 4.2.2 and 4.4.0 measured", fixed=None, clients="any",
+        affected="Kafka with KRaft, 3.5.2 to 4.4.0 measured (named from 3.9.1 on: 3.5.2 logs neither line)", fixed=None, clients="any",
         signature_text="the brokers' txn-markers-from-truncated-tail event (a coordinator's 'Sending txn markers "
         "... after loading partition P', then on the same node, with no new election as P's coordinator and no "
         "restart between, a truncation of __transaction_state-P) and an INVALID verdict whose failing names are "
         "all a torn or hanging transaction's (torn-transaction, unseen, lost-write, stalled-lso, poll-skip) or "
         "F9's other consequences (G1a, eos-loss, offsets-ahead, eos-duplicate)",
         link=FINDINGS + "F9.md", doc=FINDINGS + "F9.md",
-        notes="Not reported upstream yet; shown by eos-chaos repro f9 with its fenced-restart control. The lower "
-        "bound is not pinned: every release the harness runs (KRaft only) is in range. A node SIGKILLed right "
+        notes="Not reported upstream yet; shown by eos-chaos repro f9 with its fenced-restart control. Torn on every "
+        "release tried (3.5.2, 3.9.1, 4.2.2, 4.3.1, 4.4.0); Kafka 3.5.2 logs neither the markers line nor "
+        "the truncation at INFO, so the event, and the name, need 3.9.1 or later (measured). A node SIGKILLed right "
         "after its coordinator appended a PREPARE_COMMIT to __transaction_state-P (not yet replicated) and "
         "started again within broker.session.timeout.ms applies its pre-crash metadata image (the controller "
         "rejects its registration until the old lease expires), is P's coordinator again, loads P to its log end "
