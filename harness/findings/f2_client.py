@@ -8,7 +8,8 @@ the standard library only.
 Requests (``cmd`` plus):
 ``create_topic`` name, assignment (list of replica lists, first = preferred leader), configs;
 ``coordinator`` transactional_id -> broker id of its transaction coordinator;
-``init`` name, transactional_id (a transactional producer, init_transactions);
+``init`` name, transactional_id, optional transaction_timeout_ms (default 60000) (a
+transactional producer, init_transactions);
 ``begin`` name; ``produce`` name, topic, partition, value -> offset (waits for the ack);
 ``commit`` name; ``abort`` name; ``close`` name;
 ``read`` topic, partition, isolation -> {"records": {offset: value}, "low", "high"} (high is
@@ -44,10 +45,12 @@ class Client:
     def coordinator(self, transactional_id: str) -> int:
         return coordinator_of(self.admin, transactional_id)
 
-    def init(self, name: str, transactional_id: str) -> str:
+    def init(self, name: str, transactional_id: str, transaction_timeout_ms: int = 60000) -> str:
         p = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": transactional_id,
-                      "acks": "all", "linger.ms": 0, "message.timeout.ms": 30000,
-                      "transaction.timeout.ms": 60000})
+                      "acks": "all", "linger.ms": 0,
+                      # librdkafka refuses a message timeout above the transaction timeout
+                      "message.timeout.ms": min(30000, transaction_timeout_ms),
+                      "transaction.timeout.ms": transaction_timeout_ms})
         p.init_transactions(60)
         self.producers[name] = p
         return transactional_id

@@ -7,9 +7,10 @@ Roles, from the transactional.id's coordinator C (the leader of its ``__transact
 partition p): F and G are the two other nodes. Topic ``f9``: partition 0 = [F, G] (leader F),
 partition 1 = [G, F] (leader G), replication factor 2, ``min.insync.replicas`` 1, so that C
 leads no data partition and the data partitions stay writable while C is down. Brokers with
-``replica.lag.time.max.ms`` 4000 (as F2's driver). The producer's ``transaction.timeout.ms``
-is 60 s (harness/findings/f2_client.py), so the coordinator that replaces C aborts the open
-transaction about a minute after it began, long after C has restarted.
+``replica.lag.time.max.ms`` 4000 (as F2's driver), a 30 s broker lease and a 2 s check for
+timed-out transactions (``BROKER9``). The producer's ``transaction.timeout.ms`` is 20 s
+(``TXN_TIMEOUT_MS``), so the coordinator that replaces C aborts the open transaction as soon
+as it takes over, about 30 s after C's start.
 
 Steps (each recorded with its time in ``steps.jsonl``):
  1. producer T (confluent-kafka, in the client namespace) inits; C found; topic created;
@@ -57,9 +58,16 @@ TOPIC = "f9"
 #: (``broker.session.timeout.ms``, a controller setting, Kafka's configuration docs): a node
 #: started again within its lease reads metadata that still makes it the leaders it was. F9's
 #: run hit that inside the default 9 s (its n1 was started again 4.7 s after its kill); a JVM
-#: start here takes 5-10 s on 2 cores, so the longer lease makes the restart land inside it
-#: every time, and the control (``fenced-restart``) waits it out
-BROKER9 = {**BROKER, "broker.session.timeout.ms": "30000"}
+#: start here takes 5-12 s on 2 cores, so the longer lease makes the restart land inside it
+#: every time, and the control (``fenced-restart``) waits it out. The coordinator looks for
+#: timed-out transactions every 2 s instead of 10 s
+#: (``transaction.abort.timed.out.transaction.cleanup.interval.ms``), so that the new
+#: coordinator aborts T's transaction as soon as it takes over
+BROKER9 = {**BROKER, "broker.session.timeout.ms": "30000",
+           "transaction.abort.timed.out.transaction.cleanup.interval.ms": "2000"}
+#: T's ``transaction.timeout.ms``: past by the time the lease ends (about 40 s into the steps),
+#: and long after C's stale markers (about 12 s after its start)
+TXN_TIMEOUT_MS = 20000
 VARIANTS = ("stale-restart", "fenced-restart")
 #: C's log lines that tell the story: the first metadata image its broker applied, its
 #: coordinator role for p and the loading of p, the markers it sent and cancelled, its
@@ -107,7 +115,8 @@ def run_f9(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, variant
     run_dir = Path(results) / f"f9-{variant}" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     logs = run_dir / "logs"
     steps: list[dict] = []
-    res: dict = {"kafka_version": kafka_version, "broker": BROKER9, "variant": variant}
+    res: dict = {"kafka_version": kafka_version, "broker": BROKER9, "variant": variant,
+                 "transaction_timeout_ms": TXN_TIMEOUT_MS}
     t_start = [time.monotonic()]
 
     def step(name: str, **info) -> None:
@@ -126,7 +135,7 @@ def run_f9(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, variant
         cuts: list[tuple[int, bool]] = []
         try:
             t0 = rec.now()
-            client("init", name="T", transactional_id=tid)
+            client("init", name="T", transactional_id=tid, transaction_timeout_ms=TXN_TIMEOUT_MS)
             rec.op(0, "init", None, None, t0, {"transactional_id": tid, "worker": "producer-T"})
             c = client("coordinator", transactional_id=tid)
             f, g = [n for n in fc.service.node_ids() if n != c][:2]

@@ -68,7 +68,7 @@ def test_f4_rebalance_while_a_transaction_holds_offsets_starts_at_auto_offset_re
 
 
 def test_f9_coordinator_started_within_its_lease_commits_what_its_successor_aborts(results_root):
-    # about 75 s of steps: the successor aborts once the transaction's 60 s timeout has passed
+    # about 50 s of steps: the successor aborts once C's 30 s broker lease has ended (BROKER9)
     res = run_f9(results_root, variant="stale-restart")
     r = res.result
     assert "error" not in r, r.get("error")

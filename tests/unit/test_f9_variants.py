@@ -6,12 +6,15 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from harness.findings.f9 import BROKER9, VARIANTS, _cut, run_f9
+from harness.findings.f9 import BROKER9, TXN_TIMEOUT_MS, VARIANTS, _cut, run_f9
 
 
 def test_variants_are_the_two_documented_ones():
     assert VARIANTS == ("stale-restart", "fenced-restart")
     assert BROKER9["broker.session.timeout.ms"] == "30000" and BROKER9["replica.lag.time.max.ms"] == "4000"
+    # the successor's abort must come after C's stale markers: once the lease is over, not before
+    assert TXN_TIMEOUT_MS < int(BROKER9["broker.session.timeout.ms"])
+    assert BROKER9["transaction.abort.timed.out.transaction.cleanup.interval.ms"] == "2000"
 
 
 def test_unknown_variant_is_refused_before_any_cluster(tmp_path):
