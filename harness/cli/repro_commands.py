@@ -59,28 +59,15 @@ def f2(
     leader is offline. Drives harness/findings/f2.py's steps on a fresh 3-node cluster, keeps
     the brokers' logs and segments, runs kafka-transactions.sh find-hanging into
     logs/find-hanging.txt (root). Exit codes: 0 when the steps ran, 2 on errors or no root."""
-    from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, ArtifactError
+    from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
     from harness.findings.f2 import MODES, run_f2
 
     if mode not in MODES:
         console.print(f"[red]error:[/] --mode {mode!r}: use one of {', '.join(MODES)}")
         raise typer.Exit(2)
     require_root("eos-chaos repro", "it creates network namespaces")
-    try:
-        res = run_f2(results, kafka_version=kafka_version or DEFAULT_KAFKA_VERSION, mode=mode)
-    except (ArtifactError, RuntimeError, TimeoutError) as exc:
-        console.print(f"[red]error:[/] {type(exc).__name__}: {exc}")
-        raise typer.Exit(2)
-    for p in res.problems:
-        console.print(f"[yellow]note:[/] {p}")
-    if as_json:
-        out.print_json(json.dumps({"run_dir": str(res.run_dir), **res.result}, default=str))
-    else:
-        for line in res.evidence:
-            out.print(line, highlight=False, soft_wrap=True)
-        out.print(f"run: {res.run_dir} (f2.json, steps.jsonl, logs/find-hanging.txt, logs/n*.log, kept segments)",
-                  highlight=False, soft_wrap=True)
-    raise typer.Exit(2 if res.result.get("error") else 0)
+    _run_driver(lambda: run_f2(results, kafka_version=kafka_version or DEFAULT_KAFKA_VERSION, mode=mode), as_json,
+                "f2.json, steps.jsonl, logs/find-hanging.txt, logs/n*.log, kept segments")
 
 
 @repro_app.command("f9")
@@ -95,17 +82,27 @@ def f9(
     """Finding F9: a transaction coordinator killed right after an unreplicated PREPARE_COMMIT
     and started again before the controller fenced it commits on some partitions while its
     successor aborts on the others. Drives harness/findings/f9.py's steps on a fresh 3-node
-    cluster (about 2 minutes), keeps the brokers' logs and segments (root). Exit codes: 0 when
+    cluster (about a minute and a half), keeps the brokers' logs and segments (root). Exit codes: 0 when
     the steps ran (whatever they showed), 2 on errors or no root."""
-    from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION, ArtifactError
+    from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
     from harness.findings.f9 import VARIANTS, run_f9
 
     if variant not in VARIANTS:
         console.print(f"[red]error:[/] --variant {variant!r}: use one of {', '.join(VARIANTS)}")
         raise typer.Exit(2)
     require_root("eos-chaos repro", "it creates network namespaces")
+    _run_driver(lambda: run_f9(results, kafka_version=kafka_version or DEFAULT_KAFKA_VERSION, variant=variant),
+                as_json, "f9.json, steps.jsonl, evidence.txt, logs/n*.log, kept segments")
+
+
+def _run_driver(run, as_json: bool, files: str) -> None:
+    """Run a step-by-step driver (harness.findings.f2 / f9: ``run()`` returns an F2Result) and
+    print its evidence, or its result as JSON; exit 2 when it raised or its steps stopped on an
+    error, else 0."""
+    from harness.cluster.artifacts import ArtifactError
+
     try:
-        res = run_f9(results, kafka_version=kafka_version or DEFAULT_KAFKA_VERSION, variant=variant)
+        res = run()
     except (ArtifactError, RuntimeError, TimeoutError) as exc:
         console.print(f"[red]error:[/] {type(exc).__name__}: {exc}")
         raise typer.Exit(2)
@@ -116,8 +113,7 @@ def f9(
     else:
         for line in res.evidence:
             out.print(line, highlight=False, soft_wrap=True)
-        out.print(f"run: {res.run_dir} (f9.json, steps.jsonl, evidence.txt, logs/n*.log, kept segments)",
-                  highlight=False, soft_wrap=True)
+        out.print(f"run: {res.run_dir} ({files})", highlight=False, soft_wrap=True)
     raise typer.Exit(2 if res.result.get("error") else 0)
 
 

@@ -119,6 +119,26 @@ class Recorder:
     def now(self) -> int:
         return self.h.now()
 
+    def final_reads(self, client, keys: list[str]) -> tuple[dict, dict]:
+        """Read every key ("topic/partition") read_committed and read_uncommitted with
+        ``client`` (a ClientProc), and record the read_committed ones as the final drain
+        (process 2: an assign and a poll). Returns the reads ({"topic/p/isolation": the
+        client's read}) and meta.json's ``drain``. Raises F2Error as ClientProc does."""
+        t0 = self.now()
+        reads = {}
+        for key in keys:
+            topic, part = key.rsplit("/", 1)
+            for iso in ("read_committed", "read_uncommitted"):
+                reads[f"{key}/{iso}"] = client("read", topic=topic, partition=int(part), isolation=iso, timeout=90)
+        drained = {k: sorted([int(o), int(v)] for o, v in reads[f"{k}/read_committed"]["records"].items())
+                   for k in keys}
+        dmeta = {"isolation_level": "read_committed", "final": True, "worker": "final-reader"}
+        self.op(2, "assign", keys, keys, t0, dict(dmeta, **{"from": "beginning"}))
+        self.op(2, "poll", [["poll"]], [["poll", {k: v for k, v in drained.items() if v}]], t0, dmeta)
+        high = {k: reads[f"{k}/read_committed"]["high"] for k in keys}
+        # each read ran to its end (partition EOF): for read_committed the LSO
+        return reads, {"drained": True, "complete": True, "high": high, "positions": dict(high)}
+
 
 def _partition(agent, topic: str, part: int) -> dict | None:
     d = agent.request("describe", timeout=10, topics=[topic])
@@ -291,19 +311,8 @@ def run_f2(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, mode: s
                    "ok" if end == "commit" else "fail")
             step(f"later-{end}", producer=later, v3=[0, res["v3_offset"]])
 
-            t0 = rec.now()
-            reads = {f"{TOPIC}/{p}/{iso}": client("read", topic=TOPIC, partition=p, isolation=iso, timeout=90)
-                     for p in (0, 1) for iso in ("read_committed", "read_uncommitted")}
+            reads, res["drain"] = rec.final_reads(client, keys)
             res["reads"] = reads
-            drained = {k: sorted([int(o), int(v)] for o, v in reads[f"{k}/read_committed"]["records"].items())
-                       for k in keys}
-            dmeta = {"isolation_level": "read_committed", "final": True, "worker": "final-reader"}
-            rec.op(2, "assign", keys, keys, t0, dict(dmeta, **{"from": "beginning"}))
-            rec.op(2, "poll", [["poll"]], [["poll", {k: v for k, v in drained.items() if v}]], t0, dmeta)
-            high = {k: reads[f"{k}/read_committed"]["high"] for k in keys}
-            res["drain"] = {"drained": True, "complete": True, "high": high,
-                            # each read ran to its end (partition EOF): for read_committed the LSO
-                            "positions": dict(high)}
             committed0 = {int(v) for v in reads[f"{TOPIC}/0/read_committed"]["records"].values()}
             res["v1_visible"] = v1 in committed0
             res["v3_visible"] = v3 in committed0

@@ -206,21 +206,12 @@ def run_f9(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, variant
             rec.h.append({"process": "nemesis", "type": "info", "f": "heal",
                           "value": {"result": ["cuts removed"], "problems": []}})
 
-            t0 = rec.now()
-            reader = ClientProc(fc, logs / "f9-reader.err")
+            reader = ClientProc(fc, logs / "f9-reader.err")  # T's process was killed
             try:
-                reads = {f"{TOPIC}/{q}/{iso}": reader("read", topic=TOPIC, partition=q, isolation=iso, timeout=90)
-                         for q in (0, 1) for iso in ("read_committed", "read_uncommitted")}
+                reads, res["drain"] = rec.final_reads(reader, keys)
             finally:
                 reader.close()
             res["reads"] = reads
-            drained = {k: sorted([int(o), int(v)] for o, v in reads[f"{k}/read_committed"]["records"].items())
-                       for k in keys}
-            dmeta = {"isolation_level": "read_committed", "final": True, "worker": "final-reader"}
-            rec.op(2, "assign", keys, keys, t0, dict(dmeta, **{"from": "beginning"}))
-            rec.op(2, "poll", [["poll"]], [["poll", {k: v for k, v in drained.items() if v}]], t0, dmeta)
-            high = {k: reads[f"{k}/read_committed"]["high"] for k in keys}
-            res["drain"] = {"drained": True, "complete": True, "high": high, "positions": dict(high)}
             res["v0_visible"] = v0 in {int(v) for v in reads[f"{TOPIC}/0/read_committed"]["records"].values()}
             res["v1_visible"] = v1 in {int(v) for v in reads[f"{TOPIC}/1/read_committed"]["records"].values()}
             res["torn"] = res["v0_visible"] != res["v1_visible"]
