@@ -26,7 +26,9 @@ per key. Anomalies (docs/anomalies.md "Share groups"):
 * ``share-delivery-count``: an acquisition reported a delivery count above the group's limit,
   or a record was acquired again after an ``accept`` or ``reject`` of it completed ``ok``
   (acknowledged and archived records are never delivered again; KIP-932 persists the state
-  through the share coordinator before it answers).
+  through the share coordinator before it answers). A copy the client held in its buffer and
+  handed out late (its delivery count not above one reported before the ack) is no new
+  acquisition: at least once, a share-duplicate at most.
 * ``share-duplicate``: a record processed more than once (``process`` ops of it in more than
   one op). Share groups deliver at least once, so it is always allowed; its rate is in the
   verdict's ``stats.share``.
@@ -299,7 +301,8 @@ def share_delivery_count_cases(h: History, share: dict, fx: ShareFacts | None = 
                             "reader": h.op_ref(a["op"]), "delivery_count": a["delivery_count"], "limit": limit,
                             "explanation": f"{key}@{off} was delivered with delivery count {a['delivery_count']}, "
                                            f"above share.delivery.count.limit={limit} (acquire op {a['op']})"})
-            after = [k for k in done if k["complete_time"] is not None and k["complete_time"] < a["invoke_time"]]
+            after = [k for k in done if k["complete_time"] is not None and k["complete_time"] < a["invoke_time"]
+                     and not _buffered_copy(a, acq, k)]
             if after:
                 k = after[0]
                 out.append({"anomaly": "share-delivery-count", "key": key, "offset": off, "value": a["value"],
@@ -310,6 +313,19 @@ def share_delivery_count_cases(h: History, share: dict, fx: ShareFacts | None = 
                                            f"by ack op {k['op']} of process {k['process']} completed ok at "
                                            f"{k['complete_time'] / 1e9:.3f} s"})
     return out
+
+
+def _buffered_copy(a: dict, acq: list[dict], k: dict) -> bool:
+    """Whether acquisition ``a``, handed to the application after ack ``k`` completed, is a copy
+    of an earlier acquisition that the client held in its buffer (a consumer paused past its
+    lock, say): its delivery count is not above that of a delivery reported before ``k``. The
+    broker counts every acquisition (KIP-932's delivery count), so a new one after the accept
+    would carry a higher count; an unknown count is taken for a new one."""
+    if a["delivery_count"] is None:
+        return False
+    before = [b["delivery_count"] for b in acq if b is not a and b["delivery_count"] is not None
+              and b["complete_time"] is not None and b["complete_time"] <= k["complete_time"]]
+    return bool(before) and a["delivery_count"] <= max(before)
 
 
 def share_duplicate_cases(h: History, share: dict, fx: ShareFacts | None = None) -> list[dict]:

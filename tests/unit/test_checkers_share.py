@@ -209,3 +209,36 @@ def test_real_share_run_is_valid_and_losing_one_output_is_caught():
     lost = [c for c in share_cases(load_history(kept), meta["share"]) if c["anomaly"] == "share-lost"]
     n = sum(len(v) for v in first["value"].values())
     assert len(lost) == n and all("accepted" in c["explanation"] for c in lost), lost[:2]
+
+
+def test_a_buffered_copy_handed_out_late_is_no_new_delivery():
+    """CI rehearsal 2026-11-29 (share.yaml seed 2, 4.3.1): share-consumer-0 was paused 7 s with
+    t0/2@34 (delivery count 1) in its client's buffer; its lock expired, share-consumer-2 got
+    the record with delivery count 2 and accepted it; resumed, share-consumer-0 handed the
+    buffered copy (count 1) to the application after that accept. Not a delivery by the
+    broker after the accept: its count is not above the accepted delivery's."""
+    h = (H().config(1).config(2).txn(10, 100, 0)
+         .acquire(2, [(0, 100, 2)], 8.0).process(2, [(0, 100)], 8.1).ack(2, "accept", [(0, 100)], 8.2)
+         .acquire(1, [(0, 100, 1)], 9.0).process(1, [(0, 100)], 9.1).drain([(0, 100)]))
+    assert cases(h, "share-delivery-count") == []
+    assert [c["processes"] for c in cases(h, "share-duplicate")] == [[1, 2]]  # at least once: allowed
+    # a count above the accepted delivery's is a new acquisition by the broker: still a case
+    h = (H().config(1).config(2).txn(10, 100, 0)
+         .acquire(2, [(0, 100, 2)], 8.0).process(2, [(0, 100)], 8.1).ack(2, "accept", [(0, 100)], 8.2)
+         .acquire(1, [(0, 100, 3)], 9.0))
+    (c,) = cases(h, "share-delivery-count")
+    assert "after its accept" in c["explanation"]
+
+
+def test_real_run_with_a_buffered_copy_is_valid():
+    """The rehearsal's run itself (tests/data/real-share-buffered-s2: share.yaml seed 2, Kafka
+    4.3.1, share-consumer-0 paused 6.06-13.07 s): t0/2@34 accepted by share-consumer-2 at
+    12.75 s (delivery count 2), then handed to share-consumer-0 from its buffer at 13.07 s
+    (count 1). It failed on share-delivery-count before the buffered-copy rule."""
+    from checkers.verdict import check_run
+
+    run = Path(__file__).resolve().parents[1] / "data" / "real-share-buffered-s2"
+    v = check_run(run)
+    assert v.valid is True and "share-delivery-count" not in v.anomaly_counts, v.anomaly_counts
+    dup = [c for c in v.anomalies["share-duplicate"] if (c["key"], c["offset"]) == ("t0/2", 34)]
+    assert dup and dup[0]["processes"] == [0, 1]
