@@ -19,7 +19,14 @@ BOUND = 6.0   # three times the call's 2 s timeout
 @pytest.fixture(scope="module")
 def tries() -> dict[str, dict]:
     res = mock_5511.run_tries(list(mock_5511.VARIANTS), 1, BOUND, bundled_librdkafka(), parallel=True)
-    return {t["variant"]: t for t in res}
+    by = {t["variant"]: t for t in res}
+    # a try with "error" failed its set-up (the mock cluster's metadata, under load: the
+    # rehearsal of 2026-11-29 saw "Failed to get metadata: Local: Broker transport failure")
+    # and never reached the call under test; such a try runs once more, alone
+    again = [v for v, t in by.items() if "error" in t]
+    if again:
+        by.update({t["variant"]: t for t in mock_5511.run_tries(again, 1, BOUND, bundled_librdkafka())})
+    return by
 
 
 def test_the_controls_return_at_once(tries):
