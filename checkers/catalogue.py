@@ -197,6 +197,19 @@ def allowed_by_default(workload: str) -> tuple[str, ...]:
     return tuple(a.name for a in TABLE if a.allowed_by_default and workload in a.workloads)
 
 
+def run_allowed(meta, allowed: Iterable[str] = ()) -> set[str]:
+    """``allowed`` plus what the run itself allows, for ``meta`` (a checkers.run.RunMeta): an
+    app that declares at-least-once semantics allows eos-duplicate; a share group allows its
+    at-least-once names (``allowed_by_default("share")``). One rule for every engine
+    (checkers.verdict.check, checkers.engines.parts.check_parts)."""
+    out = set(allowed)
+    if meta.app and meta.app.get("semantics") == "at-least-once":  # the app declares its duplicates
+        out.add("eos-duplicate")
+    if meta.share:  # a share group delivers at least once: its duplicates are counted, allowed
+        out.update(allowed_by_default("share"))
+    return out
+
+
 def unknown_names(names: Iterable[str]) -> list[str]:
     """The names in ``names`` that are not in the catalogue, in order, each once."""
     return list(dict.fromkeys(n for n in names if n not in ANOMALIES))

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable
 import polars as pl
 
 from .finders.app_end_to_end import app_cases, app_stats, app_unknown, input_side
-from .catalogue import LIVENESS_REPORTS, allowed_by_default
+from .catalogue import LIVENESS_REPORTS, run_allowed
 from .finders.cycles import cycle_cases
 from .finders.duplicate import duplicate_cases
 from .finders.epoch_exhausted import epoch_exhausted_cases
@@ -112,11 +112,7 @@ def check(
     does not validate becomes an ``unknown_reasons`` entry. Returns a ``Verdict``.
     """
     meta, unknown = RunMeta.coerce(meta)
-    allowed = set(allowed)
-    if meta.app and meta.app.get("semantics") == "at-least-once":  # the app declares its duplicates
-        allowed.add("eos-duplicate")
-    if meta.share:  # a share group delivers at least once: its duplicates are counted, allowed (checkers.finders.share_group)
-        allowed.update(allowed_by_default("share"))
+    allowed = run_allowed(meta, allowed)  # the app's or share group's at-least-once names too
     unknown += app_unknown(meta.app)  # a match that named nothing, a verifier that failed
     allowed_l = sorted(allowed)
     fail_on = set(meta.fail_on)

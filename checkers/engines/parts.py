@@ -57,6 +57,7 @@ from ..history import BULK_FS, History, load_history
 from ..history.log import index
 from ..run import RunMeta, Verdict
 from ..timing import laps
+from ..catalogue import run_allowed
 from ..verdict import FINDERS, check_run, fold, judgeable, malformed
 
 try:
@@ -346,9 +347,7 @@ def check_parts(history: str | Path, meta: RunMeta | dict | None = None, allowed
     if cross not in CROSS:
         raise ValueError(f"cross must be one of {CROSS}, not {cross!r}")
     meta, unknown = RunMeta.coerce(meta)
-    allowed = set(allowed)
-    if meta.app and meta.app.get("semantics") == "at-least-once":
-        allowed.add("eos-duplicate")
+    allowed = run_allowed(meta, allowed)  # as checkers.verdict.check: a share group's duplicates too
     unknown += app_unknown(meta.app)  # a match that named nothing, a verifier that failed
     root = Path(tempfile.mkdtemp(prefix="eosc-parts-", dir=workdir))
     try:
