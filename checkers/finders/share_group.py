@@ -27,7 +27,7 @@ per key. Anomalies (docs/anomalies.md "Share groups"):
   or a record was acquired again after an ``accept`` or ``reject`` of it completed ``ok``
   (acknowledged and archived records are never delivered again; KIP-932 persists the state
   through the share coordinator before it answers). A copy the client held in its buffer and
-  handed out late (its delivery count not above one reported before the ack) is no new
+  handed out late (its delivery count below one reported before the ack) is no new
   acquisition: at least once, a share-duplicate at most.
 * ``share-duplicate``: a record processed more than once (``process`` ops of it in more than
   one op). Share groups deliver at least once, so it is always allowed; its rate is in the
@@ -318,14 +318,16 @@ def share_delivery_count_cases(h: History, share: dict, fx: ShareFacts | None = 
 def _buffered_copy(a: dict, acq: list[dict], k: dict) -> bool:
     """Whether acquisition ``a``, handed to the application after ack ``k`` completed, is a copy
     of an earlier acquisition that the client held in its buffer (a consumer paused past its
-    lock, say): its delivery count is not above that of a delivery reported before ``k``. The
+    lock, say): its delivery count is below that of a delivery reported before ``k``. The
     broker counts every acquisition (KIP-932's delivery count), so a new one after the accept
-    would carry a higher count; an unknown count is taken for a new one."""
+    would carry a higher count. An equal count (a broker that redelivered without counting) or
+    an unknown one is taken for a new acquisition: the rule must not hide a broker that lost
+    the accept."""
     if a["delivery_count"] is None:
         return False
     before = [b["delivery_count"] for b in acq if b is not a and b["delivery_count"] is not None
               and b["complete_time"] is not None and b["complete_time"] <= k["complete_time"]]
-    return bool(before) and a["delivery_count"] <= max(before)
+    return bool(before) and a["delivery_count"] < max(before)
 
 
 def share_duplicate_cases(h: History, share: dict, fx: ShareFacts | None = None) -> list[dict]:
