@@ -96,7 +96,7 @@ def f9(
 
 
 def _run_driver(run, as_json: bool, files: str) -> None:
-    """Run a step-by-step driver (harness.findings.f2 / f9: ``run()`` returns an F2Result) and
+    """Run a step-by-step driver (harness.findings.f2 / f9: ``run()`` returns a harness.findings.driver.DriverResult) and
     print its evidence, or its result as JSON; exit 2 when it raised or its steps stopped on an
     error, else 0."""
     from harness.cluster.artifacts import ArtifactError

@@ -38,125 +38,16 @@ find-hanging rows), ``skipped_marker_lines`` and the evidence lines.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import threading
 import time
-import queue
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
 from harness.findings.bringup import write_evidence
+from harness.findings.driver import ClientProc, DriverError, DriverResult, Recorder, judge, partition, wait_for
 
-CLIENT = Path(__file__).with_name("f2_client.py")
 TOPIC = "f2"
 BROKER = {"replica.lag.time.max.ms": "4000"}
-
-
-class F2Error(RuntimeError):
-    """A step of the driver failed (the message names it); the run folder keeps what happened."""
-
-
-@dataclass
-class F2Result:
-    run_dir: Path
-    result: dict
-    evidence: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-
-
-class ClientProc:
-    """f2_client.py in the client namespace, one JSON line per request."""
-
-    def __init__(self, fc, log: Path):
-        self._err = open(log, "ab")
-        self.proc = subprocess.Popen(fc.service.client_host.exec_prefix() + [sys.executable, str(CLIENT), fc.bootstrap],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err, text=True,
-                                     bufsize=1, start_new_session=True)
-        self._replies: queue.Queue = queue.Queue()
-        threading.Thread(target=lambda: [self._replies.put(x) for x in self.proc.stdout] + [self._replies.put(None)],
-                         daemon=True).start()
-
-    def __call__(self, cmd: str, timeout: float = 120, **args):
-        self.proc.stdin.write(json.dumps({"cmd": cmd, **args}) + "\n")
-        self.proc.stdin.flush()
-        try:
-            line = self._replies.get(timeout=timeout)
-        except queue.Empty:
-            raise F2Error(f"client gave no answer to {cmd} in {timeout:.0f} s") from None
-        if line is None:
-            raise F2Error(f"client exited during {cmd}; see logs/f2-client.err")
-        reply = json.loads(line)
-        if not reply["ok"]:
-            raise F2Error(f"{cmd}: {reply['error']}")
-        return reply["result"]
-
-    def close(self) -> None:
-        try:
-            self.proc.stdin.close()
-            self.proc.wait(timeout=20)
-        except Exception:
-            self.proc.kill()
-        self._err.close()
-
-
-class Recorder:
-    """The driver's ops as a harness history (docs/history.md): so that the checkers judge
-    what the clients saw, as in any run (``eos-chaos check history.jsonl``). Processes: 0 = T,
-    1 = U, 2 = the final read_committed drain; the cut, kill and heal as nemesis events."""
-
-    def __init__(self, path: Path):
-        from harness.run.history_writer import HistoryWriter
-
-        self.h = HistoryWriter(path)
-
-    def op(self, process: int, f: str, invoke, ok, t0: int, meta: dict, type_: str = "ok") -> None:
-        self.h.append({"process": process, "type": "invoke", "f": f, "value": invoke, "time": t0, "meta": meta})
-        self.h.append({"process": process, "type": type_, "f": f, "value": ok, "meta": meta})
-
-    def now(self) -> int:
-        return self.h.now()
-
-    def final_reads(self, client, keys: list[str]) -> tuple[dict, dict]:
-        """Read every key ("topic/partition") read_committed and read_uncommitted with
-        ``client`` (a ClientProc), and record the read_committed ones as the final drain
-        (process 2: an assign and a poll). Returns the reads ({"topic/p/isolation": the
-        client's read}) and meta.json's ``drain``. Raises F2Error as ClientProc does."""
-        t0 = self.now()
-        reads = {}
-        for key in keys:
-            topic, part = key.rsplit("/", 1)
-            for iso in ("read_committed", "read_uncommitted"):
-                reads[f"{key}/{iso}"] = client("read", topic=topic, partition=int(part), isolation=iso, timeout=90)
-        drained = {k: sorted([int(o), int(v)] for o, v in reads[f"{k}/read_committed"]["records"].items())
-                   for k in keys}
-        dmeta = {"isolation_level": "read_committed", "final": True, "worker": "final-reader"}
-        self.op(2, "assign", keys, keys, t0, dict(dmeta, **{"from": "beginning"}))
-        self.op(2, "poll", [["poll"]], [["poll", {k: v for k, v in drained.items() if v}]], t0, dmeta)
-        high = {k: reads[f"{k}/read_committed"]["high"] for k in keys}
-        # each read ran to its end (partition EOF): for read_committed the LSO
-        return reads, {"drained": True, "complete": True, "high": high, "positions": dict(high)}
-
-
-def _partition(agent, topic: str, part: int) -> dict | None:
-    d = agent.request("describe", timeout=10, topics=[topic])
-    t = d["topics"].get(topic)
-    return (t or {}).get("partitions", {}).get(str(part)) if t and not t["error"] else None
-
-
-def _wait(what: str, cond, timeout: float) -> float:
-    t0 = time.monotonic()
-    last = ""
-    while time.monotonic() - t0 < timeout:
-        try:
-            if cond():
-                return round(time.monotonic() - t0, 2)
-        except Exception as exc:  # the agent may fail while a broker is down: not yet; quoted on timeout
-            last = f" (last error: {type(exc).__name__}: {exc})"
-        time.sleep(0.5)
-    raise F2Error(f"timed out after {timeout:.0f} s waiting for {what}{last}")
 
 
 def _cut(host, peer: str, add: bool) -> None:
@@ -167,32 +58,12 @@ def _cut(host, peer: str, add: bool) -> None:
     host.run("iptables", op, "INPUT", "-s", peer, "-p", "tcp", "--dport", "9092", "-j", "DROP")
 
 
-def _judge(run_dir: Path, meta: dict) -> dict:
-    """The checkers' verdict on the driver's history (verdict.json), and the HTML report when
-    it renders; returns ``{"valid", "anomaly_counts"}``, with ``report_error`` when it does not."""
-    import checkers
-
-    try:
-        verdict = checkers.check(run_dir / "history.jsonl", meta=meta, allowed=[])
-    except Exception as exc:  # the driver's figures stand without a verdict
-        return {"valid": "unknown", "error": f"{type(exc).__name__}: {exc}"}
-    checkers.RunDir(run_dir).write_verdict(verdict)
-    out = {"valid": verdict.valid, "anomaly_counts": verdict.anomaly_counts}
-    try:
-        from harness.report import render_report
-
-        render_report(run_dir)
-    except Exception as exc:  # the verdict stands without a report; f2.json says why there is none
-        out["report_error"] = f"{type(exc).__name__}: {exc}"
-    return out
-
-
 MODES = ("hang", "aborted-becomes-committed", "committed-becomes-aborted")
 
 
-def run_f2(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, mode: str = "hang") -> F2Result:
+def run_f2(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, mode: str = "hang") -> DriverResult:
     """Drive the steps of the module docstring once in ``mode`` (MODES); return what they
-    showed. Raises F2Error naming the step that failed, ValueError for an unknown mode, and what
+    showed. Raises DriverError naming the step that failed, ValueError for an unknown mode, and what
     harness.findings.bringup raises."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
@@ -229,7 +100,7 @@ def run_f2(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, mode: s
             step("init", transactional_id=tid, coordinator=c)
             client("create_topic", name=TOPIC, assignment=[[leader, follower], [c, follower]],
                    configs={"min.insync.replicas": "1"})
-            _wait("f2-0 led by L with ISR [L, F]", lambda: (p := _partition(agent, TOPIC, 0)) and p["leader"] == leader
+            wait_for("f2-0 led by L with ISR [L, F]", lambda: (p := partition(agent, TOPIC, 0)) and p["leader"] == leader
                   and sorted(p["isr"]) == sorted([leader, follower]), 60)
             step("topic", partitions={"0": [leader, follower], "1": [c, follower]})
 
@@ -246,7 +117,7 @@ def run_f2(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, mode: s
             client("commit", name="T")
             rec.op(0, "txn", [["send", keys[0], v0]], [["send", keys[0], [res["v0_offset"], v0]]], t0,
                    {"transactional_id": tid, "worker": "producer-T", "commit_ns": commit_ns})
-            waited = _wait("f2-0's ISR to shrink to [L]", lambda: _partition(agent, TOPIC, 0)["isr"] == [leader], 90)
+            waited = wait_for("f2-0's ISR to shrink to [L]", lambda: partition(agent, TOPIC, 0)["isr"] == [leader], 90)
             rec.h.append({"process": "nemesis", "type": "info", "f": "start-partition",
                           "value": {"grudge": "replication", "cut": [follower, leader], "port": 9092,
                                     "result": f"f2-0 ISR [{leader}]"}})
@@ -266,8 +137,8 @@ def run_f2(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, mode: s
             rec.h.append({"process": "nemesis", "type": "info", "f": "kill",
                           "value": {"node": leader, "result": "killed"}})
             step("killed", node=leader)
-            waited = _wait("f2-0 to lose its leader", lambda: _partition(agent, TOPIC, 0)["leader"] == -1, 90)
-            step("leaderless", after_s=waited, partition=_partition(agent, TOPIC, 0))
+            waited = wait_for("f2-0 to lose its leader", lambda: partition(agent, TOPIC, 0)["leader"] == -1, 90)
+            step("leaderless", after_s=waited, partition=partition(agent, TOPIC, 0))
             time.sleep(1)  # the coordinator's metadata image follows the controller's within ms
 
             commit_ns = rec.now()
@@ -276,7 +147,7 @@ def run_f2(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, mode: s
                 client(end, name="T")
                 res["committed"] = end == "commit"
                 res["aborted"] = end == "abort"
-            except F2Error as exc:
+            except DriverError as exc:
                 res["committed"], res["commit_error"] = False, str(exc)
             rec.op(0, "txn", [["send", keys[0], v1], ["send", keys[1], v2]],
                    [["send", keys[0], [res["v1_offset"], v1]], ["send", keys[1], [res["v2_offset"], v2]]],
@@ -288,10 +159,10 @@ def run_f2(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, mode: s
             rec.h.append({"process": "nemesis", "type": "info", "f": "heal", "value": None})
             _cut(net.node(follower), net.node(leader).address, False)
             fc.backend.node(leader).start()
-            waited = _wait("f2-0 to be led again", lambda: _partition(agent, TOPIC, 0)["leader"] >= 0, 180)
+            waited = wait_for("f2-0 to be led again", lambda: partition(agent, TOPIC, 0)["leader"] >= 0, 180)
             rec.h.append({"process": "nemesis", "type": "info", "f": "heal",
                           "value": {"result": [f"cut removed, started n{leader}"], "problems": []}})
-            step("healed", after_s=waited, partition=_partition(agent, TOPIC, 0))
+            step("healed", after_s=waited, partition=partition(agent, TOPIC, 0))
 
             if mode == "hang":  # another producer, U, commits v3 behind T's open transaction
                 later, process, later_tid, end = "U", 1, f"f2-later-{run_dir.name}", "commit"
@@ -327,7 +198,7 @@ def run_f2(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, mode: s
             res["hanging"] = fh.rows
             res["find_hanging_ok"] = fh.ok
             step("find-hanging", rows=fh.rows, ok=fh.ok)
-        except F2Error as exc:  # the run folder still gets what the steps showed
+        except DriverError as exc:  # the run folder still gets what the steps showed
             res["error"] = str(exc)
             step("error", error=str(exc))
         finally:
@@ -341,7 +212,7 @@ def run_f2(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, mode: s
             "final_reads_complete": bool(res.get("drain")), "broker_events": events,
             "teardown_problems": problems}
     (run_dir / "meta.json").write_text(json.dumps(meta, indent=1, default=str))
-    res["verdict"] = _judge(run_dir, meta)
+    res["verdict"] = judge(run_dir, meta)
     res["broker_events"] = events
     res["skipped_marker_lines"] = [line for f in sorted(logs.glob("n*.log"))
                                    for line in f.read_text(errors="replace").splitlines()
@@ -355,4 +226,4 @@ def run_f2(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, mode: s
     evidence += replica_lines(run_dir, f"{TOPIC}-0", kafka_version, set(range(0, 20)))
     (run_dir / "f2.json").write_text(json.dumps(res, indent=1, default=str))
     write_evidence(run_dir, evidence)
-    return F2Result(run_dir, res, evidence, problems)
+    return DriverResult(run_dir, res, evidence, problems)

@@ -50,7 +50,8 @@ from pathlib import Path
 
 from harness.cluster.artifacts import DEFAULT_KAFKA_VERSION
 from harness.findings.bringup import write_evidence
-from harness.findings.f2 import BROKER, ClientProc, F2Error as F9Error, Recorder, _judge, _partition, _wait
+from harness.findings.driver import ClientProc, DriverError, DriverResult, Recorder, judge, partition, wait_for
+from harness.findings.f2 import BROKER
 from harness.findings.f1_repro import txn_partition_for
 
 TOPIC = "f9"
@@ -101,16 +102,15 @@ def _caught_up(log: Path, since: int) -> bool:
     return "The broker has caught up" in text[since:]
 
 
-def run_f9(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, variant: str = "stale-restart") -> "F9Result":
+def run_f9(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, variant: str = "stale-restart") -> DriverResult:
     """Drive the steps of the module docstring once as ``variant`` (VARIANTS); return what they
-    showed. Raises F9Error naming the step that failed, ValueError for an unknown variant, and
+    showed. Raises DriverError naming the step that failed, ValueError for an unknown variant, and
     what harness.findings.bringup raises."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
     from harness.cluster.broker_events import scan_broker_logs
     from harness.findings.bringup import findings_cluster
     from harness.findings.f1 import replica_lines
-    from harness.findings.f2 import F2Result as F9Result
 
     run_dir = Path(results) / f"f9-{variant}" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     logs = run_dir / "logs"
@@ -142,8 +142,8 @@ def run_f9(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, variant
             res.update(transactional_id=tid, txn_partition=p, coordinator=c, f=f, g=g)
             step("init", transactional_id=tid, coordinator=c, txn_partition=p)
             client("create_topic", name=TOPIC, assignment=[[f, g], [g, f]], configs={"min.insync.replicas": "1"})
-            _wait("f9's leaders F and G", lambda: (_partition(agent, TOPIC, 0) or {}).get("leader") == f
-                  and (_partition(agent, TOPIC, 1) or {}).get("leader") == g, 60)
+            wait_for("f9's leaders F and G", lambda: (partition(agent, TOPIC, 0) or {}).get("leader") == f
+                  and (partition(agent, TOPIC, 1) or {}).get("leader") == g, 60)
 
             t_txn = rec.now()
             client("begin", name="T")
@@ -178,9 +178,9 @@ def run_f9(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, variant
             step("killed", node=c, producer="T", commit_asked_s_before=1.0)
 
             def moved() -> float:
-                waited = _wait(f"__transaction_state-{p} led by n{f} or n{g}",
-                               lambda: (_partition(agent, "__transaction_state", p) or {}).get("leader") in (f, g), 120)
-                tp = _partition(agent, "__transaction_state", p)
+                waited = wait_for(f"__transaction_state-{p} led by n{f} or n{g}",
+                               lambda: (partition(agent, "__transaction_state", p) or {}).get("leader") in (f, g), 120)
+                tp = partition(agent, "__transaction_state", p)
                 res["new_coordinator"] = tp["leader"]
                 step("moved", after_s=waited, txn_partition=tp)
                 return waited
@@ -195,9 +195,9 @@ def run_f9(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, variant
             step("restarted", node=c)
             if variant == "stale-restart":
                 moved()
-            waited = _wait(f"n{c}'s 'The broker has caught up'", lambda: _caught_up(log, since), 120)
+            waited = wait_for(f"n{c}'s 'The broker has caught up'", lambda: _caught_up(log, since), 120)
             step("caught-up", after_s=waited)
-            waited = _wait("f9's LSOs at their high watermarks", lambda: _closed(agent, keys), 150)
+            waited = wait_for("f9's LSOs at their high watermarks", lambda: _closed(agent, keys), 150)
             step("closed", after_s=waited)
             rec.h.append({"process": "nemesis", "type": "info", "f": "heal", "value": None})
             while cuts:
@@ -216,7 +216,7 @@ def run_f9(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, variant
             res["v1_visible"] = v1 in {int(v) for v in reads[f"{TOPIC}/1/read_committed"]["records"].values()}
             res["torn"] = res["v0_visible"] != res["v1_visible"]
             step("read", v0_visible=res["v0_visible"], v1_visible=res["v1_visible"], torn=res["torn"])
-        except F9Error as exc:  # the run folder still gets what the steps showed
+        except DriverError as exc:  # the run folder still gets what the steps showed
             res["error"] = str(exc)
             step("error", error=str(exc))
         finally:
@@ -234,7 +234,7 @@ def run_f9(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, variant
             "isolation_level": "read_committed", "keys": keys, "drain": res.get("drain"),
             "final_reads_complete": bool(res.get("drain")), "broker_events": events, "teardown_problems": problems}
     (run_dir / "meta.json").write_text(json.dumps(meta, indent=1, default=str))
-    res["verdict"] = _judge(run_dir, meta)
+    res["verdict"] = judge(run_dir, meta)
     pat = re.compile(_C_LINES.format(p=p, tid=re.escape(tid)))
     clog = logs / f"n{c}.log"
     res["coordinator_lines"] = ([x.strip()[:400] for x in clog.read_text(errors="replace").splitlines() if pat.search(x)]
@@ -248,4 +248,4 @@ def run_f9(results: Path, *, kafka_version: str = DEFAULT_KAFKA_VERSION, variant
         evidence += replica_lines(run_dir, f"{TOPIC}-{q}", kafka_version, set(range(0, 10)))
     (run_dir / "f9.json").write_text(json.dumps(res, indent=1, default=str))
     write_evidence(run_dir, evidence)
-    return F9Result(run_dir, res, evidence, problems)
+    return DriverResult(run_dir, res, evidence, problems)
