@@ -58,8 +58,11 @@ def _start_times(events) -> list[float]:
 
 def test_an_exit_within_startup_after_a_restart_is_restarted_with_a_backoff(tmp_path):
     # 1 + 2 s of backoff plus three Python starts: 6 s gave 2 starts on a loaded machine; the
-    # watch ends at the third start (at most 12 s)
-    events, log = _supervise(tmp_path, 12.0, until=lambda ev: len(_start_times(ev)) >= 3, restarted=True)
+    # watch ends at the third start (at most 40 s). startup_s 10: a Python that exits at once can
+    # take over a second to do so on a loaded machine (niced beside cluster tests), and an exit
+    # after startup_s would reset the backoff this test reads
+    events, log = _supervise(tmp_path, 40.0, until=lambda ev: len(_start_times(ev)) >= 3, restarted=True,
+                             startup_s=10.0)
     assert not [e for e in events if "app_failed" in e.get("ctl", {})], events
     starts = _start_times(events)
     # exits at once every time: started again after 1, 2, then 4 s (backoff), not once and never again
@@ -73,8 +76,12 @@ def test_an_exit_within_startup_after_a_restart_is_restarted_with_a_backoff(tmp_
 
 
 def test_the_first_start_exiting_at_once_still_ends_the_run(tmp_path):
-    # the control: the run's first start of the instance, same command: the short error, one start
-    events, _ = _supervise(tmp_path, 4.0)
+    # the control: the run's first start of the instance, same command: the short error, one start.
+    # startup_s 10 and a watch until the verdict: with startup_s 1 and a 4 s watch, a loaded CI
+    # machine (this suite niced beside the cluster tests) took over 1 s to start and exit the
+    # child, so the exit counted as a crash after start-up and no app_failed came (stop 50's CI)
+    events, _ = _supervise(tmp_path, 40.0, until=lambda ev: any("app_failed" in e.get("ctl", {}) for e in ev),
+                           startup_s=10.0)
     failed = [e["ctl"]["app_failed"] for e in events if "app_failed" in e.get("ctl", {})]
     assert len(failed) == 1 and failed[0]["reason"].startswith("the application exited with code 3"), events
     assert len(_start_times(events)) == 1
