@@ -70,9 +70,8 @@ class EpochBurnConfig(TxnProducerConfig):
     reinit_at_epoch: int = Field(32766, ge=1, le=32767)
     burn_timeout_s: float = Field(240.0, gt=0)
     #: ``timeout`` (KAFKA-20090): first let the transaction at reinit_at_epoch time out on the
-    #: coordinator, ``timeout_wait_s`` s held open, and abort it late; ``none`` (eos-chaos hunt's
-    #: epoch climb): no act at any epoch, transactions as a txn-producer after the burn
-    trigger: Literal["reinit", "timeout", "none"] = "reinit"
+    #: coordinator, ``timeout_wait_s`` s held open, and abort it late
+    trigger: Literal["reinit", "timeout"] = "reinit"
     timeout_wait_s: float = Field(8.0, gt=0)
 
 

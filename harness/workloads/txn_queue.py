@@ -49,11 +49,8 @@ class EpochBurnSpec(Strict):
     #: ``reinit``: re-initialise with a transaction open at reinit_at_epoch (KAFKA-19367);
     #: ``timeout``: first hold one open there ``timeout_wait_s`` s, past the producer's
     #: transaction.timeout.ms, so the coordinator aborts it, and abort it late, then
-    #: re-initialise with the next one open (KAFKA-20090, Kafka 4.0.0-4.2.x);
-    #: ``none``: no act of its own at any epoch (reinit_at_epoch unused): after the burn the
-    #: producer lives as a txn-producer, its epoch climbing one per transaction (TV2) past the
-    #: end of its range, restarted and stalled only by the nemesis (``eos-chaos hunt``'s draw)
-    trigger: Literal["reinit", "timeout", "none"] = "reinit"
+    #: re-initialise with the next one open (KAFKA-20090, Kafka 4.0.0-4.2.x)
+    trigger: Literal["reinit", "timeout"] = "reinit"
     timeout_wait_s: float = Field(8.0, gt=0, le=MAX_TIME_S)
     #: seconds the final drain may take (harness.workers.configs.ConsumerConfig): a partition
     #: whose transaction a broker leaves open for good never reaches its end, and the default

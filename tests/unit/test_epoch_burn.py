@@ -33,9 +33,6 @@ def test_epoch_burn_writers_are_java_epoch_burn_workers_with_keys_of_their_own(n
     assert ws[0].cfg["trigger"] == "reinit" and "drain_timeout_s" not in ws[0].cfg
     timeout = TxnQueueSpec(client="java", epoch_burn={"trigger": "timeout", "timeout_wait_s": 6})
     assert check_config("epoch-burn", WORKLOADS["txn-queue"](timeout, BOOT, 5).writers()[0].cfg).trigger == "timeout"
-    # the hunt's climb (harness.detect.search_space.epoch_climb): no act at any epoch
-    climb = TxnQueueSpec(client="java", epoch_burn={"burn_to_epoch": 32700, "reinit_at_epoch": 32767, "trigger": "none"})
-    assert check_config("epoch-burn", WORKLOADS["txn-queue"](climb, BOOT, 5).writers()[0].cfg).trigger == "none"
     # without the option: txn-producer workers over every key, as before
     plain = WORKLOADS["txn-queue"](TxnQueueSpec(client="java", producers=2), BOOT, 5).writers()
     assert [x.role for x in plain] == ["txn-producer"] * 2 and "burn_to_epoch" not in plain[0].cfg
@@ -60,6 +57,3 @@ def test_bad_epoch_burn_fields_say_what_to_fix(fields, says):
 def test_the_java_main_starts_the_role():
     src = (java.SRC / "eosc" / "Main.java").read_text()
     assert 'case "epoch-burn": w = new EpochBurn(cfg);' in src
-    # trigger none skips both acts: the run loop asks for no epoch, so it only runs txn()
-    burn = (java.SRC / "eosc" / "EpochBurn.java").read_text()
-    assert 'equals("none")' in burn and "reinitDone || noTrigger ? null" in burn

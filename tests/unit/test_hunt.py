@@ -93,15 +93,8 @@ def test_documented_figures_are_the_documented_ones():
 
 def test_no_zoo_trigger_is_in_the_space():
     keys = {s.key for s in S.every_setting("txn-queue", "java")} | {s.key for s in S.every_setting("txn-queue", "librdkafka")}
-    assert "isolation_level" not in keys
-    # the climb is drawn (issue 44: long-lived ids whose epoch climbs), the zoo's acts at an epoch are not
-    assert "epoch_burn" in keys and "epoch_burn" not in {s.key for s in S.every_setting("txn-queue", "librdkafka")}
-    assert "reinit" in " ".join(S.NOT_DRAWN) and "timeout" in " ".join(S.NOT_DRAWN)
-    for v in S.EPOCH_CLIMB.grid():
-        climb = S.epoch_climb(v)
-        assert climb["trigger"] == "none" and 0 <= climb["burn_to_epoch"] <= 32764, climb
-    # log scale in the epochs left before the INT16 end, nearest a fresh id first (the shrinker's end)
-    assert S.EPOCH_CLIMB.grid()[0] == 0 and S.EPOCH_CLIMB.grid()[-1] == 32764 and len(S.EPOCH_CLIMB.grid()) == 15
+    assert "epoch_burn" not in keys and "isolation_level" not in keys
+    assert "epoch_burn" in " ".join(S.NOT_DRAWN)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
@@ -157,7 +150,7 @@ def test_every_drawn_setting_reaches_the_workers_or_the_brokers(pool, tmp_path, 
     scn = S.apply(entry.base, d)
     assert "hunt draw:" in scn.description  # the run's scenario.yaml holds the draw
     w, workers = _workers(scn)
-    producers = [x for x in workers if x.role in ("txn-producer", "txn-producers", "epoch-burn", "processor")]
+    producers = [x for x in workers if x.role in ("txn-producer", "txn-producers", "processor")]
     assert producers
     for x in producers:
         check_config(x.role, x.cfg)  # what harness.run.pool validates before a worker starts
@@ -169,12 +162,7 @@ def test_every_drawn_setting_reaches_the_workers_or_the_brokers(pool, tmp_path, 
     assert scn.workload.client_cfg().get("client", "librdkafka") == client
     # workload shape
     shape = d.workload
-    txn = [x for x in workers if x.role in ("txn-producer", "txn-producers", "epoch-burn")]
-    if "epoch_burn" in shape:  # the climb: every producer an epoch-burn worker with no act of its own
-        assert all(x.role == "epoch-burn" and x.cfg["burn_to_epoch"] == shape["epoch_burn"]
-                   and x.cfg["trigger"] == "none" for x in txn), [x.role for x in txn]
-    else:
-        assert not [x for x in txn if x.role == "epoch-burn"]
+    txn = [x for x in workers if x.role in ("txn-producer", "txn-producers")]
     if "max_sends_per_txn" in shape:
         assert all(x.cfg["max_sends"] == shape["max_sends_per_txn"] for x in txn)
     if "abort_probability" in shape:
@@ -196,8 +184,7 @@ def test_every_drawn_setting_reaches_the_workers_or_the_brokers(pool, tmp_path, 
     if "processor_abort_probability" in shape:
         assert all(x.cfg["abort_probability"] == shape["processor_abort_probability"] for x in procs)
     assert set(shape) <= {"producers", "max_sends_per_txn", "abort_probability", "think_time_ms", "inflight_abort",
-                          "flush_timeout_s", "epoch_burn", "processors", "max_batch", "processor_abort_probability"}
-    assert ("epoch_burn" in shape) == (name == "smoke" and client == "java")
+                          "flush_timeout_s", "processors", "max_batch", "processor_abort_probability"}
     # restarts: a kill-client fault on the producers is among the faults drawn from
     assert any(f.fault == "kill-client" for f in scn.nemesis.faults)
     # broker settings: in every node's server.properties

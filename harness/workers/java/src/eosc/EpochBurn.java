@@ -41,8 +41,7 @@ import java.util.concurrent.TimeUnit;
  * is first held open {@code timeout_wait_s} s, past transaction.timeout.ms, so that the
  * coordinator's timeout abort fences the epoch to 32767 without a new producer id, then aborted
  * late by the client (EndTxn at the old epoch, answered as a retry); the re-init then comes with
- * the next transaction open, at 32767. With {@code trigger: none} (eos-chaos hunt's epoch
- * climb) it does neither: after the burn it runs transactions as a txn-producer does.
+ * the next transaction open, at 32767.
  *
  * History: an {@code epoch-burn} op (invoke/ok, or info with the error) whose value is
  * {"requests", "epoch", "producer_id"}; init ok meta carries producer_id and producer_epoch
@@ -61,9 +60,6 @@ final class EpochBurn extends TxnProducer {
     /** trigger "timeout" (KAFKA-20090): the transaction at reinitAt times out on the
      *  coordinator and is aborted late by the client first; "reinit" (KAFKA-19367) skips that */
     final boolean timeoutTrigger;
-    /** trigger "none" (eos-chaos hunt): no act at any epoch; after the burn the producer
-     *  runs transactions as a txn-producer, its epoch climbing past the end of its range */
-    final boolean noTrigger;
     final double timeoutWait;
     boolean timedOut;
     boolean burnt;
@@ -75,7 +71,6 @@ final class EpochBurn extends TxnProducer {
         burnTo = (int) Json.lng(cfg, "burn_to_epoch", 32760);
         reinitAt = (int) Json.lng(cfg, "reinit_at_epoch", 32766);
         timeoutTrigger = Json.str(cfg, "trigger", "reinit").equals("timeout");
-        noTrigger = Json.str(cfg, "trigger", "reinit").equals("none");
         timeoutWait = Json.dbl(cfg, "timeout_wait_s", 8);
     }
 
@@ -349,7 +344,7 @@ final class EpochBurn extends TxnProducer {
                     continue;
                 }
             }
-            long[] pe = reinitDone || noTrigger ? null : producerIdAndEpoch();
+            long[] pe = reinitDone ? null : producerIdAndEpoch();
             if (pe != null && pe[1] >= reinitAt && timeoutTrigger && !timedOut) {
                 timedOut = true;
                 openAndTimeOut(pe[1]);
