@@ -47,8 +47,22 @@ def _starts(events):
     return [e for e in events if e.get("f") == "app-start" and e.get("type") == "ok"]
 
 
+def _exited_then(wait_s: float):
+    """An ``until`` that holds ``wait_s`` seconds (wall clock) after the first app-exit: long
+    enough for a wrong restart (1 s backoff) to show, however late a loaded machine exits."""
+    seen: list[float] = []
+
+    def until(events) -> bool:
+        if not seen and any(e.get("f") == "app-exit" and e.get("type") == "ok" for e in events):
+            seen.append(time.monotonic())
+        return bool(seen) and time.monotonic() - seen[0] >= wait_s
+    return until
+
+
 def test_a_retired_instance_that_exits_is_not_restarted(tmp_path):
-    events = _supervise(tmp_path, ["retire"])
+    # watch until 4 s after the child's exit (at most 40 s): a fixed 6 s watch let a loaded
+    # machine's slow child start be stopped before it exited (exit -15, not 3)
+    events = _supervise(tmp_path, ["retire"], watch_s=40.0, until=_exited_then(4.0))
     assert {"ctl": {"retired": True}} in events
     exits = [e["value"]["code"] for e in events if e.get("f") == "app-exit" and e.get("type") == "ok"]
     assert exits == [3], exits
