@@ -41,7 +41,11 @@ def test_waiters_take_the_lock_in_arrival_order(tmp_path, monkeypatch):
         t = threading.Thread(target=waiter)
         t.start()
         started.wait()
-        time.sleep(0.5)  # the waiter's ticket is in the queue
+        # the waiter's ticket is in the queue (polled: a fixed pause raced a loaded machine)
+        queue, deadline = tmp_path / "lock.queue", time.monotonic() + 30
+        while not (queue.is_dir() and any(queue.iterdir())) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert queue.is_dir() and any(queue.iterdir()), "the waiter never queued"
     with cluster_lock(timeout=30):  # released and asked again at once
         order.append("loop")
     t.join()
